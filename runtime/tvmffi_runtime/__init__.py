@@ -1,0 +1,64 @@
+"""tvmffi_runtime: a small ctypes runtime over ``libtvm_ffi.so``, used by tvmffi-gen packages.
+
+Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``List``, ``Map``,
+``Dict``, ``Shape``, ``Error``, ``DataType`` (alias ``dtype``), ``Device``, ``load_library``,
+``register_object`` and the reflection helpers in ``tvmffi_runtime.reflection``.
+"""
+
+from __future__ import annotations
+
+from . import _lib
+from ._core import (
+    DataType,
+    Device,
+    Error,
+    Function,
+    Object,
+    TypeIndex,
+    class_for_index,
+    get_global_func,
+    register_error,
+    register_object,
+    type_key_to_index,
+)
+from ._lib import LIB_PATH, LibraryLoadError, load_library
+from .containers import Array, Dict, List, Map, Shape
+from .module import Module
+from .tensor import Tensor
+
+dtype = DataType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "DataType",
+    "Device",
+    "Dict",
+    "Error",
+    "Function",
+    "LIB_PATH",
+    "LibraryLoadError",
+    "List",
+    "Map",
+    "Module",
+    "Object",
+    "Shape",
+    "Tensor",
+    "TypeIndex",
+    "class_for_index",
+    "dtype",
+    "get_global_func",
+    "load_library",
+    "register_error",
+    "register_object",
+    "type_key_to_index",
+    "libtvm_ffi_version",
+]
+
+
+def libtvm_ffi_version() -> tuple[int, int, int]:
+    """(major, minor, patch) of the loaded ``libtvm_ffi.so``."""
+    v = _lib.TVMFFIVersion()
+    _lib.GetVersion(v)
+    return (v.major, v.minor, v.patch)

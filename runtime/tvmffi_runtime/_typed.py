@@ -1,0 +1,113 @@
+"""Argument checking for ``Function.from_typed``: convert and check from a callable's annotations."""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import inspect
+import types
+import typing
+from typing import Any, Callable
+
+__all__ = ["typed_adapter", "checker_for"]
+
+Checker = Callable[[Any], Any]
+
+
+def _describe(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
+
+
+def checker_for(tp: Any) -> Checker | None:
+    """A function that converts a value to ``tp`` or raises TypeError; None accepts anything."""
+    if tp is Any or tp is inspect.Parameter.empty or tp is object:
+        return None
+    if tp is None or tp is type(None):
+        def check_none(v: Any) -> Any:
+            if v is not None:
+                raise TypeError(f"expected None, got {type(v).__name__}")
+            return v
+        return check_none
+    if tp is float:
+        def check_float(v: Any) -> Any:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"expected float, got {type(v).__name__}")
+            return float(v)
+        return check_float
+    if tp is int:
+        def check_int(v: Any) -> Any:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"expected int, got {type(v).__name__}")
+            return v
+        return check_int
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        checks = [checker_for(o) for o in options]
+        if any(c is None for c in checks):
+            return None
+
+        def check_union(v: Any) -> Any:
+            for c in checks:
+                assert c is not None
+                try:
+                    return c(v)
+                except TypeError:
+                    continue
+            raise TypeError(f"expected {' | '.join(_describe(o) for o in options)}, got {type(v).__name__}")
+
+        return check_union
+    if origin is not None:
+        base = origin
+    else:
+        base = tp
+    if base in (collections.abc.Callable,):
+        base = collections.abc.Callable
+    if isinstance(base, type):
+        def check_instance(v: Any) -> Any:
+            if not isinstance(v, base):
+                raise TypeError(f"expected {_describe(tp)}, got {type(v).__name__}")
+            return v
+        return check_instance
+    return None
+
+
+def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``f`` so calls from native code are checked against its annotations.
+
+    A wrong argument count or type raises TypeError naming the function and the parameter
+    position (and name), which crosses back into the caller as a TypeError.
+    """
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return f
+    try:
+        hints = typing.get_type_hints(f)
+    except Exception:
+        hints = {}
+    params = [
+        p for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
+    required = sum(1 for p in params if p.default is p.empty)
+    checks = [checker_for(hints.get(p.name, Any)) for p in params]
+    name = getattr(f, "__qualname__", repr(f))
+
+    @functools.wraps(f)
+    def adapter(*args: Any) -> Any:
+        n = len(args)
+        if n < required or (n > len(params) and not has_varargs):
+            expected = f"{required}" if required == len(params) else f"{required} to {len(params)}"
+            raise TypeError(f"{name}() expects {expected} arguments, got {n}")
+        converted = list(args)
+        for i, (value, check) in enumerate(zip(args, checks)):
+            if check is not None:
+                try:
+                    converted[i] = check(value)
+                except TypeError as exc:
+                    raise TypeError(f"{name}(): argument {i} ({params[i].name}): {exc}") from None
+        return f(*converted)
+
+    return adapter

@@ -1,0 +1,404 @@
+"""Typed container wrappers: ``Array``, ``List``, ``Map``, ``Dict`` and ``Shape``.
+
+Sequences read their elements straight from the object's ``TVMFFISeqCell`` (an array of
+``TVMFFIAny``); everything else, and every mutation, goes through the library's own container
+functions (``ffi.MapGetItem``, ``ffi.ListAppend``, ...), so semantics match C++.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from typing import Any, ClassVar, Generic, TypeVar, overload
+
+from . import _core
+from ._core import Function, Object, TypeIndex, _new_container, _wrap, ffi_call
+from ._lib import OBJECT_HEADER_SIZE
+
+__all__ = ["Array", "List", "Map", "Dict", "Shape"]
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+_string_at = ctypes.string_at
+_c_void_p = ctypes.c_void_p
+
+
+class _Globals:
+    """Container functions, looked up once on first use."""
+
+    _cache: ClassVar[dict[str, ctypes.c_void_p]] = {}
+    _keep: ClassVar[list[Function]] = []
+
+    @classmethod
+    def get(cls, name: str) -> ctypes.c_void_p:
+        c = cls._cache.get(name)
+        if c is None:
+            f = _core.get_global_func(name)
+            assert f is not None
+            cls._keep.append(f)
+            c = cls._cache[name] = f.c_handle
+        return c
+
+
+def _call(name: str, *args: Any) -> Any:
+    return ffi_call(_Globals.get(name), args, name)
+
+
+def _seq_cell(handle: int) -> tuple[int, int]:
+    """(data pointer, size) of the TVMFFISeqCell after the object header."""
+    data = _c_void_p.from_address(handle + OBJECT_HEADER_SIZE).value or 0
+    size = ctypes.c_int64.from_address(handle + OBJECT_HEADER_SIZE + 8).value
+    return data, size
+
+
+def _norm_index(i: int, n: int, what: str) -> int:
+    j = i + n if i < 0 else i
+    if not 0 <= j < n:
+        raise IndexError(f"{what} index {i} out of range for length {n}")
+    return j
+
+
+class _SeqBase(Object, Generic[T]):
+    """Shared read side of Array and List (both are a TVMFFISeqCell of Any)."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return _seq_cell(self._h)[1]
+
+    def _item(self, j: int) -> T:
+        data, _ = _seq_cell(self._h)
+        return _core.view_from_buffer(_string_at(data + 16 * j, 16), 0)  # type: ignore[no-any-return]
+
+    def _items(self) -> list[T]:
+        data, n = _seq_cell(self._h)
+        if not n:
+            return []
+        raw = _string_at(data, 16 * n)
+        conv = _core.view_from_buffer
+        return [conv(raw, 16 * i) for i in range(n)]
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return self._items()[i]
+        n = len(self)
+        return self._item(_norm_index(i.__index__(), n, type(self).__name__))
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items())
+
+    def __contains__(self, value: object) -> bool:
+        return any(x == value for x in self._items())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _SeqBase):
+            return self.same_as(other) or self._items() == other._items()
+        if isinstance(other, (list, tuple)):
+            return self._items() == list(other)
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._items()!r})"
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        return self._items().index(value, start, len(self) if stop is None else stop)
+
+    def count(self, value: Any) -> int:
+        return self._items().count(value)
+
+    def __reversed__(self) -> Iterator[T]:
+        return reversed(self._items())
+
+
+@_core.register_object("ffi.Array")
+class Array(_SeqBase[T], Sequence[T]):
+    """An immutable TVM FFI array; a ``Sequence[T]``. ``Array([1, 2])`` builds one."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._h = _new_container("ffi.Array", list(items))
+        self._t = TypeIndex.ARRAY
+
+
+@_core.register_object("ffi.List")
+class List(_SeqBase[T], MutableSequence[T]):
+    """A mutable TVM FFI list; a ``MutableSequence[T]``. ``List([1, 2])`` builds one."""
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._h = _new_container("ffi.List", list(items))
+        self._t = TypeIndex.LIST
+
+    @overload
+    def __setitem__(self, i: int, value: T) -> None: ...
+    @overload
+    def __setitem__(self, i: slice, value: Iterable[T]) -> None: ...
+    def __setitem__(self, i: int | slice, value: Any) -> None:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            values = list(value)
+            if step == 1:
+                stop = max(stop, start)
+                _call("ffi.ListReplaceSlice", self, start, stop, List(values))
+                return
+            targets = list(range(start, stop, step))
+            if len(targets) != len(values):
+                raise ValueError(
+                    f"attempt to assign sequence of size {len(values)} to extended slice of size {len(targets)}"
+                )
+            for j, v in zip(targets, values):
+                _call("ffi.ListSetItem", self, j, v)
+            return
+        _call("ffi.ListSetItem", self, _norm_index(i.__index__(), n, "List"), value)
+
+    @overload
+    def __delitem__(self, i: int) -> None: ...
+    @overload
+    def __delitem__(self, i: slice) -> None: ...
+    def __delitem__(self, i: int | slice) -> None:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step == 1:
+                if stop > start:
+                    _call("ffi.ListEraseRange", self, start, stop)
+                return
+            for j in sorted(range(start, stop, step), reverse=True):
+                _call("ffi.ListErase", self, j)
+            return
+        _call("ffi.ListErase", self, _norm_index(i.__index__(), n, "List"))
+
+    def insert(self, index: int, value: T) -> None:
+        n = len(self)
+        j = max(0, min(n, index + n if index < 0 else index))
+        _call("ffi.ListInsert", self, j, value)
+
+    def append(self, value: T) -> None:
+        _call("ffi.ListAppend", self, value)
+
+    def pop(self, index: int = -1) -> T:
+        n = len(self)
+        if n == 0:
+            raise IndexError("pop from empty List")
+        return _call("ffi.ListPop", self, _norm_index(index, n, "List"))  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        _call("ffi.ListClear", self)
+
+    def reverse(self) -> None:
+        _call("ffi.ListReverse", self)
+
+
+class _MISSING:
+    pass
+
+
+class _MapBase(Object, Generic[K, V]):
+    """Shared read side of Map and Dict."""
+
+    __slots__ = ()
+    _prefix: ClassVar[str] = "ffi.Map"
+
+    def __len__(self) -> int:
+        return _call(self._prefix + "Size", self)  # type: ignore[no-any-return]
+
+    def __getitem__(self, key: K) -> V:
+        value = _call(self._prefix + "GetItemOrMissing", self, key)
+        if isinstance(value, Object) and value.same_as(_missing_object()):
+            raise KeyError(key)
+        return value  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return bool(_call(self._prefix + "Count", self, key))
+        except TypeError:
+            return False
+
+    def _pairs(self) -> list[tuple[K, V]]:
+        if len(self) == 0:
+            return []
+        it = _call(self._prefix + "ForwardIterFunctor", self)
+        out = []
+        while True:
+            out.append((it(0), it(1)))
+            if not it(2):
+                break
+        return out
+
+    def __iter__(self) -> Iterator[K]:
+        return iter([k for k, _ in self._pairs()])
+
+    def items(self) -> Any:
+        return self._pairs()
+
+    def keys(self) -> Any:
+        return [k for k, _ in self._pairs()]
+
+    def values(self) -> Any:
+        return [v for _, v in self._pairs()]
+
+    def get(self, key: K, default: Any = None) -> Any:
+        value = _call(self._prefix + "GetItemOrMissing", self, key)
+        if isinstance(value, Object) and value.same_as(_missing_object()):
+            return default
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _MapBase) and self.same_as(other):
+            return True
+        if isinstance(other, (_MapBase, dict, Mapping)):
+            if len(self) != len(other):
+                return False
+            try:
+                return all(k in other and other[k] == v for k, v in self._pairs())
+            except TypeError:
+                return False
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self._pairs())!r})"
+
+
+_MISSING_OBJ: list[Object] = []
+
+
+def _missing_object() -> Object:
+    if not _MISSING_OBJ:
+        # ffi.MapGetItemOrMissing returns this sentinel for absent keys.
+        m = Map({})
+        _MISSING_OBJ.append(_call("ffi.MapGetItemOrMissing", m, "__tvmffi_runtime_probe__"))
+    return _MISSING_OBJ[0]
+
+
+@_core.register_object("ffi.Map")
+class Map(_MapBase[K, V], Mapping[K, V]):
+    """An immutable TVM FFI map; a ``Mapping[K, V]``. ``Map({"a": 1})`` builds one."""
+
+    __slots__ = ()
+    _prefix: ClassVar[str] = "ffi.Map"
+
+    def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._h = _new_container("ffi.Map", [x for kv in pairs for x in kv])
+        self._t = TypeIndex.MAP
+
+    def items(self) -> Any:  # noqa: D102 - same as Mapping.items
+        return _MapBase.items(self)
+
+    def keys(self) -> Any:  # noqa: D102
+        return _MapBase.keys(self)
+
+    def values(self) -> Any:  # noqa: D102
+        return _MapBase.values(self)
+
+    def get(self, key: K, default: Any = None) -> Any:  # noqa: D102
+        return _MapBase.get(self, key, default)
+
+
+@_core.register_object("ffi.Dict")
+class Dict(_MapBase[K, V], MutableMapping[K, V]):
+    """A mutable TVM FFI dict; a ``MutableMapping[K, V]``. ``Dict({"a": 1})`` builds one."""
+
+    __slots__ = ()
+    _prefix: ClassVar[str] = "ffi.Dict"
+
+    def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._h = _new_container("ffi.Dict", [x for kv in pairs for x in kv])
+        self._t = TypeIndex.DICT
+
+    def __setitem__(self, key: K, value: V) -> None:
+        _call("ffi.DictSetItem", self, key, value)
+
+    def __delitem__(self, key: K) -> None:
+        if key not in self:
+            raise KeyError(key)
+        _call("ffi.DictErase", self, key)
+
+    def clear(self) -> None:
+        _call("ffi.DictClear", self)
+
+    def items(self) -> Any:  # noqa: D102
+        return _MapBase.items(self)
+
+    def keys(self) -> Any:  # noqa: D102
+        return _MapBase.keys(self)
+
+    def values(self) -> Any:  # noqa: D102
+        return _MapBase.values(self)
+
+    def get(self, key: K, default: Any = None) -> Any:  # noqa: D102
+        return _MapBase.get(self, key, default)
+
+
+@_core.register_object("ffi.Shape")
+class Shape(Object, Sequence[int]):
+    """An immutable shape (a sequence of int64); compares equal to tuples and lists of ints."""
+
+    __slots__ = ()
+
+    def __init__(self, dims: Iterable[int] = ()) -> None:
+        made = _call("ffi.Shape", *list(dims))
+        self._h, self._t = made._h, made._t
+        made._h = 0
+
+    def _dims(self) -> tuple[int, ...]:
+        data = _c_void_p.from_address(self._h + OBJECT_HEADER_SIZE).value or 0
+        n = ctypes.c_size_t.from_address(self._h + OBJECT_HEADER_SIZE + 8).value
+        if not n:
+            return ()
+        return tuple((ctypes.c_int64 * n).from_address(data))
+
+    def __len__(self) -> int:
+        return ctypes.c_size_t.from_address(self._h + OBJECT_HEADER_SIZE + 8).value
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[int, ...]: ...
+    def __getitem__(self, i: int | slice) -> int | tuple[int, ...]:
+        dims = self._dims()
+        if isinstance(i, slice):
+            return dims[i]
+        return dims[_norm_index(i.__index__(), len(dims), "Shape")]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._dims())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Shape):
+            return self._dims() == other._dims()
+        if isinstance(other, (tuple, list)):
+            return self._dims() == tuple(other)
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self._dims())
+
+    def __repr__(self) -> str:
+        return f"Shape({list(self._dims())!r})"
+
+
+del _MISSING, _wrap

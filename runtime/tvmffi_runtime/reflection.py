@@ -1,0 +1,374 @@
+"""Read the TVM FFI registry: types (parent chain, fields, methods, metadata, attributes) and
+global functions. The generator builds its snapshot from this layer only.
+
+Everything returned is plain data (dataclasses of str/int/bool), except default values and
+attribute values, which are converted Python values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _core, _lib
+from ._core import Object, TypeIndex, _check, _IncRef, _wrap
+
+__all__ = [
+    "FieldFlag",
+    "FieldInfo",
+    "MethodInfo",
+    "TypeInfo",
+    "list_type_keys",
+    "type_info",
+    "list_global_functions",
+    "global_function_metadata",
+    "type_attr",
+    "FieldAccessor",
+    "get_field",
+    "set_field",
+]
+
+
+class FieldFlag:
+    """Bits of ``TVMFFIFieldInfo.flags`` (``TVMFFIFieldFlagBitMask``)."""
+
+    WRITABLE = 1 << 0
+    HAS_DEFAULT = 1 << 1
+    IS_STATIC_METHOD = 1 << 2
+    SEQ_HASH_IGNORE = 1 << 3
+    SEQ_HASH_DEF_PATTERN = 1 << 4
+    DEFAULT_FROM_FACTORY = 1 << 5
+    REPR_OFF = 1 << 6
+    COMPARE_OFF = 1 << 7
+    HASH_OFF = 1 << 8
+    INIT_OFF = 1 << 9
+    KW_ONLY = 1 << 10
+    SETTER_IS_FUNCTION_OBJ = 1 << 11
+    SEQ_HASH_DEF_SIMPLE = 1 << 12
+
+
+def _text(ba: _lib.TVMFFIByteArray) -> str:
+    return _lib.read_byte_array(ba).decode("utf-8", "replace")
+
+
+def _json_or_none(text: str) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One reflected field of a type."""
+
+    name: str
+    doc: str
+    flags: int
+    size: int
+    alignment: int
+    offset: int
+    static_type_index: int
+    metadata: Any = None
+    has_default: bool = False
+    default: Any = None
+    default_is_factory: bool = False
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & FieldFlag.WRITABLE)
+
+    @property
+    def kw_only(self) -> bool:
+        return bool(self.flags & FieldFlag.KW_ONLY)
+
+    @property
+    def init(self) -> bool:
+        return not self.flags & FieldFlag.INIT_OFF
+
+    @property
+    def type_schema(self) -> Any:
+        """The field's type schema (``{"type": ..., "args": [...]}``) if the registry has one."""
+        return self.metadata.get("type_schema") if isinstance(self.metadata, dict) else None
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One reflected method of a type."""
+
+    name: str
+    doc: str
+    flags: int
+    metadata: Any = None
+
+    @property
+    def is_static(self) -> bool:
+        return bool(self.flags & FieldFlag.IS_STATIC_METHOD)
+
+    @property
+    def type_schema(self) -> Any:
+        return self.metadata.get("type_schema") if isinstance(self.metadata, dict) else None
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """A registered type: its key, index, parent chain, fields and methods."""
+
+    type_key: str
+    type_index: int
+    ancestors: tuple[str, ...]
+    fields: tuple[FieldInfo, ...]
+    methods: tuple[MethodInfo, ...]
+    doc: str = ""
+    total_size: int = 0
+    structural_eq_hash_kind: int = 0
+    has_creator: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parent(self) -> str | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+
+def _any_view_value(any_: _lib.TVMFFIAny) -> Any:
+    raw = ctypes.string_at(ctypes.addressof(any_), 16)
+    return _core.view_from_buffer(raw, 0)
+
+
+def _read_type_info(ptr: Any) -> TypeInfo:
+    ti = ptr.contents
+    ancestors = tuple(_text(ti.type_ancestors[i].contents.type_key) for i in range(ti.type_depth))
+    fields = []
+    for i in range(ti.num_fields):
+        f = ti.fields[i]
+        has_default = bool(f.flags & FieldFlag.HAS_DEFAULT)
+        default: Any = None
+        if has_default:
+            try:
+                default = _any_view_value(f.default_value_or_factory)
+            except Exception:
+                default = None
+        fields.append(
+            FieldInfo(
+                name=_text(f.name),
+                doc=_text(f.doc),
+                flags=int(f.flags),
+                size=int(f.size),
+                alignment=int(f.alignment),
+                offset=int(f.offset),
+                static_type_index=int(f.field_static_type_index),
+                metadata=_json_or_none(_text(f.metadata)),
+                has_default=has_default,
+                default=default,
+                default_is_factory=bool(f.flags & FieldFlag.DEFAULT_FROM_FACTORY),
+            )
+        )
+    methods = []
+    for i in range(ti.num_methods):
+        m = ti.methods[i]
+        methods.append(
+            MethodInfo(
+                name=_text(m.name),
+                doc=_text(m.doc),
+                flags=int(m.flags),
+                metadata=_json_or_none(_text(m.metadata)),
+            )
+        )
+    doc, total_size, kind, has_creator = "", 0, 0, False
+    if ti.metadata:
+        md = ti.metadata.contents
+        doc = _text(md.doc)
+        total_size = int(md.total_size)
+        kind = int(md.structural_eq_hash_kind)
+        has_creator = bool(md.creator)
+    return TypeInfo(
+        type_key=_text(ti.type_key),
+        type_index=int(ti.type_index),
+        ancestors=ancestors,
+        fields=tuple(fields),
+        methods=tuple(methods),
+        doc=doc,
+        total_size=total_size,
+        structural_eq_hash_kind=kind,
+        has_creator=has_creator,
+    )
+
+
+def type_info(type_key_or_index: str | int) -> TypeInfo:
+    """TypeInfo of a registered type, by key or index; KeyError if unknown."""
+    if isinstance(type_key_or_index, str):
+        index = _core.type_key_to_index(type_key_or_index)
+        if index is None:
+            raise KeyError(f"type key {type_key_or_index!r} is not registered")
+    else:
+        index = type_key_or_index
+    ptr = _lib.GetTypeInfo(index)
+    if not ptr:
+        raise KeyError(f"type index {index} is not registered")
+    return _read_type_info(ptr)
+
+
+def _global(name: str) -> _core.Function:
+    f = _core.get_global_func(name)
+    assert f is not None
+    return f
+
+
+def list_type_keys() -> list[str]:
+    """Every registered type key, in registration order."""
+    return [str(k) for k in _global("ffi.GetRegisteredTypeKeys")()]
+
+
+def list_global_functions() -> list[str]:
+    """Every registered global function name (sorted)."""
+    functor = _global("ffi.FunctionListGlobalNamesFunctor")()
+    n = functor(-1)
+    return sorted(str(functor(i)) for i in range(n))
+
+
+def global_function_metadata(name: str) -> dict[str, Any]:
+    """Metadata of a global function (its ``type_schema``, ``doc``...) as a dict; {} if none."""
+    try:
+        raw = _global("ffi.GetGlobalFuncMetadata")(name)
+    except Exception:
+        return {}
+    if raw is None:
+        return {}
+    value = _json_or_none(str(raw)) if isinstance(raw, str) else raw
+    return value if isinstance(value, dict) else {}
+
+
+#: Type attribute columns readers commonly want.
+KNOWN_TYPE_ATTRS = (
+    "__ffi_init__",
+    "__ffi_new__",
+    "__ffi_enum__",
+    "__ffi_convert__",
+    "__ffi_convert_type_schema__",
+    "__ffi_shallow_copy__",
+    "__ffi_type_final__",
+    "__ffi_repr__",
+)
+
+
+def type_attr(type_index: int, name: str) -> Any:
+    """Value of type attribute ``name`` for a type index (no inheritance), or None."""
+    data = name.encode()
+    column = _lib.GetTypeAttrColumn(ctypes.byref(_lib.byte_array(data)))
+    if not column:
+        return None
+    col = column.contents
+    slot = type_index - col.begin_index
+    if slot < 0 or slot >= col.size or not col.data:
+        return None
+    cell = col.data[slot]
+    if cell.type_index == TypeIndex.NONE:
+        return None
+    return _any_view_value(cell)
+
+
+# ---------------------------------------------------------------------------------------------
+# Field access
+# ---------------------------------------------------------------------------------------------
+_GETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_SETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+# POD fields read straight from object memory: (static type index, size) -> ctypes type
+_POD_FIELDS: dict[tuple[int, int], Any] = {
+    (TypeIndex.INT, 8): ctypes.c_int64,
+    (TypeIndex.INT, 4): ctypes.c_int32,
+    (TypeIndex.INT, 2): ctypes.c_int16,
+    (TypeIndex.INT, 1): ctypes.c_int8,
+    (TypeIndex.FLOAT, 8): ctypes.c_double,
+    (TypeIndex.FLOAT, 4): ctypes.c_float,
+    (TypeIndex.BOOL, 1): ctypes.c_bool,
+}
+
+
+class FieldAccessor:
+    """Get and set one reflected field through the registry's getter and setter.
+
+    ``pod`` is the ctypes type when the field is a plain int/float/bool whose value can be read
+    straight from the object's memory at ``offset``.
+    """
+
+    __slots__ = ("type_key", "name", "offset", "getter", "setter", "setter_is_function", "pod", "_keep")
+
+    def __init__(self, type_key: str, name: str) -> None:
+        index = _core.type_key_to_index(type_key)
+        if index is None:
+            raise KeyError(f"type key {type_key!r} is not registered")
+        ptr = _lib.GetTypeInfo(index)
+        while ptr:
+            ti = ptr.contents
+            for i in range(ti.num_fields):
+                f = ti.fields[i]
+                if _text(f.name) == name:
+                    self.type_key = type_key
+                    self.name = name
+                    self.offset = int(f.offset)
+                    self.getter = _GETTER(f.getter) if f.getter else None
+                    self.setter_is_function = bool(f.flags & FieldFlag.SETTER_IS_FUNCTION_OBJ)
+                    self.setter: Any = None
+                    if f.setter:
+                        if self.setter_is_function:
+                            _IncRef(f.setter)
+                            self.setter = _wrap(f.setter, TypeIndex.FUNCTION)
+                        else:
+                            self.setter = _SETTER(f.setter)
+                    self.pod = _POD_FIELDS.get((int(f.field_static_type_index), int(f.size)))
+                    self._keep = ti
+                    return
+            if ti.type_depth == 0:
+                break
+            ptr = ti.type_ancestors[ti.type_depth - 1]
+        raise AttributeError(f"type {type_key!r} has no field {name!r}")
+
+    def get(self, obj: Object) -> Any:
+        """Read the field of ``obj``."""
+        if self.pod is not None:
+            return self.pod.from_address(obj._h + self.offset).value
+        if self.getter is None:
+            raise AttributeError(f"{self.type_key}.{self.name} has no getter")
+        out = (ctypes.c_char * 16)()
+        _check(self.getter(obj._h + self.offset, ctypes.addressof(out)))
+        return _core.owned_from_buffer(out, 0)
+
+    def set(self, obj: Object, value: Any) -> None:
+        """Write the field of ``obj`` (conversion and checks done by the registry's setter)."""
+        if self.setter is None:
+            raise AttributeError(f"{self.type_key}.{self.name} has no setter")
+        if self.setter_is_function:
+            self.setter(ctypes.c_void_p(obj._h + self.offset), value)
+            return
+        buf = (ctypes.c_char * 16)()
+        temps: list[Any] = []
+        try:
+            _core.pack_value(buf, 0, value, temps)
+            _check(self.setter(obj._h + self.offset, ctypes.addressof(buf)))
+        finally:
+            _core.release_temps(temps)
+
+
+_ACCESSORS: dict[tuple[int, str], FieldAccessor] = {}
+
+
+def _accessor(obj: Object, name: str) -> FieldAccessor:
+    key = (obj._t, name)
+    acc = _ACCESSORS.get(key)
+    if acc is None:
+        acc = _ACCESSORS[key] = FieldAccessor(obj.type_key, name)
+    return acc
+
+
+def get_field(obj: Object, name: str) -> Any:
+    """Read field ``name`` of ``obj`` by reflection."""
+    return _accessor(obj, name).get(obj)
+
+
+def set_field(obj: Object, name: str, value: Any) -> None:
+    """Write field ``name`` of ``obj`` by reflection."""
+    _accessor(obj, name).set(obj, value)
