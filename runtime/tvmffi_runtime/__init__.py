@@ -7,6 +7,8 @@ Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``Lis
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from . import _lib
 from ._core import (
     DataType,
@@ -23,10 +25,17 @@ from ._core import (
 )
 from ._lib import LIB_PATH, LibraryLoadError, load_library
 from .containers import Array, Dict, List, Map, Shape
+from .enums import Enum, IntEnum, StrEnum
 from .module import Module
 from .tensor import Tensor
 
 dtype = DataType
+
+
+class DLPackExporter(Protocol):
+    """Anything that exports DLPack (numpy arrays, torch tensors, ...): accepted as a Tensor."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 __version__ = "0.1.0"
 
@@ -35,6 +44,10 @@ __all__ = [
     "DataType",
     "Device",
     "Dict",
+    "DLPackExporter",
+    "Enum",
+    "IntEnum",
+    "StrEnum",
     "Error",
     "Function",
     "LIB_PATH",
@@ -54,6 +67,7 @@ __all__ = [
     "register_object",
     "type_key_to_index",
     "libtvm_ffi_version",
+    "gen",
 ]
 
 
@@ -62,3 +76,6 @@ def libtvm_ffi_version() -> tuple[int, int, int]:
     v = _lib.TVMFFIVersion()
     _lib.GetVersion(v)
     return (v.major, v.minor, v.patch)
+
+
+from . import gen  # noqa: E402  (support for generated packages)

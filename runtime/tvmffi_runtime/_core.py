@@ -19,6 +19,7 @@ import builtins
 import ctypes
 import threading
 import traceback
+from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, TypeVar
 
 from . import _lib
@@ -174,6 +175,8 @@ class Object:
 _new = object.__new__
 _TYPE_CLASSES: dict[int, type] = {}
 _CLASS_CACHE: dict[int, type] = {}
+# Set by tvmffi_runtime.gen: imports the module of a generated class on first sight of its type.
+_LAZY_CLASS_LOADER: list[Callable[[str], bool] | None] = [None]
 _TypeT = TypeVar("_TypeT", bound=type)
 
 
@@ -211,24 +214,30 @@ def _type_key_of_index(index: int) -> str:
 
 
 def class_for_index(index: int) -> type:
-    """The most-derived registered Python class for a type index (itself or nearest ancestor)."""
+    """The most-derived registered Python class for a type index (itself or nearest ancestor).
+
+    A generated package registers its classes lazily: on a miss, the loader it installed imports
+    the module that defines the class of the type (or of its nearest ancestor that has one).
+    """
     cls = _CLASS_CACHE.get(index)
     if cls is not None:
         return cls
-    cls = _TYPE_CLASSES.get(index)
-    if cls is None:
-        cls = Object
-        info = _lib.GetTypeInfo(index)
-        if info:
-            depth = info.contents.type_depth
-            ancestors = info.contents.type_ancestors
-            for level in range(depth - 1, -1, -1):
-                found = _TYPE_CLASSES.get(ancestors[level].contents.type_index)
-                if found is not None:
-                    cls = found
-                    break
-    _CLASS_CACHE[index] = cls
-    return cls
+    chain = [index]
+    info = _lib.GetTypeInfo(index)
+    if info:
+        ancestors = info.contents.type_ancestors
+        chain += [ancestors[level].contents.type_index for level in range(info.contents.type_depth - 1, -1, -1)]
+    loader = _LAZY_CLASS_LOADER[0]
+    found: type = Object
+    for candidate in chain:
+        hit = _TYPE_CLASSES.get(candidate)
+        if hit is None and loader is not None and loader(_type_key_of_index(candidate)):
+            hit = _TYPE_CLASSES.get(candidate)
+        if hit is not None:
+            found = hit
+            break
+    _CLASS_CACHE[index] = found
+    return found
 
 
 def _wrap(handle: int, index: int) -> Any:
@@ -482,7 +491,6 @@ def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
     return exc
 
 
-_tls = threading.local()
 # Python exceptions raised into native code, kept by error handle so the same exception object
 # comes back out if the error returns to Python unchanged. We keep one reference to each handle.
 _PY_ERRORS: dict[int, BaseException] = {}
@@ -507,10 +515,27 @@ def _exception_from_error_handle(handle: int, raised: bool) -> BaseException:
     kind, message, backtrace = _error_cell(handle)
     _DecRef(handle)
     if raised and kind == "EnvErrorAlreadySet":
-        pending = getattr(_tls, "pending", None)
-        _tls.pending = None
-        return pending if pending is not None else KeyboardInterrupt()
+        # Normally unwrapped by _python_error_set_in_native; this is the fallback.
+        return KeyboardInterrupt()
     return _make_exception(kind, message, backtrace)
+
+
+def _python_error_set_in_native(exc: SystemError) -> BaseException:
+    """The Python exception native code left set on this thread (the signal hook's).
+
+    ``PyErr_CheckSignals`` runs the SIGINT handler inside the native call and leaves
+    ``KeyboardInterrupt`` set; ctypes then returns a result with an exception set, which
+    CPython reports as a SystemError whose ``__cause__`` is that exception. The native side has
+    raised ``EnvErrorAlreadySet``: clear it and hand back the original exception.
+    """
+    cause = exc.__cause__
+    if cause is None:
+        return exc
+    out = _c_void_p()
+    _lib.ErrorMoveFromRaised(_byref(out))
+    if out.value:
+        _DecRef(out.value)
+    return cause
 
 
 def _fetch_error() -> BaseException:
@@ -626,7 +651,8 @@ def _pack_dtype(buf: Any, off: int, v: Any, temps: list) -> None:
 
 
 def _pack_device(buf: Any, off: int, v: Any, temps: list) -> None:
-    _pack_uint(buf, off, TypeIndex.DEVICE, 0, (v.device_type & 0xFFFFFFFF) | (v.index << 32))
+    # device_id is an int32: mask it so a negative index packs (and unpacks) as itself
+    _pack_uint(buf, off, TypeIndex.DEVICE, 0, (v.device_type & 0xFFFFFFFF) | ((v.index & 0xFFFFFFFF) << 32))
 
 
 def _pack_opaque(buf: Any, off: int, v: Any, temps: list) -> None:
@@ -703,6 +729,8 @@ def _resolve_packer(t: type) -> Packer | None:
         p = _pack_bytes
     elif issubclass(t, BaseException):
         p = _pack_exception
+    elif hasattr(t, "__chandle__"):  # an object of the tvm_ffi package: pass the same object
+        p = _pack_chandle
     elif hasattr(t, "__dlpack__"):
         p = _pack_dlpack
     elif hasattr(t, "__tvm_ffi_object__"):
@@ -711,15 +739,24 @@ def _resolve_packer(t: type) -> Packer | None:
         p = _pack_sequence
     elif _is_mapping(t):
         p = _pack_mapping
-    elif callable(t) and issubclass(t, type):
+    elif issubclass(t, type):  # classes are callable, but are not passed as functions
         p = None
-    elif hasattr(t, "__call__"):
+    elif any("__call__" in vars(k) for k in t.__mro__):
+        # not hasattr(t, "__call__"): that finds type.__call__ on every class, object included
         p = _pack_callable
     else:
         p = None
     if p is not None:
         _PACKERS[t] = p
     return p
+
+
+def _pack_chandle(buf: Any, off: int, v: Any, temps: list) -> None:
+    h = v.__chandle__()  # borrowed: ``v`` is an argument, alive for the whole call
+    if h:
+        _pack_uint(buf, off, _read_type_index(h), 0, h)
+    else:
+        _pack_int(buf, off, 0, 0, 0)
 
 
 def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list) -> None:
@@ -853,8 +890,18 @@ _free_buffers: list[_CallBuffers] = [_CallBuffers(8) for _ in range(4)]
 _ZERO16 = bytes(16)
 
 
-def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: str = "") -> Any:
-    """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments."""
+def _callee_name(name: Any) -> str:
+    """How argument errors name the callee: a string, or the Function being called."""
+    if isinstance(name, Function):
+        return getattr(name, "_name", None) or f"<function at 0x{name._h:x}>"
+    return str(name) if name else "function"
+
+
+def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
+    """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
+
+    ``name`` (a string, or the Function itself) is only used to word argument errors.
+    """
     n = len(args)
     try:
         bufs = _free_buffers.pop()
@@ -866,18 +913,25 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: str = "") -> 
     temps: list[Any] = []
     try:
         off = 0
-        for a in args:
-            p = _PACKERS.get(type(a)) or _resolve_packer(type(a))
-            if p is None:
-                raise TypeError(
-                    f"{name or 'function'}: argument {off // 16} has type {type(a).__name__},"
-                    " which cannot be converted to a TVM FFI value"
-                )
-            p(buf, off, a, temps)
-            off += 16
+        try:
+            for a in args:
+                p = _PACKERS.get(type(a)) or _resolve_packer(type(a))
+                if p is None:
+                    raise TypeError()  # the message below says it all
+                p(buf, off, a, temps)
+                off += 16
+        except (TypeError, ValueError, OverflowError, _struct_error) as exc:
+            i = off // 16
+            raise TypeError(
+                f"{_callee_name(name)}: argument {i} has type {type(args[i]).__name__},"
+                " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
+            ) from (exc if str(exc) else None)
         res = bufs.result
         ctypes.memmove(res, _ZERO16, 16)
-        rc = _FunctionCall(handle, buf, n, res)
+        try:
+            rc = _FunctionCall(handle, buf, n, res)
+        except SystemError as exc:
+            raise _python_error_set_in_native(exc) from None
         if rc != 0:
             raise _fetch_error()
         tindex, small_len, v = _unpack_int(res, 0)
@@ -895,7 +949,8 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: str = "") -> 
 class Function(Object):
     """A TVM FFI function object: call it like a Python function."""
 
-    __slots__ = ("_c",)
+    # _name (global name or callable's qualname, when known) only words argument errors.
+    __slots__ = ("_c", "_name")
     _type_key: ClassVar[str] = "ffi.Function"
     _type_index: ClassVar[int] = TypeIndex.FUNCTION
     _c: ctypes.c_void_p
@@ -911,7 +966,7 @@ class Function(Object):
             c = self._c
         except AttributeError:
             c = self._c = _c_void_p(self._h)
-        return ffi_call(c, args)
+        return ffi_call(c, args, self)
 
     @property
     def c_handle(self) -> ctypes.c_void_p:
@@ -940,7 +995,7 @@ class Function(Object):
     def from_packed(f: Callable[[list[Any]], Any]) -> Function:
         """A Function that passes its converted arguments to ``f`` as one list."""
         h = _function_handle_from_callable(f, packed=True)
-        return _wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+        return _named(_wrap(h, TypeIndex.FUNCTION), f)
 
     @staticmethod
     def from_typed(f: Callable[..., Any]) -> Function:
@@ -948,13 +1003,13 @@ class Function(Object):
         from ._typed import typed_adapter
 
         h = _function_handle_from_callable(typed_adapter(f), packed=False)
-        return _wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+        return _named(_wrap(h, TypeIndex.FUNCTION), f)
 
     @staticmethod
     def from_callable(f: Callable[..., Any]) -> Function:
         """A Function that calls ``f`` with converted arguments, without checking them."""
         h = _function_handle_from_callable(f, packed=False)
-        return _wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+        return _named(_wrap(h, TypeIndex.FUNCTION), f)
 
     @staticmethod
     def from_type_key_method(type_key: str, name: str) -> Function:
@@ -978,6 +1033,13 @@ class Function(Object):
 _wrap_function_return = Function
 
 
+def _named(func: Function, f: Any) -> Function:
+    """``func`` labelled with the Python callable's name (for argument errors)."""
+    if not isinstance(f, Function):
+        func._name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    return func
+
+
 def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     """The global function ``name``; KeyError if missing (None with ``allow_missing``)."""
     data = name.encode()
@@ -987,11 +1049,19 @@ def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
         if allow_missing:
             return None
         raise KeyError(f"global function {name!r} is not registered")
-    return _wrap(out.value, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+    f = _wrap(out.value, TypeIndex.FUNCTION)
+    f._name = name
+    return f  # type: ignore[no-any-return]
 
 
 def type_method(type_index: int, name: str) -> Function | None:
-    """The reflected method ``name`` on the type or its ancestors, or None."""
+    """The reflected method ``name`` on the type or its ancestors, or None.
+
+    ``__ffi_init__`` is a constructor, so it is never inherited: it is looked up on the type
+    itself, first among its methods, then in the ``__ffi_init__`` type attribute column (where
+    the auto-generated initialiser of a type without an explicit ``refl::init`` lives).
+    """
+    is_init = name == "__ffi_init__"
     info = _lib.GetTypeInfo(type_index)
     while info:
         ti = info.contents
@@ -1000,11 +1070,34 @@ def type_method(type_index: int, name: str) -> Function | None:
             if _lib.read_byte_array(m.name).decode() == name:
                 h = m.method.v_ptr
                 _IncRef(h)
-                return _wrap(h, m.method.type_index)  # type: ignore[no-any-return]
-        if ti.type_depth == 0:
+                method = _wrap(h, m.method.type_index)
+                if isinstance(method, Function):
+                    method._name = f"{_lib.read_byte_array(ti.type_key).decode()}.{name}"
+                return method  # type: ignore[no-any-return]
+        if is_init or ti.type_depth == 0:
             break
         info = ti.type_ancestors[ti.type_depth - 1]
+    if is_init:
+        found = type_attr_value(type_index, name)
+        if not isinstance(found, Function):
+            return None
+        found._name = f"{_type_key_of_index(type_index)}.{name}"
+        return found
     return None
+
+
+def type_attr_value(type_index: int, name: str) -> Any:
+    """Value of the type attribute ``name`` for exactly ``type_index`` (not inherited), or None."""
+    data = name.encode()
+    column = _lib.GetTypeAttrColumn(_byref(_lib.byte_array(data)))
+    if not column:
+        return None
+    col = column.contents
+    slot = type_index - col.begin_index
+    if slot < 0 or slot >= col.size or not col.data:
+        return None
+    raw = _string_at(ctypes.addressof(col.data[slot]), 16)
+    return view_from_buffer(raw, 0)
 
 
 _INIT_CACHE: dict[type, Function | None] = {}
@@ -1015,16 +1108,7 @@ def _ffi_init_of(cls: type) -> Function | None:
         return _INIT_CACHE[cls]
     except KeyError:
         pass
-    index = getattr(cls, "_type_index", TypeIndex.OBJECT)
-    init = None
-    info = _lib.GetTypeInfo(index)
-    if info:
-        ti = info.contents
-        for i in range(ti.num_methods):
-            m = ti.methods[i]
-            if _lib.read_byte_array(m.name) == b"__ffi_init__":
-                _IncRef(m.method.v_ptr)
-                init = _wrap(m.method.v_ptr, m.method.type_index)
+    init = type_method(getattr(cls, "_type_index", TypeIndex.OBJECT), "__ffi_init__")
     _INIT_CACHE[cls] = init
     return init
 
@@ -1152,23 +1236,15 @@ _TYPE_CLASSES[TypeIndex.FUNCTION] = Function
 # =============================================================================================
 # Environment hooks: signal checks and the GIL (TVMFFIEnvRegisterCAPI)
 # =============================================================================================
-def _check_signals() -> int:
-    try:
-        ctypes.pythonapi.PyErr_CheckSignals()
-    except BaseException as exc:  # KeyboardInterrupt from the SIGINT handler
-        _tls.pending = exc
-        return -1
-    return 0
-
-
-_CHECK_SIGNALS = ctypes.CFUNCTYPE(ctypes.c_int)(_check_signals)
-
-
 def _register_env_capi() -> None:
     api = ctypes.pythonapi
     api.PyErr_CheckSignals.restype = ctypes.c_int
     hooks = {
-        b"PyErr_CheckSignals": ctypes.cast(_CHECK_SIGNALS, _c_void_p).value,
+        # The C function itself, not a Python callback: a pending SIGINT handler would run on
+        # entry to a Python callback, before any try block, and ctypes would print the
+        # KeyboardInterrupt as "ignored" and return an undefined value. ffi_call unwraps the
+        # exception this leaves set (see _python_error_set_in_native).
+        b"PyErr_CheckSignals": ctypes.cast(api.PyErr_CheckSignals, _c_void_p).value,
         b"PyGILState_Ensure": ctypes.cast(api.PyGILState_Ensure, _c_void_p).value,
         b"PyGILState_Release": ctypes.cast(api.PyGILState_Release, _c_void_p).value,
     }

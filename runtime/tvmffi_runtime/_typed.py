@@ -63,6 +63,21 @@ def checker_for(tp: Any) -> Checker | None:
         base = tp
     if base in (collections.abc.Callable,):
         base = collections.abc.Callable
+    if base in (list, tuple, dict):
+        # Native callers pass Python lists/tuples/dicts as Array/List and Map/Dict: accept those
+        # and hand the callable the Python type its annotation names.
+        from .containers import Array, Dict, List, Map
+
+        ffi_types: tuple[type, ...] = (Map, Dict) if base is dict else (Array, List)
+
+        def check_builtin_container(v: Any) -> Any:
+            if isinstance(v, base):
+                return v
+            if isinstance(v, ffi_types):
+                return base(v.items()) if base is dict else base(v)
+            raise TypeError(f"expected {_describe(tp)}, got {type(v).__name__}")
+
+        return check_builtin_container
     if isinstance(base, type):
         def check_instance(v: Any) -> Any:
             if not isinstance(v, base):

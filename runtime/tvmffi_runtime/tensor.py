@@ -1,13 +1,41 @@
 """``Tensor``: a TVM FFI tensor, exchanged zero-copy with numpy (and anything else) via DLPack.
 
-Decisions: non-contiguous inputs are accepted as they are (the Tensor records the strides, and
-``numpy()`` views the same memory with the same strides); native functions that need contiguous
-data check that themselves. numpy is imported only when a numpy conversion is requested.
+Decisions:
+
+- **Zero-copy both ways.** ``Tensor(obj)`` (and passing ``obj`` where a function takes a tensor)
+  views the memory of any object that has ``__dlpack__``; ``numpy()`` / ``numpy.from_dlpack(t)``
+  view the Tensor's memory. Each side keeps the other alive: the Tensor holds the producer's
+  DLPack deleter (for numpy: a reference to the array), and an exported array holds a reference
+  to the Tensor's native object.
+- **Both DLPack capsule forms are consumed.** ``__dlpack__(max_version=(1, 3))`` is asked first;
+  a producer whose ``__dlpack__`` takes no ``max_version`` (``TypeError``), or that answers with a
+  legacy ``"dltensor"`` capsule, is consumed through the legacy form.
+- **Non-contiguous inputs are accepted with their strides** (checked: a native function that
+  walks the strides sees the right values for sliced, transposed, Fortran-ordered and
+  negative-stride numpy views). ``strides`` reports them in elements and ``numpy()`` views the
+  same memory with the same strides. Native functions that need compact data must check
+  ``IsContiguous()`` themselves.
+- **Read-only inputs are refused** (``BufferError``): a TVM FFI tensor has no read-only flag, so
+  native code could write into memory its owner declared immutable (numpy refuses legacy DLPack
+  export of read-only arrays for the same reason). Pass ``arr.copy()`` instead.
+- **bfloat16** numpy arrays (``ml_dtypes.bfloat16``, which numpy's own DLPack export refuses) are
+  viewed through their 16-bit pattern with the DLPack dtype set to bfloat16; ``numpy()`` of a
+  bfloat16 Tensor returns an ``ml_dtypes.bfloat16`` view. Both need ``ml_dtypes``.
+- **Exported capsules carry no Python destructor.** A ctypes destructor runs inside
+  ``PyCapsule`` deallocation, which can happen while the consumer is raising (for example numpy
+  refusing an unsupported dtype): Python code cannot run there without replacing that exception
+  with ``SystemError``. Instead every exported capsule is kept on a list; a sweep (every few
+  exports) drops the capsules nobody else references and calls the DLPack deleter of those no
+  consumer took (their name is unchanged).
+- numpy is imported only when a numpy conversion is requested (``numpy()``, ``from_sequence``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,37 +58,50 @@ _CapsuleIsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _CapsuleNew = _api["PyCapsule_New"]
 _CapsuleNew.restype = ctypes.py_object
 _CapsuleNew.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-# In the destructor the capsule arrives as a raw pointer: separate prototypes taking void*.
-_RawIsValid = _api["PyCapsule_IsValid"]
-_RawIsValid.restype = ctypes.c_int
-_RawIsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_RawGetPointer = _api["PyCapsule_GetPointer"]
-_RawGetPointer.restype = ctypes.c_void_p
-_RawGetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 # Capsule names must outlive every capsule: module-level constants.
 _NAME = b"dltensor"
 _USED_NAME = b"used_dltensor"
 _NAME_V = b"dltensor_versioned"
 _USED_NAME_V = b"used_dltensor_versioned"
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_VERSIONED_DELETER_OFFSET = 16  # DLManagedTensorVersioned: version(8), manager_ctx(8), deleter
-_LEGACY_DELETER_OFFSET = ctypes.sizeof(_lib.DLTensor) + 8
+#: The DLPack version this consumer understands (the headers shipped with libtvm_ffi).
+DLPACK_MAX_VERSION = (1, 3)
+_FLAG_READ_ONLY = 1
+#: Called with the GIL held (PYFUNCTYPE): the deleters only drop references.
+_DELETER = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
+_BF16 = (4, 16, 1)  # kDLBfloat, 16 bits, 1 lane
+_U16 = (1, 16, 1)  # kDLUInt, 16 bits, 1 lane
 
 
-def _capsule_destructor(capsule: int) -> None:
-    """Free a capsule's managed tensor if no consumer took it (its name is unchanged)."""
-    for name, offset in ((_NAME_V, _VERSIONED_DELETER_OFFSET), (_NAME, _LEGACY_DELETER_OFFSET)):
-        if _RawIsValid(capsule, name):
-            ptr = _RawGetPointer(capsule, name)
-            deleter = ctypes.c_void_p.from_address(ptr + offset).value
-            if deleter:
-                _DELETER(deleter)(ptr)
-            return
+def _set_dtype(dl: _lib.DLTensor, code_bits_lanes: tuple[int, int, int]) -> None:
+    dl.dtype.code, dl.dtype.bits, dl.dtype.lanes = code_bits_lanes
 
 
-_CAPSULE_DESTRUCTOR = _DELETER(_capsule_destructor)
-_CAPSULE_DESTRUCTOR_ADDR = ctypes.cast(_CAPSULE_DESTRUCTOR, ctypes.c_void_p).value
+def _is_np_bfloat16(obj: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return (
+        np is not None
+        and isinstance(obj, np.ndarray)
+        and obj.dtype.name == "bfloat16"
+        and obj.dtype.itemsize == 2
+    )
+
+
+# =============================================================================================
+# Consuming DLPack
+# =============================================================================================
+def _call_dlpack(obj: Any) -> Any:
+    try:
+        dlpack = obj.__dlpack__
+    except AttributeError:
+        raise TypeError(
+            f"cannot view a {type(obj).__name__} as a Tensor: it has no __dlpack__"
+            " (pass a numpy array or a Tensor, or use Tensor.from_sequence)"
+        ) from None
+    try:
+        return dlpack(max_version=DLPACK_MAX_VERSION)
+    except TypeError:
+        return dlpack()  # a pre-1.0 producer: no max_version keyword
 
 
 def tensor_handle_from_dlpack(obj: Any) -> int:
@@ -68,17 +109,40 @@ def tensor_handle_from_dlpack(obj: Any) -> int:
     if isinstance(obj, Tensor):
         _lib.ObjectIncRef(obj._h)
         return obj._h
+    override: tuple[int, int, int] | None = None
     try:
-        capsule = obj.__dlpack__(max_version=(1, 0))
-    except TypeError:
-        capsule = obj.__dlpack__()
+        capsule = _call_dlpack(obj)
+    except BufferError:
+        if not _is_np_bfloat16(obj):
+            raise
+        # numpy cannot export ml_dtypes.bfloat16: export the bit pattern, relabel it below.
+        import numpy as np
+
+        capsule = _call_dlpack(obj.view(np.uint16))
+        override = _BF16
     out = ctypes.c_void_p()
     if _CapsuleIsValid(capsule, _NAME_V):
         ptr = _CapsuleGetPointer(capsule, _NAME_V)
+        managed = _lib.DLManagedTensorVersioned.from_address(ptr)
+        if managed.version.major != 1:
+            raise BufferError(
+                f"{type(obj).__name__}.__dlpack__ returned DLPack {managed.version.major}."
+                f"{managed.version.minor}; only 1.x is supported"
+            )
+        if managed.flags & _FLAG_READ_ONLY:
+            # Not consumed: the producer's capsule destructor frees it.
+            raise BufferError(
+                f"cannot view a read-only {type(obj).__name__} as a Tensor (TVM FFI tensors have"
+                " no read-only flag, so native code could write to it); pass a writable copy"
+            )
+        if override is not None:
+            _set_dtype(managed.dl_tensor, override)
         _check(_lib.TensorFromDLPackVersioned(ptr, 0, 0, ctypes.byref(out)))
         _CapsuleSetName(capsule, _USED_NAME_V)
     elif _CapsuleIsValid(capsule, _NAME):
         ptr = _CapsuleGetPointer(capsule, _NAME)
+        if override is not None:
+            _set_dtype(_lib.DLManagedTensor.from_address(ptr).dl_tensor, override)
         _check(_lib.TensorFromDLPack(ptr, 0, 0, ctypes.byref(out)))
         _CapsuleSetName(capsule, _USED_NAME)
     else:
@@ -87,6 +151,83 @@ def tensor_handle_from_dlpack(obj: Any) -> int:
     return out.value
 
 
+# =============================================================================================
+# Producing DLPack: capsules without a destructor, swept when nobody else holds them
+# =============================================================================================
+_exported: list[Any] = []
+_exported_lock = threading.Lock()
+_SWEEP_MIN = 16
+_sweep_at = _SWEEP_MIN
+
+
+def _refcounts(items: list[Any]) -> list[int]:
+    return [sys.getrefcount(x) for x in items]
+
+
+#: What ``_refcounts`` reports for an object referenced only by the list passed to it.
+_ONLY_LISTED = _refcounts([object()])[0]
+
+
+def _release_unconsumed(capsule: Any) -> None:
+    """Call the DLPack deleter of a capsule no consumer took, and mark it used."""
+    for name, used, kind in ((_NAME_V, _USED_NAME_V, _lib.DLManagedTensorVersioned),
+                             (_NAME, _USED_NAME, _lib.DLManagedTensor)):  # fmt: skip
+        if _CapsuleIsValid(capsule, name):
+            ptr = _CapsuleGetPointer(capsule, name)
+            _CapsuleSetName(capsule, used)
+            deleter = kind.from_address(ptr).deleter
+            if deleter:
+                _DELETER(deleter)(ptr)
+            return
+
+
+def _sweep_exported() -> None:
+    """Forget exported capsules that only our list references; release the unconsumed ones."""
+    global _exported, _sweep_at
+    with _exported_lock:
+        counts = _refcounts(_exported)
+        dead = [c for c, n in zip(_exported, counts) if n <= _ONLY_LISTED]
+        _exported = [c for c, n in zip(_exported, counts) if n > _ONLY_LISTED]
+        _sweep_at = max(_SWEEP_MIN, 2 * len(_exported))
+    for capsule in dead:  # outside the lock: a deleter may run arbitrary finalisers
+        _release_unconsumed(capsule)
+
+
+def _new_capsule(ptr: int, name: bytes) -> Any:
+    capsule = _CapsuleNew(ptr, name, None)
+    with _exported_lock:
+        _exported.append(capsule)
+        sweep = len(_exported) >= _sweep_at
+    if sweep:
+        _sweep_exported()
+    return capsule
+
+
+def pending_exported_capsules() -> int:
+    """Exported capsules not yet swept (a consumer may still hold them); for tests."""
+    _sweep_exported()
+    return len(_exported)
+
+
+class _Relabelled:
+    """A DLPack producer exporting a Tensor under another dtype (same bits, same layout)."""
+
+    __slots__ = ("tensor", "dtype")
+
+    def __init__(self, tensor: Tensor, dtype: tuple[int, int, int]) -> None:
+        self.tensor = tensor
+        self.dtype = dtype
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.tensor._export(kwargs.get("max_version"), self.dtype)
+
+
+# =============================================================================================
+# Tensor
+# =============================================================================================
 @_core.register_object("ffi.Tensor")
 class Tensor(Object):
     """An n-dimensional array in TVM FFI; shares memory with numpy through DLPack."""
@@ -108,12 +249,15 @@ class Tensor(Object):
         """A new CPU Tensor holding ``data`` (flat, row-major) with ``shape`` and ``dtype``."""
         import numpy as np
 
+        dims = tuple(int(d) for d in shape)
+        if any(d < 0 for d in dims):
+            raise ValueError(f"from_sequence: negative extent in shape {dims}")
         n = 1
-        for d in shape:
-            n *= int(d)
+        for d in dims:
+            n *= d
         if len(data) != n:
-            raise ValueError(f"from_sequence: {len(data)} values do not fill shape {tuple(shape)}")
-        arr = np.asarray(data, dtype=_numpy_dtype(str(DataType(dtype)))).reshape(tuple(shape))
+            raise ValueError(f"from_sequence: {len(data)} values do not fill shape {dims} ({n} values)")
+        arr = np.array(data, dtype=_numpy_dtype(str(DataType(dtype)))).reshape(dims)
         return Tensor(arr)
 
     def _dl(self) -> _lib.DLTensor:
@@ -156,10 +300,18 @@ class Tensor(Object):
         return Device(dev.device_type, dev.device_id)
 
     @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
     def data_ptr(self) -> int:
         """Address of the first element (data plus byte offset)."""
         dl = self._dl()
-        return (dl.data or 0) + dl.byte_offset
+        return int(dl.data or 0) + int(dl.byte_offset)
 
     def is_contiguous(self) -> bool:
         """Whether the strides are the compact row-major ones."""
@@ -182,14 +334,32 @@ class Tensor(Object):
         dl_device: Any = None,
         copy: bool | None = None,
     ) -> Any:
+        """A DLPack capsule viewing this tensor (versioned when ``max_version`` >= 1.0).
+
+        ``stream`` is ignored (no device synchronisation); ``copy=True`` and a ``dl_device``
+        other than the tensor's own raise ``BufferError``.
+        """
         if copy:
             raise BufferError("Tensor.__dlpack__: copy=True is not supported; the export is zero-copy")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(
+                f"Tensor.__dlpack__: the tensor is on {self.device!r}; cannot export to device {dl_device}"
+            )
+        return self._export(max_version, None)
+
+    def _export(self, max_version: Any, dtype: tuple[int, int, int] | None) -> Any:
         out = ctypes.c_void_p()
-        if max_version is not None and max_version[0] >= 1:
+        if max_version is not None and tuple(max_version)[0] >= 1:
             _check(_lib.TensorToDLPackVersioned(self._h, ctypes.byref(out)))
-            return _CapsuleNew(out.value, _NAME_V, _CAPSULE_DESTRUCTOR_ADDR)
+            assert out.value
+            if dtype is not None:
+                _set_dtype(_lib.DLManagedTensorVersioned.from_address(out.value).dl_tensor, dtype)
+            return _new_capsule(out.value, _NAME_V)
         _check(_lib.TensorToDLPack(self._h, ctypes.byref(out)))
-        return _CapsuleNew(out.value, _NAME, _CAPSULE_DESTRUCTOR_ADDR)
+        assert out.value
+        if dtype is not None:
+            _set_dtype(_lib.DLManagedTensor.from_address(out.value).dl_tensor, dtype)
+        return _new_capsule(out.value, _NAME)
 
     def numpy(self) -> Any:
         """A numpy array viewing the same memory (CPU tensors only)."""
@@ -197,7 +367,19 @@ class Tensor(Object):
 
         if self._dl().device.device_type not in (1, 3):
             raise BufferError(f"numpy() needs a CPU tensor; this one is on {self.device!r}")
+        if self.dtype == "bfloat16":
+            bf16 = _numpy_dtype("bfloat16")
+            return np.from_dlpack(_Relabelled(self, _U16)).view(bf16)
         return np.from_dlpack(self)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """``numpy.asarray(t)`` views the tensor (copies only for a dtype change or ``copy=True``)."""
+        arr = self.numpy()
+        if dtype is not None and arr.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"cannot view a {self.dtype} Tensor as {dtype} without copying")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def __len__(self) -> int:
         shape = self.shape
@@ -214,9 +396,11 @@ def _numpy_dtype(name: str) -> Any:
 
     if name == "bfloat16":
         try:
-            import ml_dtypes
-
-            return ml_dtypes.bfloat16
+            ml_dtypes = importlib.import_module("ml_dtypes")
         except ImportError:
-            raise TypeError("bfloat16 needs the ml_dtypes package for numpy") from None
-    return np.dtype(name)
+            raise TypeError("bfloat16 tensors need the ml_dtypes package for numpy") from None
+        return ml_dtypes.bfloat16
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise TypeError(f"numpy has no dtype for TVM FFI dtype {name!r}") from None

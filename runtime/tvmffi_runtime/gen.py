@@ -1,0 +1,309 @@
+"""Support for generated packages: lazy functions, methods, fields, constructors, enum entries,
+library loading and lazy class registration.
+
+Generated code calls only what is here and the public runtime classes, so the generated text
+stays small and the hot paths stay in one place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+from typing import Any, Callable, NoReturn, TypeVar
+
+from . import _core, _lib
+from ._core import Function, Object, _c_void_p, ffi_call, type_key_to_index, type_method
+
+__all__ = [
+    "MISSING",
+    "GlobalFunction",
+    "TypeMethod",
+    "FieldAccess",
+    "construct",
+    "construct_auto",
+    "not_constructible",
+    "register",
+    "enum_entry",
+    "load_package_library",
+    "register_lazy_types",
+    "read_i64",
+    "read_i32",
+    "read_f64",
+    "read_f32",
+    "read_bool",
+]
+
+
+class _Missing:
+    """Marks an argument the caller did not give: the native side applies the default."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+read_i64 = ctypes.c_int64.from_address
+read_i32 = ctypes.c_int32.from_address
+read_f64 = ctypes.c_double.from_address
+read_f32 = ctypes.c_float.from_address
+read_bool = ctypes.c_bool.from_address
+
+
+class GlobalFunction:
+    """A global function resolved on first call (keeps package import fast)."""
+
+    __slots__ = ("name", "_c", "_f")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._c: ctypes.c_void_p | None = None
+        self._f: Function | None = None
+
+    def _resolve(self) -> ctypes.c_void_p:
+        f = _core.get_global_func(self.name, allow_missing=True)
+        if f is None:
+            raise NotImplementedError(
+                f"global function {self.name!r} is not registered: the loaded library no longer"
+                " provides it (regenerate the package)"
+            )
+        self._f = f
+        self._c = f.c_handle
+        return self._c
+
+    def __call__(self, *args: Any) -> Any:
+        c = self._c
+        if c is None:
+            c = self._resolve()
+        return ffi_call(c, args, self.name)
+
+
+class TypeMethod(GlobalFunction):
+    """A reflected method ``type_key.name`` resolved on first call."""
+
+    __slots__ = ("type_key", "method")
+
+    def __init__(self, type_key: str, name: str) -> None:
+        super().__init__(f"{type_key}.{name}")
+        self.type_key = type_key
+        self.method = name
+
+    def _resolve(self) -> ctypes.c_void_p:
+        index = type_key_to_index(self.type_key)
+        f = None if index is None else type_method(index, self.method)
+        if f is None:
+            raise NotImplementedError(
+                f"method {self.method!r} of {self.type_key!r} is not registered in the loaded"
+                " library (regenerate the package)"
+            )
+        self._f = f
+        self._c = f.c_handle
+        return self._c
+
+
+class FieldAccess:
+    """Reads and writes one reflected field through the registry, resolved on first use."""
+
+    __slots__ = ("type_key", "name", "_acc")
+
+    def __init__(self, type_key: str, name: str) -> None:
+        self.type_key = type_key
+        self.name = name
+        self._acc: Any = None
+
+    def _resolve(self) -> Any:
+        from .reflection import FieldAccessor
+
+        self._acc = FieldAccessor(self.type_key, self.name)
+        return self._acc
+
+    def get(self, obj: Object) -> Any:
+        acc = self._acc or self._resolve()
+        return acc.get(obj)
+
+    def set(self, obj: Object, value: Any) -> None:
+        acc = self._acc or self._resolve()
+        acc.set(obj, value)
+
+
+_INITS: dict[str, ctypes.c_void_p] = {}
+_INIT_KEEP: list[Function] = []
+
+
+def _init_handle(type_key: str) -> ctypes.c_void_p:
+    c = _INITS.get(type_key)
+    if c is not None:
+        return c
+    index = type_key_to_index(type_key)
+    f: Any = None
+    if index is not None:
+        f = type_method(index, "__ffi_init__")
+        if f is None:
+            from .reflection import type_attr
+
+            f = type_attr(index, "__ffi_init__")
+    if not isinstance(f, Function):
+        raise TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
+    _INIT_KEEP.append(f)
+    c = _INITS[type_key] = f.c_handle
+    return c
+
+
+def _adopt(self: Object, made: Any, type_key: str) -> None:
+    if not isinstance(made, Object):
+        raise TypeError(f"{type_key}.__ffi_init__ returned {type(made).__name__}, not an object")
+    self._h, self._t = made._h, made._t
+    made._h = 0
+
+
+def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
+    """Initialise ``self`` with the type's ``__ffi_init__`` called on positional ``args``."""
+    _adopt(self, ffi_call(_init_handle(type_key), args, f"{type_key}.__init__"), type_key)
+
+
+def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ...]) -> None:
+    """Initialise ``self`` through reflected auto-init: every argument by name (KWARGS protocol);
+    arguments left as ``MISSING`` are not passed, so the native defaults apply."""
+    args: list[Any] = [_core._kwargs_marker()]
+    for key, value in named:
+        if value is not MISSING:
+            args.append(key)
+            args.append(value)
+    _adopt(self, ffi_call(_init_handle(type_key), args, f"{type_key}.__init__"), type_key)
+
+
+def not_constructible(self: Object, type_key: str) -> NoReturn:
+    raise TypeError(
+        f"{type(self).__name__} ({type_key}) cannot be constructed from Python: the type registers"
+        " no __ffi_init__"
+    )
+
+
+_ClsT = TypeVar("_ClsT", bound=type)
+
+
+def _refuse_new(cls: type, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(
+        f"{cls.__name__} ({getattr(cls, '_type_key', '?')}) cannot be constructed from Python:"
+        " the type registers no __ffi_init__"
+    )
+
+
+def _plain_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return object.__new__(cls)
+
+
+def register(
+    type_key: str, pod_offsets: dict[str, int] | None = None, constructible: bool = True
+) -> Callable[[_ClsT], _ClsT]:
+    """Register a generated class for ``type_key``; check that fields read straight from memory
+    are still where the package was generated to look (else the package is stale).
+
+    A class that is not ``constructible`` refuses construction with a TypeError naming the type
+    (the runtime itself makes wrappers without calling the class)."""
+    index = type_key_to_index(type_key)
+    if index is None:
+        raise ImportError(
+            f"type {type_key!r} is not registered by the loaded library; the generated package is"
+            " out of date (regenerate it with tvmffi-gen)"
+        )
+    if pod_offsets:
+        from .reflection import type_info
+
+        actual = {f.name: f.offset for f in type_info(index).fields}
+        for name, offset in pod_offsets.items():
+            if actual.get(name) != offset:
+                raise ImportError(
+                    f"field {type_key}.{name} moved (offset {actual.get(name)}, generated for"
+                    f" {offset}); the generated package is out of date (regenerate it)"
+                )
+    registrar = _core.register_object(type_key)
+
+    def decorate(cls: _ClsT) -> _ClsT:
+        if not constructible:
+            cls.__new__ = _refuse_new  # type: ignore[assignment]
+        elif any(getattr(b, "__new__", None) is _refuse_new for b in cls.__mro__[1:]):
+            cls.__new__ = _plain_new  # type: ignore[assignment]
+        return registrar(cls)
+
+    return decorate
+
+
+class _EnumEntry:
+    """Class attribute resolving to a registered enum entry on first access."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.value: Any = None
+
+    def __set_name__(self, owner: type, attr: str) -> None:
+        self.attr = attr
+
+    def __get__(self, obj: object, owner: type) -> Any:
+        if self.value is None:
+            from .reflection import get_field, type_attr
+
+            index = getattr(owner, "_type_index")
+            state = type_attr(index, "__ffi_enum__")
+            if state is None:
+                raise AttributeError(f"{owner._type_key} has no enum entries")  # type: ignore[attr-defined]
+            for entry in get_field(state, "entries"):
+                if get_field(entry, "_str_index") == self.name:
+                    self.value = entry
+                    break
+            else:
+                raise AttributeError(f"{owner._type_key} has no enum entry {self.name!r}")  # type: ignore[attr-defined]
+        return self.value
+
+
+def enum_entry(name: str) -> Any:
+    """A class attribute for the enum entry registered as ``name``."""
+    return _EnumEntry(name)
+
+
+_LAZY_TYPES: dict[str, str] = {}
+
+
+def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
+    """Tell the runtime which module defines the class of each type key, so a value of a type
+    whose module has not been imported yet still comes back as its generated class."""
+    _LAZY_TYPES.update(modules_by_type_key)
+    _core._LAZY_CLASS_LOADER[0] = _load_lazy_class
+
+
+def _load_lazy_class(type_key: str) -> bool:
+    module = _LAZY_TYPES.pop(type_key, None)
+    if module is None:
+        return False
+    importlib.import_module(module)
+    return True
+
+
+def load_package_library(package: str, env_var: str, bundled: str | None, recorded: str) -> ctypes.CDLL:
+    """Load the library a generated package wraps: ``$env_var``, else the bundled copy, else
+    the recorded path. ImportError says where it looked."""
+    tried: list[str] = []
+    candidates: list[tuple[str, str]] = []
+    override = os.environ.get(env_var)
+    if override:
+        candidates.append((override, f"${env_var}"))
+    if bundled:
+        candidates.append((bundled, "bundled copy"))
+    candidates.append((recorded, "recorded path"))
+    for path, origin in candidates:
+        if os.path.isfile(path):
+            try:
+                return _lib.load_library(path)
+            except _lib.LibraryLoadError as exc:
+                raise ImportError(f"{package}: {exc}") from None
+        tried.append(f"{path} ({origin})")
+    raise ImportError(
+        f"{package}: cannot find its library; looked in " + ", ".join(tried)
+        + f". Set ${env_var} to the library's path."
+    )
+
+
+_ = _c_void_p

@@ -1,0 +1,82 @@
+"""Shared fixtures: the reference testing library and a g++ builder for C++ fixture libraries."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = ROOT / "tests" / "_build"
+sys.path.insert(0, str(ROOT / "runtime"))  # tests run against the source tree's runtime
+
+import tvmffi_runtime as rt  # noqa: E402
+
+TVM_FFI_LIBDIR = Path(rt.LIB_PATH).parent
+TVM_FFI_INCLUDE = TVM_FFI_LIBDIR.parent / "include"
+TESTING_LIB = TVM_FFI_LIBDIR / "libtvm_ffi_testing.so"
+
+
+def cxx_flags() -> list[str]:
+    """Compiler flags for a library built against the apache-tvm-ffi headers."""
+    dlpack = TVM_FFI_LIBDIR.parent / "3rdparty" / "dlpack" / "include"
+    flags = ["-std=c++17", "-O1", "-fPIC", f"-I{TVM_FFI_INCLUDE}"]
+    if dlpack.is_dir():
+        flags.append(f"-I{dlpack}")
+    return flags
+
+
+def build_shared(name: str, source: str, extra: list[str] | None = None, link_tvm_ffi: bool = True) -> Path:
+    """Compile C++ ``source`` into ``tests/_build/<name>-<hash>.so`` (cached by content)."""
+    extra = extra or []
+    digest = hashlib.sha256((source + repr(extra) + repr(link_tvm_ffi)).encode()).hexdigest()[:12]
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    out = BUILD_DIR / f"{name}-{digest}.so"
+    if out.exists():
+        return out
+    src = BUILD_DIR / f"{name}-{digest}.cc"
+    src.write_text(source)
+    cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", str(out) + ".tmp", *extra]
+    if link_tvm_ffi:
+        cmd += [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"g++ failed for {name}:\n{proc.stderr}")
+    os.replace(str(out) + ".tmp", out)
+    return out
+
+
+def build_executable(name: str, source: str, c: bool = True) -> Path:
+    """Compile a small C (or C++) program against the apache-tvm-ffi headers."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    out = BUILD_DIR / f"{name}-{digest}"
+    if out.exists():
+        return out
+    src = BUILD_DIR / f"{name}-{digest}.{'c' if c else 'cc'}"
+    src.write_text(source)
+    flags = [f for f in cxx_flags() if not f.startswith("-std=")]
+    compiler = "gcc" if c else "g++"
+    proc = subprocess.run([compiler, *flags, str(src), "-o", str(out)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{compiler} failed for {name}:\n{proc.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def testing_lib() -> Path:
+    """``libtvm_ffi_testing.so`` loaded into this process."""
+    rt.load_library(TESTING_LIB)
+    return TESTING_LIB
+
+
+@pytest.fixture(scope="session")
+def have_gxx() -> bool:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    return True

@@ -1,0 +1,666 @@
+"""Package model: every decision about the generated package, made from a snapshot.
+
+Names, types, imports, ordering and docstrings are decided here, in plain objects; templates only
+lay out the text. Nothing here touches the library.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from . import __version__
+from .naming import RESERVED_CLASS, RESERVED_MODULE, Scope, py_name, snake_case
+from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
+
+__all__ = [
+    "PackageModel",
+    "ModuleModel",
+    "ClassModel",
+    "FieldModel",
+    "MethodModel",
+    "FunctionModel",
+    "Param",
+    "build_model",
+    "GenerationError",
+]
+
+Namespace = tuple[str, ...]
+LINE_LENGTH = 99
+
+# Direct reads of POD fields from object memory: (static type index, size, schema) -> reader
+_POD_READERS = {
+    (1, 8, "int"): "_ffi_i64",
+    (1, 4, "int"): "_ffi_i32",
+    (3, 8, "float"): "_ffi_f64",
+    (3, 4, "float"): "_ffi_f32",
+    (2, 1, "bool"): "_ffi_bool",
+}
+# Runtime base classes for core types a generated class may derive from.
+_RUNTIME_BASES = {
+    "ffi.Object": "_rt.Object",
+    "ffi.Enum": "_rt.Enum",
+    "ffi.IntEnum": "_rt.IntEnum",
+    "ffi.StrEnum": "_rt.StrEnum",
+}
+
+
+class GenerationError(RuntimeError):
+    """The snapshot cannot be turned into a package; the message names what is at fault."""
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: str
+    default: str | None = None  # Python source of the default, if any
+    kind: str = "posonly"  # posonly | normal | kwonly
+    reg_name: str = ""  # name passed to the native init (auto-init)
+
+    def render(self) -> str:
+        text = f"{self.name}: {self.annotation}"
+        if self.default is not None:
+            text += f" = {self.default}"
+        return text
+
+
+def render_params(params: list[Param], first: str | None = None) -> list[str]:
+    """Parameter list items with ``/`` and ``*`` markers where the kinds change."""
+    items: list[str] = [first] if first else []
+    posonly = [p for p in params if p.kind == "posonly"]
+    normal = [p for p in params if p.kind == "normal"]
+    kwonly = [p for p in params if p.kind == "kwonly"]
+    items += [p.render() for p in posonly]
+    if posonly:
+        items.append("/")
+    items += [p.render() for p in normal]
+    if kwonly:
+        items.append("*")
+        items += [p.render() for p in kwonly]
+    return items
+
+
+def signature_lines(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
+    """``def name(a, b) -> R:`` on one line when it fits, else one parameter per line."""
+    one = f"{indent}{prefix}({', '.join(items)}) -> {ret}:"
+    if len(one) <= LINE_LENGTH:
+        return [one]
+    lines = [f"{indent}{prefix}("]
+    lines += [f"{indent}    {item}," for item in items]
+    lines.append(f"{indent}) -> {ret}:")
+    return lines
+
+
+def docstring_lines(text: str, indent: str) -> list[str]:
+    """A docstring as source lines (escaped, trailing spaces stripped)."""
+    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip("\n")
+    raw = [line.rstrip() for line in body.splitlines()] or [""]
+    while raw and not raw[-1]:
+        raw.pop()
+    if len(raw) == 1 and len(indent) + len(raw[0]) + 6 <= LINE_LENGTH:
+        return [f'{indent}"""{raw[0]}"""']
+    out = [f'{indent}"""{raw[0]}']
+    out += [f"{indent}{line}" if line else "" for line in raw[1:]]
+    out.append(f'{indent}"""')
+    return out
+
+
+def _doc(text: str, registry_line: str) -> str:
+    text = text.strip()
+    return f"{text}\n\n{registry_line}" if text else registry_line
+
+
+@dataclass
+class FieldModel:
+    name: str
+    reg_name: str
+    getter_type: str
+    setter_type: str
+    writable: bool
+    doc: str
+    pod_reader: str | None
+    offset: int
+    accessor: str  # module-level lazy accessor name (non-POD reads, and all writes)
+    override_ignore: bool = False
+
+
+@dataclass
+class MethodModel:
+    name: str
+    reg_name: str
+    params: list[Param]
+    ret: str
+    is_static: bool
+    doc: str
+    func_var: str
+    typed: bool = True
+    override_ignore: bool = False
+    signature_key: str = ""
+
+
+@dataclass
+class InitModel:
+    kind: str  # "method" | "auto" | "none"
+    params: list[Param]
+    doc: str
+
+
+@dataclass
+class ClassModel:
+    name: str
+    type_key: str
+    namespace: Namespace
+    base: str
+    base_key: str | None
+    doc: str
+    fields: list[FieldModel] = field(default_factory=list)
+    methods: list[MethodModel] = field(default_factory=list)
+    init: InitModel | None = None
+    enum_entries: list[tuple[str, str]] = field(default_factory=list)  # (py name, registry name)
+    depth: int = 0
+    snake: str = ""
+    pod_offsets: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class FunctionModel:
+    name: str
+    reg_name: str
+    params: list[Param]
+    ret: str
+    doc: str
+    func_var: str
+    typed: bool = True
+    exported: bool = False
+
+
+@dataclass
+class ModuleModel:
+    namespace: Namespace
+    py_module: str
+    path: tuple[str, ...]  # python package segments below the root
+    classes: list[ClassModel] = field(default_factory=list)
+    functions: list[FunctionModel] = field(default_factory=list)
+    subpackages: list[tuple[str, str]] = field(default_factory=list)  # (py name, namespace)
+    runtime_imports: set[Namespace] = field(default_factory=set)
+    type_imports: set[Namespace] = field(default_factory=set)
+    scope: Scope = field(default_factory=Scope)
+
+    @property
+    def file(self) -> str:
+        return "/".join([*self.path, "__init__.py"])
+
+    @property
+    def is_root(self) -> bool:
+        return not self.namespace
+
+    def exported_names(self) -> list[str]:
+        names = [c.name for c in self.classes] + [f.name for f in self.functions]
+        return sorted(names)
+
+
+@dataclass
+class PackageModel:
+    name: str
+    library: str
+    library_path: str
+    tvm_ffi_version: str
+    modules: dict[Namespace, ModuleModel]
+    classes: dict[str, ClassModel]
+    warnings: list[str]
+    version: str = __version__
+    env_var: str = ""
+    bundled: bool = False
+    exported_module: bool = False
+
+    def module_alias(self, ns: Namespace) -> str:
+        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
+
+    def header(self) -> str:
+        return (
+            f"# Generated by tvmffi-gen {self.version} from {self.library}"
+            f" (TVM FFI {self.tvm_ffi_version}).\n"
+            "# Do not edit generated members by hand: regenerate with tvmffi-gen instead."
+        )
+
+
+def _ns_of(key: str) -> tuple[Namespace, str]:
+    parts = key.split(".")
+    return tuple(parts[:-1]), parts[-1]
+
+
+def _literal(value: object) -> str | None:
+    """Python source for a JSON default, or None when not a simple literal."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return None
+
+
+class _Builder:
+    def __init__(self, snap: Snapshot, name: str, prefixes: list[str], warn: Callable[[str], None]) -> None:
+        self.snap = snap
+        self.name = name
+        self.warn_cb = warn
+        self.warnings: list[str] = []
+        self.prefixes = prefixes
+        self.types = {t.type_key: t for t in snap.types if self._keep(t.type_key)}
+        self.functions = [f for f in snap.functions if self._keep(f.name)]
+        self.modules: dict[Namespace, ModuleModel] = {}
+        self.classes: dict[str, ClassModel] = {}
+        self.external = dict(snap.external_types)
+        for t in snap.types:
+            if t.type_key not in self.types:
+                self.external[t.type_key] = list(t.ancestors)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self.warn_cb(message)
+
+    def _keep(self, key: str) -> bool:
+        if not self.prefixes:
+            return True
+        return any(key == p or key.startswith(p.rstrip(".") + ".") for p in self.prefixes)
+
+    # -- modules and names ----------------------------------------------------------------
+    def module(self, ns: Namespace) -> ModuleModel:
+        mod = self.modules.get(ns)
+        if mod is None:
+            if ns:
+                parent = self.module(ns[:-1])
+                seg = parent.scope.claim(ns[-1])
+                parent.subpackages.append((seg, ".".join(ns)))
+                path = (*parent.path, seg)
+            else:
+                path = ()
+            mod = ModuleModel(ns, ".".join([self.name, *path]), path, scope=Scope(RESERVED_MODULE))
+            self.modules[ns] = mod
+        return mod
+
+    def build(self) -> PackageModel:
+        namespaces = {_ns_of(k)[0] for k in self.types} | {_ns_of(f.name)[0] for f in self.functions}
+        # Rule 3, module scope: subpackages first (creating modules in sorted order claims them).
+        for ns in sorted(namespaces):
+            self.module(ns)
+        self.module(())
+        # then classes, in sorted type-key order
+        for key in sorted(self.types):
+            ns, short = _ns_of(key)
+            mod = self.modules[ns]
+            t = self.types[key]
+            nearest, base_key = self._base_of(t)
+            cls = ClassModel(
+                name=mod.scope.claim(short),
+                type_key=key,
+                namespace=ns,
+                base="",
+                base_key=base_key,
+                doc=_doc(t.doc, f"Registry type: ``{key}``."),
+                depth=len(t.ancestors),
+            )
+            cls.base = nearest
+            self.classes[key] = cls
+            mod.classes.append(cls)
+        # then functions
+        for f in sorted(self.functions, key=lambda f: f.name):
+            ns, short = _ns_of(f.name)
+            mod = self.modules[ns]
+            fn = self._function(f, mod, mod.scope.claim(short))
+            mod.functions.append(fn)
+        # class bodies, parents before children so overrides can be checked
+        for key in sorted(self.types, key=lambda k: (len(self.types[k].ancestors), k)):
+            self._class_body(self.types[key], self.classes[key])
+        for mod in self.modules.values():
+            mod.classes.sort(key=lambda c: (c.depth, c.name))
+            mod.classes = _topological(mod.classes)
+        self._snake_names()
+        self._check_import_cycles()
+        return PackageModel(
+            name=self.name,
+            library=self.snap.library,
+            library_path=self.snap.library_path,
+            tvm_ffi_version=".".join(str(x) for x in self.snap.tvm_ffi_version),
+            modules=dict(sorted(self.modules.items())),
+            classes=self.classes,
+            warnings=self.warnings,
+            env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
+        )
+
+    def _base_of(self, t: TypeSnap) -> tuple[str, str | None]:
+        """Base class expression: the nearest ancestor in the package, else a runtime class."""
+        for anc in reversed(t.ancestors):
+            if anc in self.types:
+                return f"@{anc}", anc
+            if anc in _RUNTIME_BASES:
+                return _RUNTIME_BASES[anc], None
+        return "_rt.Object", None
+
+    def _snake_names(self) -> None:
+        by_snake: dict[str, list[ClassModel]] = {}
+        for cls in self.classes.values():
+            by_snake.setdefault(snake_case(cls.name), []).append(cls)
+        for snake, group in by_snake.items():
+            if len(group) == 1:
+                group[0].snake = snake
+            else:
+                for cls in group:
+                    cls.snake = snake_case("_".join([*cls.namespace, cls.name]))
+
+    # -- annotations ------------------------------------------------------------------------
+    def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:
+        def resolve(key: str) -> str | None:
+            target = self._resolve_key(key)
+            if target is None:
+                return None
+            if not target.startswith("@"):
+                return target
+            return self.class_ref(target[1:], mod, runtime=False, member_names=member_names)
+
+        return Annotator(resolve_object=resolve, warn=self.warn, context=context)
+
+    def _resolve_key(self, key: str) -> str | None:
+        """``@type_key`` of a package class, a runtime class expression, or None if unknown."""
+        from .typemap import RUNTIME_CLASSES
+
+        if key in self.types:
+            return f"@{key}"
+        if key in RUNTIME_CLASSES:
+            return RUNTIME_CLASSES[key]
+        if key in _RUNTIME_BASES:
+            return _RUNTIME_BASES[key]
+        ancestors = self.external.get(key)
+        if ancestors is None:
+            return None
+        for anc in reversed(ancestors):
+            if anc in self.types:
+                return f"@{anc}"
+            if anc in RUNTIME_CLASSES:
+                return RUNTIME_CLASSES[anc]
+            if anc in _RUNTIME_BASES:
+                return _RUNTIME_BASES[anc]
+        return "_rt.Object"
+
+    def class_ref(self, key: str, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
+        cls = self.classes[key]
+        if cls.namespace == mod.namespace and not (member_names and cls.name in member_names):
+            return cls.name
+        if cls.namespace != mod.namespace:
+            (mod.runtime_imports if runtime else mod.type_imports).add(cls.namespace)
+        else:
+            mod.type_imports.add(cls.namespace)
+        return f"{self.module_alias(cls.namespace)}.{cls.name}"
+
+    def module_alias(self, ns: Namespace) -> str:
+        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
+
+    def _sig(self, schema: object, context: str) -> FunctionSig:
+        try:
+            return function_sig(schema)
+        except SchemaError as exc:
+            self.warn(f"{context}: malformed type schema ({exc}); typed as Any")
+            return FunctionSig(None, ANY)
+
+    def _type(self, schema: object, context: str) -> TypeRef:
+        if schema is None:
+            return ANY
+        try:
+            return parse_schema(schema)
+        except SchemaError as exc:
+            self.warn(f"{context}: malformed type schema ({exc}); typed as Any")
+            return ANY
+
+    # -- functions ---------------------------------------------------------------------------
+    def _params(self, sig: FunctionSig, ann: Annotator, skip_self: bool) -> list[Param]:
+        assert sig.params is not None
+        params = list(sig.params)
+        names = list(sig.param_names) if sig.param_names else [None] * len(params)
+        if skip_self:
+            params, names = params[1:], names[1:]
+        out: list[Param] = []
+        scope = Scope(RESERVED_MODULE | {"self"})
+        named = all(n for n in names) and params
+        for i, (p, n) in enumerate(zip(params, names)):
+            pname = scope.claim(n) if named and n else scope.claim(f"_{i}")
+            out.append(Param(pname, ann.annotate(p, "param"), None, "normal" if named else "posonly"))
+        return out
+
+    def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
+        ann = self.annotator(mod, f"function {f.name}")
+        sig = self._sig(f.schema, f"function {f.name}")
+        doc = _doc(f.doc, f"Registry function: ``{f.name}``.")
+        var = f"_ffi_fn_{name}"
+        if sig.params is None:
+            return FunctionModel(name, f.name, [], "_t.Any", doc, var, typed=False, exported=f.exported)
+        params = self._params(sig, ann, skip_self=False)
+        return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, var, exported=f.exported)
+
+    # -- classes -----------------------------------------------------------------------------
+    def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:
+        fields: dict[str, FieldModel] = {}
+        methods: dict[str, MethodModel] = {}
+        chain = []
+        key = cls.base_key
+        while key is not None:
+            chain.append(self.classes[key])
+            key = self.classes[key].base_key
+        for anc in reversed(chain):
+            for fm in anc.fields:
+                fields[fm.name] = fm
+            for mm in anc.methods:
+                methods[mm.name] = mm
+        return fields, methods
+
+    def _class_body(self, t: TypeSnap, cls: ClassModel) -> None:
+        mod = self.modules[cls.namespace]
+        if cls.base.startswith("@"):
+            cls.base = self.class_ref(cls.base[1:], mod, runtime=True)
+        inherited_fields, inherited_methods = self._inherited(cls)
+        scope = Scope(RESERVED_CLASS, taken=set(inherited_fields) | set(inherited_methods))
+        member_names: set[str] = set()
+        # Rule 3, class scope: fields, then methods, then enum entries.
+        field_names: list[tuple[FieldSnap, str]] = []
+        for f in t.fields:
+            name = py_name(f.name, RESERVED_CLASS)
+            if name in inherited_fields and name not in scope.taken - set(inherited_fields):
+                scope.taken.add(name)
+            else:
+                name = scope.claim(f.name)
+            field_names.append((f, name))
+            member_names.add(name)
+        method_names: list[tuple[MethodSnap, str]] = []
+        for m in t.methods:
+            name = py_name(m.name, RESERVED_CLASS)
+            if name in inherited_methods and name not in {n for _, n in field_names}:
+                scope.taken.add(name)
+            else:
+                name = scope.claim(m.name)
+            method_names.append((m, name))
+            member_names.add(name)
+        entries = [(scope.claim(e), e) for e in (t.enum_entries or [])]
+        member_names.update(n for n, _ in entries)
+        cls.enum_entries = entries
+        for f, name in field_names:
+            cls.fields.append(self._field(t, cls, f, name, mod, member_names, inherited_fields))
+        for m, name in method_names:
+            cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
+        cls.init = self._init(t, cls, mod, member_names)
+        cls.pod_offsets = {f.reg_name: f.offset for f in cls.fields if f.pod_reader}
+
+    def _field(
+        self,
+        t: TypeSnap,
+        cls: ClassModel,
+        f: FieldSnap,
+        name: str,
+        mod: ModuleModel,
+        members: set[str],
+        inherited: dict[str, FieldModel],
+    ) -> FieldModel:
+        context = f"field {t.type_key}.{f.name}"
+        ann = self.annotator(mod, context, members)
+        ref = self._type(f.schema, context)
+        getter = ann.annotate(ref, "return")
+        setter = ann.annotate(ref, "param")
+        reader = _POD_READERS.get((f.static_type_index, f.size, ref.key))
+        doc = _doc(f.doc, f"Registry field: ``{t.type_key}.{f.name}``" + ("" if f.writable else " (read-only)") + ".")
+        fm = FieldModel(
+            name=name,
+            reg_name=f.name,
+            getter_type=getter,
+            setter_type=setter,
+            writable=f.writable,
+            doc=doc,
+            pod_reader=reader,
+            offset=f.offset,
+            accessor=f"_ffi_field_{cls.name}_{name}",
+        )
+        base = inherited.get(name)
+        if base is not None and (base.getter_type != getter or base.writable != f.writable):
+            fm.override_ignore = True
+        return fm
+
+    def _method(
+        self,
+        t: TypeSnap,
+        cls: ClassModel,
+        m: MethodSnap,
+        name: str,
+        mod: ModuleModel,
+        members: set[str],
+        inherited: dict[str, MethodModel],
+    ) -> MethodModel:
+        context = f"method {t.type_key}.{m.name}"
+        ann = self.annotator(mod, context, members)
+        sig = self._sig(m.schema, context)
+        doc = _doc(m.doc, f"Registry method: ``{t.type_key}.{m.name}``" + (" (static)" if m.is_static else "") + ".")
+        var = f"_ffi_method_{cls.name}_{name}"
+        if sig.params is None or (not m.is_static and not sig.params):
+            mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, var, typed=False)
+        else:
+            params = self._params(sig, ann, skip_self=not m.is_static)
+            mm = MethodModel(name, m.name, params, ann.annotate(sig.ret, "return"), m.is_static, doc, var)
+        mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
+        base = inherited.get(name)
+        if base is not None:
+            same_params = base.signature_key == mm.signature_key
+            if not same_params or not self._return_compatible(base.ret, mm.ret, mod):
+                mm.override_ignore = True
+        return mm
+
+    def _return_compatible(self, base_ret: str, ret: str, mod: ModuleModel) -> bool:
+        if base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any":
+            return True
+        return False
+
+    def _init(self, t: TypeSnap, cls: ClassModel, mod: ModuleModel, members: set[str]) -> InitModel:
+        context = f"type {t.type_key} __ffi_init__"
+        if t.init == "method":
+            sig = self._sig(t.init_schema, context)
+            if sig.params is None:
+                return InitModel("method", [Param("args", "_t.Any", None, "varargs")], t.init_doc)
+            ann = self.annotator(mod, context, members)
+            return InitModel("method", self._params(sig, ann, skip_self=False), t.init_doc)
+        if t.init == "auto":
+            return InitModel("auto", self._auto_init_params(t, mod, members), "")
+        return InitModel("none", [], "")
+
+    def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
+        # Fields of the whole chain, ancestors first, as the native auto-init binds them.
+        chain: list[tuple[str, FieldSnap]] = []
+        for anc in t.ancestors:
+            snap = self.types.get(anc)
+            if snap is not None:
+                chain += [(anc, f) for f in snap.fields]
+        chain += [(t.type_key, f) for f in t.fields]
+        scope = Scope(RESERVED_MODULE | {"self"})
+        required: list[Param] = []
+        optional: list[Param] = []
+        kwonly: list[Param] = []
+        for owner, f in chain:
+            if not f.init:
+                continue
+            ann = self.annotator(mod, f"field {owner}.{f.name}", members)
+            annotation = ann.annotate(self._type(f.schema, f"field {owner}.{f.name}"), "param")
+            default = None
+            if f.has_default:
+                lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
+                default = lit if lit is not None else "_ffi_MISSING"
+            p = Param(scope.claim(f.name), annotation, default, "kwonly" if f.kw_only else "normal", f.name)
+            if f.kw_only:
+                kwonly.append(p)
+            elif f.has_default:
+                optional.append(p)
+            else:
+                required.append(p)
+        return required + optional + kwonly
+
+    def _check_import_cycles(self) -> None:
+        graph = {ns: {d for d in m.runtime_imports if d != ns} for ns, m in self.modules.items()}
+        visiting: set[Namespace] = set()
+        done: set[Namespace] = set()
+
+        def visit(ns: Namespace, path: list[Namespace]) -> None:
+            if ns in done:
+                return
+            if ns in visiting:
+                cycle = " -> ".join(".".join(n) or "<root>" for n in [*path, ns])
+                raise GenerationError(f"namespaces inherit from each other in a cycle: {cycle}")
+            visiting.add(ns)
+            for dep in sorted(graph[ns]):
+                visit(dep, [*path, ns])
+            visiting.discard(ns)
+            done.add(ns)
+
+        for ns in sorted(graph):
+            visit(ns, [])
+
+
+def _topological(classes: list[ClassModel]) -> list[ClassModel]:
+    """Order classes so every base defined in the same module comes first (stable otherwise)."""
+    by_key = {c.type_key: c for c in classes}
+    out: list[ClassModel] = []
+    placed: set[str] = set()
+
+    def place(c: ClassModel) -> None:
+        if c.type_key in placed:
+            return
+        if c.base_key in by_key:
+            place(by_key[c.base_key])
+        placed.add(c.type_key)
+        out.append(c)
+
+    for c in classes:
+        place(c)
+    return out
+
+
+def default_package_name(out_dir: str) -> str:
+    import os
+
+    name = os.path.basename(os.path.normpath(out_dir))
+    return name
+
+
+def validate_package_name(name: str) -> None:
+    for part in name.split("."):
+        if not part.isidentifier() or keyword.iskeyword(part):
+            raise GenerationError(f"package name {name!r} is not a valid Python module name")
+
+
+def build_model(
+    snap: Snapshot,
+    name: str,
+    prefixes: Iterable[str] = (),
+    warn: Callable[[str], None] = lambda _m: None,
+) -> PackageModel:
+    """Decide the whole package for ``snap``."""
+    validate_package_name(name)
+    return _Builder(snap, name, list(prefixes), warn).build()

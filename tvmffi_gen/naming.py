@@ -1,0 +1,81 @@
+"""Python names for registry names: one deterministic rule, stated in the README.
+
+1. Sanitise: every character that cannot appear in an identifier becomes ``_``; a name that starts
+   with a digit gets a leading ``_``; an empty name becomes ``_``.
+2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, or a member
+   the runtime base class already defines gets a trailing ``_``.
+3. Collide: within one scope, names are claimed in precedence order (module scope: subpackages,
+   then classes, then functions; class scope: fields, then methods), each kind in sorted registry
+   order; a later claimant of a taken name gets ``_`` appended until it is free.
+
+The registry name is always kept in the docstring, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+__all__ = [
+    "sanitize",
+    "py_name",
+    "Scope",
+    "snake_case",
+    "RESERVED_MODULE",
+    "RESERVED_CLASS",
+]
+
+# Names our generated annotations and code refer to unqualified, and so must never be shadowed.
+_ANNOTATION_BUILTINS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "object", "type", "None", "property", "staticmethod",
+     "classmethod", "super", "isinstance", "tuple", "list", "dict", "print", "len"}
+)  # fmt: skip
+_SOFT_KEYWORDS = frozenset({"match", "case", "_", "type"})
+RESERVED_MODULE = frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | {"annotations"}
+# Members of tvmffi_runtime.Object (and Python object machinery) a generated member must not hide.
+RESERVED_CLASS = RESERVED_MODULE | frozenset(
+    {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}
+)
+
+_INVALID = re.compile(r"[^0-9A-Za-z_]")
+
+
+def sanitize(name: str) -> str:
+    """Rule 1: make ``name`` a syntactically valid identifier."""
+    out = _INVALID.sub("_", name)
+    if not out:
+        return "_"
+    if out[0].isdigit():
+        out = "_" + out
+    return out
+
+
+def py_name(name: str, reserved: frozenset[str] = RESERVED_MODULE) -> str:
+    """Rules 1 and 2 for one name."""
+    out = sanitize(name)
+    while out in reserved or keyword.iskeyword(out) or out.startswith("__") and out.endswith("__"):
+        out += "_"
+    return out
+
+
+class Scope:
+    """Rule 3: hands out unique names in one namespace, in the order they are claimed."""
+
+    def __init__(self, reserved: frozenset[str] = RESERVED_MODULE, taken: set[str] | None = None) -> None:
+        self.reserved = reserved
+        self.taken: set[str] = set(taken or ())
+
+    def claim(self, name: str) -> str:
+        out = py_name(name, self.reserved)
+        while out in self.taken:
+            out += "_"
+        self.taken.add(out)
+        return out
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def snake_case(name: str) -> str:
+    """``TestIntPair`` → ``test_int_pair``; ``IRModule`` → ``ir_module``."""
+    return _CAMEL.sub("_", sanitize(name)).lower().strip("_") or "_"

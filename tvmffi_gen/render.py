@@ -1,0 +1,264 @@
+"""Render a PackageModel to file contents with the jinja2 templates in ``tvmffi_gen.templates``.
+
+The helpers here turn model objects into source lines (signatures, bodies, docstrings); the
+templates arrange them. Output depends only on the model, so it is byte-identical across runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+import jinja2
+
+from .model import (
+    ClassModel,
+    FunctionModel,
+    MethodModel,
+    ModuleModel,
+    PackageModel,
+    docstring_lines,
+    render_params,
+    signature_lines,
+)
+
+__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX"]
+
+#: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
+RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
+
+
+@dataclass(frozen=True)
+class _Import:
+    module: str
+    alias: str
+
+
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(
+        lambda name: resources.files("tvmffi_gen.templates").joinpath(name).read_text(encoding="utf-8")
+    )
+    env = jinja2.Environment(
+        loader=loader,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+    env.globals.update(
+        doc=lambda text, indent: "\n".join(docstring_lines(text, indent)),
+        sig=_sig,
+        init_signature=_init_signature,
+        init_doc=_init_doc,
+        init_body=_init_body,
+        method_signature=_method_signature,
+        method_body=_method_body,
+        function_signature=_function_signature,
+        function_body=_function_body,
+        register_line=_register_line,
+    )
+    return env
+
+
+def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
+    lines = signature_lines(prefix, items, ret, indent)
+    if ignore_override:
+        # mypy reports an incompatible override on the line of the ``def``
+        lines[0] += "  # type: ignore[override]"
+    return lines
+
+
+def _register_line(cls: ClassModel) -> str:
+    args = [f'"{cls.type_key}"']
+    if cls.pod_offsets:
+        offsets = ", ".join(f'"{k}": {v}' for k, v in sorted(cls.pod_offsets.items()))
+        args.append(f"pod_offsets={{{offsets}}}")
+    if cls.init is not None and cls.init.kind == "none":
+        args.append("constructible=False")
+    line = f"@_gen.register({', '.join(args)})"
+    if len(line) <= 99:
+        return line
+    return "@_gen.register(\n" + "".join(f"    {a},\n" for a in args) + ")"
+
+
+def _init_signature(cls: ClassModel) -> list[str]:
+    assert cls.init is not None
+    if cls.init.kind == "none":
+        return signature_lines("def __init__", ["self", "_never: _t.NoReturn", "/"], "None", "    ")
+    params = cls.init.params
+    if params and params[0].kind == "varargs":
+        return signature_lines("def __init__", ["self", "*args: _t.Any"], "None", "    ")
+    return signature_lines("def __init__", render_params(params, "self"), "None", "    ")
+
+
+def _init_doc(cls: ClassModel) -> str:
+    assert cls.init is not None
+    key = cls.type_key
+    if cls.init.kind == "none":
+        return f"Not constructible from Python: ``{key}`` registers no ``__ffi_init__``."
+    if cls.init.kind == "auto":
+        return f"Construct through ``{key}``'s reflected auto-init (omitted arguments take the native defaults)."
+    text = cls.init.doc.strip()
+    line = f"Construct through ``{key}.__ffi_init__``."
+    return f"{text}\n\n{line}" if text else line
+
+
+def _tuple(items: list[str]) -> str:
+    if not items:
+        return "()"
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return f"({', '.join(items)})"
+
+
+def _init_body(cls: ClassModel) -> str:
+    assert cls.init is not None
+    key = cls.type_key
+    if cls.init.kind == "none":
+        return f'_gen.not_constructible(self, "{key}")'
+    params = cls.init.params
+    if params and params[0].kind == "varargs":
+        return f'_gen.construct(self, "{key}", args)'
+    if cls.init.kind == "method":
+        return f'_gen.construct(self, "{key}", {_tuple([p.name for p in params])})'
+    pairs = [f'("{p.reg_name}", {p.name})' for p in params]
+    body = f'_gen.construct_auto(self, "{key}", {_tuple(pairs)})'
+    if len(body) + 8 <= 99:
+        return body
+    inner = "".join(f"\n                {pair}," for pair in pairs)
+    return f'_gen.construct_auto(\n            self,\n            "{key}",\n            ({inner}\n            ),\n        )'
+
+
+def _method_signature(m: MethodModel) -> list[str]:
+    if not m.typed:
+        items = ["*args: _t.Any"] if m.is_static else ["self", "*args: _t.Any"]
+        return _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)
+    return _sig(f"def {m.name}", render_params(m.params, None if m.is_static else "self"), m.ret, "    ", m.override_ignore)
+
+
+def _call_body(var: str, args: list[str], ret: str, indent: str) -> str:
+    call = f"{var}({', '.join(args)})"
+    if ret == "None":
+        return call
+    if ret == "_t.Any":
+        return f"return {call}"
+    line = f"result: {ret} = {call}"
+    return f"{line}\n{indent}return result"
+
+
+def _method_body(m: MethodModel) -> str:
+    if not m.typed:
+        return f"return {m.func_var}({'*args' if m.is_static else 'self, *args'})"
+    args = ([] if m.is_static else ["self"]) + [p.name for p in m.params]
+    return _call_body(m.func_var, args, m.ret, "        ")
+
+
+def _function_signature(f: FunctionModel) -> list[str]:
+    if not f.typed:
+        return signature_lines(f"def {f.name}", ["*args: _t.Any"], "_t.Any", "")
+    return signature_lines(f"def {f.name}", render_params(f.params), f.ret, "")
+
+
+def _function_body(f: FunctionModel) -> str:
+    if not f.typed:
+        return f"return {f.func_var}(*args)"
+    return _call_body(f.func_var, [p.name for p in f.params], f.ret, "    ")
+
+
+def _accessor_lines(mod: ModuleModel) -> list[str]:
+    lines: list[str] = []
+    readers = sorted({f.pod_reader for c in mod.classes for f in c.fields if f.pod_reader})
+    names = {"_ffi_i64": "read_i64", "_ffi_i32": "read_i32", "_ffi_f64": "read_f64", "_ffi_f32": "read_f32", "_ffi_bool": "read_bool"}
+    for r in readers:
+        lines.append(f"{r} = _gen.{names[r]}")
+    for c in mod.classes:
+        for f in c.fields:
+            if not f.pod_reader or f.writable:
+                lines.append(f'{f.accessor} = _gen.FieldAccess("{c.type_key}", "{f.reg_name}")')
+        for m in c.methods:
+            lines.append(f'{m.func_var} = _gen.TypeMethod("{c.type_key}", "{m.reg_name}")')
+    for fn in mod.functions:
+        lines.append(f'{fn.func_var} = _gen.GlobalFunction("{fn.reg_name}")')
+    return lines
+
+
+def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
+    if mod.is_root:
+        text = f"Typed bindings of ``{pkg.library}``, generated by tvmffi-gen."
+        if mod.subpackages:
+            subs = ", ".join(f"``{sub}``" for sub, _ in mod.subpackages)
+            text += f"\n\nNamespaces (imported on first use): {subs}."
+    else:
+        text = f"Namespace ``{'.'.join(mod.namespace)}`` of ``{pkg.library}``."
+    return "\n".join(docstring_lines(text, ""))
+
+
+def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
+    def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
+        return [
+            _Import(pkg.modules[ns].py_module, pkg.module_alias(ns))
+            for ns in sorted(namespaces)
+            if ns != mod.namespace or True
+        ]
+
+    runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
+    typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
+    all_names = mod.exported_names()
+    uses_missing = any(
+        p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params
+    )
+    text = env.get_template("module.py.jinja").render(
+        pkg=pkg,
+        mod=mod,
+        module_doc=_module_doc(pkg, mod),
+        runtime_imports=runtime,
+        type_imports=typing_only,
+        all_names=all_names,
+        accessors=_accessor_lines(mod),
+        uses_missing=uses_missing,
+    )
+    return _wrap_all(text)
+
+
+def _wrap_all(text: str) -> str:
+    """Break an over-long ``__all__ = [...]`` into one name per line."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("__all__ = [") and len(line) > 99:
+            names = line[len("__all__ = [") : -1].split(", ")
+            out.append("__all__ = [")
+            out += [f"    {n}," for n in names]
+            out.append("]")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None) -> str:
+    path = pkg.library_path
+    if libdir and path.startswith(libdir.rstrip("/") + "/"):
+        recorded = (
+            f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{path[len(libdir.rstrip("/")) + 1:]}")'
+        )
+    else:
+        recorded = json.dumps(path)
+    bundled = (
+        f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
+    )
+    lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
+    return env.get_template("lib.py.jinja").render(
+        pkg=pkg, recorded_path=recorded, bundled_path=bundled, lazy_types=lazy
+    )
+
+
+def render_package(pkg: PackageModel, libdir: str | None = None) -> dict[str, str]:
+    """All files of the package: relative path -> text."""
+    env = _environment()
+    files: dict[str, str] = {}
+    for mod in pkg.modules.values():
+        files[mod.file] = render_module(env, pkg, mod)
+    files["_lib.py"] = render_lib(env, pkg, libdir)
+    files["py.typed"] = ""
+    return dict(sorted(files.items()))

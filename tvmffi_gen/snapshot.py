@@ -1,0 +1,282 @@
+"""Registry snapshot: what a library registered, as plain JSON-serialisable data.
+
+``take_snapshot`` runs in a child process (``python -m tvmffi_gen.snapshot``) so a library that
+aborts, crashes or hangs while loading is reported instead of taking the generator down. After the
+snapshot nothing touches the library: the model and the renderer work from this data alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FieldSnap",
+    "MethodSnap",
+    "TypeSnap",
+    "FunctionSnap",
+    "Snapshot",
+    "SnapshotError",
+    "take_snapshot",
+    "snapshot_in_process",
+    "SNAPSHOT_FORMAT",
+]
+
+SNAPSHOT_FORMAT = 1
+
+
+class SnapshotError(RuntimeError):
+    """The library could not be loaded or read; the message names the library and the reason."""
+
+
+@dataclass
+class FieldSnap:
+    name: str
+    doc: str = ""
+    schema: Any = None
+    writable: bool = False
+    has_default: bool = False
+    default: Any = None  # JSON value when representable, else None with default_repr set
+    default_repr: str | None = None
+    default_is_factory: bool = False
+    init: bool = True
+    kw_only: bool = False
+    offset: int = 0
+    size: int = 0
+    static_type_index: int = -1
+    flags: int = 0
+
+
+@dataclass
+class MethodSnap:
+    name: str
+    doc: str = ""
+    schema: Any = None
+    is_static: bool = False
+
+
+@dataclass
+class TypeSnap:
+    type_key: str
+    ancestors: list[str]
+    doc: str = ""
+    fields: list[FieldSnap] = field(default_factory=list)
+    methods: list[MethodSnap] = field(default_factory=list)
+    #: "method" (explicit ``refl::init``: positional, from the method's schema), "auto" (reflected
+    #: auto-init from fields), or None (not constructible from Python)
+    init: str | None = None
+    init_schema: Any = None
+    init_doc: str = ""
+    enum_entries: list[str] | None = None
+    final: bool = False
+
+
+@dataclass
+class FunctionSnap:
+    name: str
+    doc: str = ""
+    schema: Any = None
+    exported: bool = False  # an exported symbol of the library (module function), not a global
+
+
+@dataclass
+class Snapshot:
+    library: str
+    library_path: str
+    tvm_ffi_version: list[int]
+    types: list[TypeSnap] = field(default_factory=list)
+    functions: list[FunctionSnap] = field(default_factory=list)
+    #: type keys registered before the library loaded (core and preloads), with their ancestors
+    external_types: dict[str, list[str]] = field(default_factory=dict)
+    format: int = SNAPSHOT_FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str, source: str = "<snapshot>") -> Snapshot:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise SnapshotError(f"{source}: not a JSON snapshot ({exc})") from None
+        if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
+        try:
+            types = [
+                TypeSnap(
+                    **{
+                        **t,
+                        "fields": [FieldSnap(**f) for f in t.get("fields", [])],
+                        "methods": [MethodSnap(**m) for m in t.get("methods", [])],
+                    }
+                )
+                for t in data.get("types", [])
+            ]
+            functions = [FunctionSnap(**f) for f in data.get("functions", [])]
+            return Snapshot(
+                library=data["library"],
+                library_path=data["library_path"],
+                tvm_ffi_version=list(data.get("tvm_ffi_version", [])),
+                types=types,
+                functions=functions,
+                external_types={k: list(v) for k, v in data.get("external_types", {}).items()},
+            )
+        except (TypeError, KeyError) as exc:
+            raise SnapshotError(f"{source}: malformed snapshot ({exc})") from None
+
+
+def _parse_schema(raw: Any) -> Any:
+    """Type schemas are stored as JSON text inside metadata; keep the parsed form (or the text)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _json_default(value: Any) -> tuple[Any, str | None]:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return None, repr(value)
+        return value, None
+    return None, repr(value)
+
+
+def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snapshot:
+    """Load ``library`` into this process and read what it registered (used by the child)."""
+    import tvmffi_runtime as rt
+    from tvmffi_runtime import reflection as R
+
+    for pre in preload or []:
+        rt.load_library(pre)
+    before_types = set(R.list_type_keys())
+    before_funcs = set(R.list_global_functions())
+    rt.load_library(library)
+    after_types = R.list_type_keys()
+    new_types = [k for k in after_types if k not in before_types]
+    new_funcs = [n for n in R.list_global_functions() if n not in before_funcs]
+
+    snap = Snapshot(
+        library=os.path.basename(library),
+        library_path=os.path.abspath(library),
+        tvm_ffi_version=list(rt.libtvm_ffi_version()),
+    )
+    referenced: set[str] = set()
+    for key in sorted(new_types):
+        info = R.type_info(key)
+        referenced.update(info.ancestors)
+        ts = TypeSnap(type_key=key, ancestors=list(info.ancestors), doc=info.doc)
+        for f in info.fields:
+            default, default_repr = _json_default(f.default) if f.has_default else (None, None)
+            if f.default_is_factory:
+                default, default_repr = None, "<factory>"
+            ts.fields.append(
+                FieldSnap(
+                    name=f.name,
+                    doc=f.doc,
+                    schema=_parse_schema(f.type_schema),
+                    writable=f.writable,
+                    has_default=f.has_default,
+                    default=default,
+                    default_repr=default_repr,
+                    default_is_factory=f.default_is_factory,
+                    init=f.init,
+                    kw_only=f.kw_only,
+                    offset=f.offset,
+                    size=f.size,
+                    static_type_index=f.static_type_index,
+                    flags=f.flags,
+                )
+            )
+        for m in info.methods:
+            if m.name == "__ffi_init__":
+                ts.init = "method"
+                ts.init_schema = _parse_schema(m.type_schema)
+                ts.init_doc = m.doc
+                continue
+            ts.methods.append(
+                MethodSnap(name=m.name, doc=m.doc, schema=_parse_schema(m.type_schema), is_static=m.is_static)
+            )
+        if ts.init is None and R.type_attr(info.type_index, "__ffi_init__") is not None:
+            ts.init = "auto"
+        ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
+        state = R.type_attr(info.type_index, "__ffi_enum__")
+        if state is not None:
+            entries = R.get_field(state, "entries")
+            ts.enum_entries = [str(R.get_field(e, "_str_index")) for e in entries]
+        snap.types.append(ts)
+    for name in sorted(new_funcs):
+        md = R.global_function_metadata(name)
+        snap.functions.append(
+            FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=_parse_schema(md.get("type_schema")))
+        )
+    # Ancestors of every type that is not ours, so the model can map types it does not contain.
+    for key in sorted(before_types):
+        try:
+            snap.external_types[key] = list(R.type_info(key).ancestors)
+        except KeyError:
+            continue
+    return snap
+
+
+def _child_main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.snapshot")
+    parser.add_argument("library")
+    parser.add_argument("--preload", action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        snap = snapshot_in_process(args.library, args.preload)
+    except Exception as exc:  # reported to the parent as text on stderr
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        return 3
+    sys.stdout.write(snap.to_json())
+    return 0
+
+
+def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout: float = 120.0) -> Snapshot:
+    """Snapshot ``library`` in a child process; errors name the library and what went wrong."""
+    lib = str(library)
+    if not os.path.exists(lib):
+        raise SnapshotError(f"{lib}: no such file")
+    if os.path.isdir(lib):
+        raise SnapshotError(f"{lib}: is a directory, not a shared library")
+    for pre in preload or []:
+        if not os.path.isfile(pre):
+            raise SnapshotError(f"--preload {pre}: no such file")
+    env = dict(os.environ)
+    runtime_dir = str(Path(__file__).resolve().parent.parent / "runtime")
+    if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "tvmffi_gen.snapshot", os.path.abspath(lib)]
+    for pre in preload or []:
+        cmd += ["--preload", os.path.abspath(pre)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SnapshotError(
+            f"{lib}: loading the library did not finish within {timeout:g} s (it hangs in its initialisers?)"
+        ) from None
+    if proc.returncode != 0:
+        detail = proc.stderr.strip().splitlines()
+        reason = detail[-1] if detail else ""
+        if proc.returncode < 0:
+            sig = signal.Signals(-proc.returncode).name
+            raise SnapshotError(
+                f"{lib}: the process loading it died with {sig}" + (f" ({reason})" if reason else "")
+                + " — the library crashes or aborts in its static initialisers"
+            )
+        raise SnapshotError(f"{lib}: {reason or f'snapshot failed with exit status {proc.returncode}'}")
+    return Snapshot.from_json(proc.stdout, source=lib)
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

@@ -1,0 +1,206 @@
+"""Type schemas (the registry's JSON form) → Python annotations.
+
+A schema is ``{"type": KEY, "args": [...]}`` or, for functions, either ``args`` with the return
+type first or ``named_args`` with ``params`` and ``return``. The same schema maps differently by
+position: parameters accept what the runtime converts (a sequence for an Array, a mapping for a
+Map, any DLPack exporter for a Tensor, a string for a DataType); fields and return values are the
+runtime's own classes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+__all__ = ["TypeRef", "parse_schema", "SchemaError", "FunctionSig", "function_sig", "Annotator"]
+
+Position = Literal["param", "return"]
+
+
+class SchemaError(ValueError):
+    """A type schema this generator cannot read."""
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """One parsed type: its registry key and its type arguments."""
+
+    key: str
+    args: tuple[TypeRef, ...] = ()
+    params: tuple[TypeRef, ...] | None = None  # functions with a signature
+    ret: TypeRef | None = None
+    param_names: tuple[str | None, ...] | None = None
+
+
+ANY = TypeRef("Any")
+
+
+def parse_schema(schema: Any) -> TypeRef:
+    """Parse one schema (dict or JSON text); SchemaError if it is malformed."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            raise SchemaError(f"not JSON: {exc}") from None
+    if not isinstance(schema, dict) or not isinstance(schema.get("type"), str):
+        raise SchemaError(f"expected an object with a 'type' string, got {schema!r:.80}")
+    key = schema["type"]
+    if key == "ffi.Function":
+        if "named_args" in schema:
+            na = schema["named_args"]
+            if not isinstance(na, dict):
+                raise SchemaError("named_args must be an object")
+            params_raw = na.get("params", [])
+            ret_raw = na.get("return", [])
+            if not isinstance(params_raw, list) or not isinstance(ret_raw, list):
+                raise SchemaError("named_args params/return must be lists")
+            params = tuple(parse_schema(p) for p in params_raw)
+            names = tuple(p.get("name") if isinstance(p, dict) and isinstance(p.get("name"), str) else None
+                          for p in params_raw)
+            ret = parse_schema(ret_raw[0]) if ret_raw else TypeRef("None")
+            return TypeRef(key, (), params, ret, names)
+        if "args" in schema:
+            raw = schema["args"]
+            if not isinstance(raw, list):
+                raise SchemaError("args must be a list")
+            if raw:
+                parsed = tuple(parse_schema(a) for a in raw)
+                return TypeRef(key, (), parsed[1:], parsed[0], (None,) * (len(parsed) - 1))
+        return TypeRef(key)
+    raw_args = schema.get("args", [])
+    if not isinstance(raw_args, list):
+        raise SchemaError("args must be a list")
+    return TypeRef(key, tuple(parse_schema(a) for a in raw_args))
+
+
+@dataclass(frozen=True)
+class FunctionSig:
+    params: tuple[TypeRef, ...] | None  # None: unknown signature (packed)
+    ret: TypeRef
+    param_names: tuple[str | None, ...] = ()
+
+
+def function_sig(schema: Any) -> FunctionSig:
+    """Signature of a function schema; unknown (packed) when absent."""
+    if schema is None:
+        return FunctionSig(None, ANY)
+    ref = parse_schema(schema)
+    if ref.key != "ffi.Function":
+        raise SchemaError(f"function schema has type {ref.key!r}, expected 'ffi.Function'")
+    if ref.params is None:
+        return FunctionSig(None, ANY)
+    return FunctionSig(ref.params, ref.ret or ANY, ref.param_names or (None,) * len(ref.params))
+
+
+# Runtime classes for the FFI core's object types.
+RUNTIME_CLASSES = {
+    "ffi.Object": "_rt.Object",
+    "ffi.Function": "_rt.Function",
+    "ffi.Module": "_rt.Module",
+    "ffi.Tensor": "_rt.Tensor",
+    "ffi.Shape": "_rt.Shape",
+    "ffi.Array": "_rt.Array",
+    "ffi.List": "_rt.List",
+    "ffi.Map": "_rt.Map",
+    "ffi.Dict": "_rt.Dict",
+}
+
+
+@dataclass
+class Annotator:
+    """Turns TypeRefs into annotation text; ``resolve_object`` names object types (and records the
+    import it needs); ``warn`` reports schemas it had to treat as Any."""
+
+    resolve_object: Callable[[str], str | None]
+    warn: Callable[[str], None]
+    context: str = ""
+    seen_unknown: set[str] = field(default_factory=set)
+
+    def annotate(self, t: TypeRef, pos: Position) -> str:
+        k = t.key
+        a = t.args
+        simple = {
+            "int": "int", "float": "float", "bool": "bool", "None": "None", "void": "None",
+            "Any": "_t.Any", "ffi.String": "str", "str": "str", "ffi.SmallStr": "str",
+            "const char*": "str", "ffi.Bytes": "bytes", "bytes": "bytes", "ffi.SmallBytes": "bytes",
+            "TVMFFIByteArray*": "bytes", "ffi.BigInt": "int", "Device": "_rt.Device",
+            "void*": "_ctypes.c_void_p | None", "ffi.Error": "BaseException",
+        }  # fmt: skip
+        if k in simple:
+            return simple[k]
+        if k == "DataType":
+            return "_rt.DataType | str" if pos == "param" else "_rt.DataType"
+        if k in ("ffi.Tensor", "DLTensor*"):
+            return "_rt.Tensor | _rt.DLPackExporter" if pos == "param" else "_rt.Tensor"
+        if k == "Optional":
+            inner = self.annotate(a[0], pos) if a else "_t.Any"
+            return inner if inner == "_t.Any" else _union([inner, "None"])
+        if k == "Variant":
+            if not a:
+                return "_t.Any"
+            parts = [self.annotate(x, pos) for x in a]
+            return "_t.Any" if "_t.Any" in parts else _union(parts)
+        if k in ("ffi.Array", "ffi.List"):
+            elem = self.annotate(a[0], pos) if a else "_t.Any"
+            if pos == "param":
+                return f"_abc.Sequence[{elem}]" if k == "ffi.Array" else f"_rt.List[{elem}]"
+            return f"{RUNTIME_CLASSES[k]}[{elem}]"
+        if k in ("ffi.Map", "ffi.Dict"):
+            key = self.annotate(a[0], pos) if len(a) > 0 else "_t.Any"
+            val = self.annotate(a[1], pos) if len(a) > 1 else "_t.Any"
+            if pos == "param":
+                return f"_abc.Mapping[{key}, {val}]" if k == "ffi.Map" else f"_rt.Dict[{key}, {val}]"
+            return f"{RUNTIME_CLASSES[k]}[{key}, {val}]"
+        if k == "ffi.Shape":
+            return "_abc.Sequence[int]" if pos == "param" else "_rt.Shape"
+        if k == "ffi.Function":
+            if pos == "return" or t.params is None:
+                return "_abc.Callable[..., _t.Any]" if pos == "param" else "_rt.Function"
+            # A callable we pass in is called by native code: its parameters are values we
+            # receive (return position) and its result is a value we send (param position).
+            ps = ", ".join(self.annotate(p, "return") for p in t.params)
+            r = self.annotate(t.ret or ANY, "param")
+            return f"_abc.Callable[[{ps}], {r}]"
+        if k in RUNTIME_CLASSES:
+            return RUNTIME_CLASSES[k]
+        resolved = self.resolve_object(k)
+        if resolved is not None:
+            return resolved
+        if k not in self.seen_unknown:
+            self.seen_unknown.add(k)
+            self.warn(f"{self.context}: unknown type {k!r} in a type schema; typed as Any")
+        return "_t.Any"
+
+
+def _union(parts: list[str]) -> str:
+    out: list[str] = []
+    for p in parts:
+        for piece in _split_union(p):
+            if piece not in out:
+                out.append(piece)
+    if "None" in out:  # keep None last, as people write it
+        out.remove("None")
+        out.append("None")
+    return " | ".join(out)
+
+
+def _split_union(text: str) -> list[str]:
+    depth = 0
+    parts, cur = [], ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        if depth == 0 and text.startswith(" | ", i):
+            parts.append(cur)
+            cur = ""
+            i += 3
+            continue
+        cur += c
+        i += 1
+    parts.append(cur)
+    return parts
