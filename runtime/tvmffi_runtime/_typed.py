@@ -87,6 +87,32 @@ def checker_for(tp: Any) -> Checker | None:
     return None
 
 
+def _resolve_hints(f: Callable[..., Any], params: list[inspect.Parameter]) -> dict[str, Any]:
+    """Annotations of ``f`` as types; ones that cannot be resolved are left out (not checked)."""
+    try:
+        return typing.get_type_hints(f)
+    except Exception:
+        pass
+    # One at a time, so a single unresolvable name does not switch off every check; typing's
+    # names are a fallback (string annotations often name a locally imported Optional or Union).
+    namespace = dict(vars(typing))
+    namespace.update(getattr(f, "__globals__", {}))
+    try:
+        local = dict(inspect.getclosurevars(f).nonlocals) if inspect.isfunction(f) else {}
+    except Exception:
+        local = {}
+    hints: dict[str, Any] = {}
+    for p in params:
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, namespace, local)  # what typing.get_type_hints does
+            except Exception:
+                continue
+        hints[p.name] = ann
+    return hints
+
+
 def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``f`` so calls from native code are checked against its annotations.
 
@@ -97,14 +123,11 @@ def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
         return f
-    try:
-        hints = typing.get_type_hints(f)
-    except Exception:
-        hints = {}
     params = [
         p for p in sig.parameters.values()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
+    hints = _resolve_hints(f, params)
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
     required = sum(1 for p in params if p.default is p.empty)
     checks = [checker_for(hints.get(p.name, Any)) for p in params]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from . import _core
@@ -88,7 +89,7 @@ class _SeqBase(Object, Generic[T]):
         if isinstance(i, slice):
             return self._items()[i]
         n = len(self)
-        return self._item(_norm_index(i.__index__(), n, type(self).__name__))
+        return self._item(_norm_index(_index(i), n, type(self).__name__))
 
     def __iter__(self) -> Iterator[T]:
         return iter(self._items())
@@ -163,7 +164,7 @@ class List(_SeqBase[T], MutableSequence[T]):
             for j, v in zip(targets, values):
                 _call("ffi.ListSetItem", self, j, v)
             return
-        _call("ffi.ListSetItem", self, _norm_index(i.__index__(), n, "List"), value)
+        _call("ffi.ListSetItem", self, _norm_index(_index(i), n, "List"), value)
 
     @overload
     def __delitem__(self, i: int) -> None: ...
@@ -180,7 +181,7 @@ class List(_SeqBase[T], MutableSequence[T]):
             for j in sorted(range(start, stop, step), reverse=True):
                 _call("ffi.ListErase", self, j)
             return
-        _call("ffi.ListErase", self, _norm_index(i.__index__(), n, "List"))
+        _call("ffi.ListErase", self, _norm_index(_index(i), n, "List"))
 
     def insert(self, index: int, value: T) -> None:
         n = len(self)
@@ -379,7 +380,7 @@ class Shape(Object, Sequence[int]):
         dims = self._dims()
         if isinstance(i, slice):
             return dims[i]
-        return dims[_norm_index(i.__index__(), len(dims), "Shape")]
+        return dims[_norm_index(_index(i), len(dims), "Shape")]
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._dims())
