@@ -124,7 +124,7 @@ DTYPE_VALUES: dict[str, list[Any]] = {
     "uint32": [0, 2**32 - 1, 1, 2**31, 7, 4000000000],
     "uint64": [0, 2**64 - 1, 1, 2**63, 7, 2**50 + 1],
     "float16": [0.5, -2.0, 65504.0, float("inf"), float("nan"), 6.1e-05],
-    "float32": [0.1, -3.5e38, 1e-45, float("-inf"), float("nan"), 1.0],
+    "float32": [0.1, -3.4e38, 1e-45, float("-inf"), float("nan"), 1.0],
     "float64": [0.1, -1.7e308, 5e-324, float("inf"), float("nan"), -0.0],
 }
 NUMPY_DTYPES = list(DTYPE_VALUES)

@@ -3,7 +3,8 @@
 1. Sanitise: every character that cannot appear in an identifier becomes ``_``; a name that starts
    with a digit gets a leading ``_``; an empty name becomes ``_``.
 2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, or a member
-   the runtime base class already defines gets a trailing ``_``.
+   the runtime base class already defines gets a trailing ``_``; a dunder name or a name
+   starting with ``_ffi`` (the prefix of generated private helpers) gets a leading ``x``.
 3. Collide: within one scope, names are claimed in precedence order (module scope: subpackages,
    then classes, then functions; class scope: fields, then methods), each kind in sorted registry
    order; a later claimant of a taken name gets ``_`` appended until it is free.
@@ -27,8 +28,7 @@ __all__ = [
 
 # Names our generated annotations and code refer to unqualified, and so must never be shadowed.
 _ANNOTATION_BUILTINS = frozenset(
-    {"int", "float", "bool", "str", "bytes", "object", "type", "None", "property", "staticmethod",
-     "classmethod", "super", "isinstance", "tuple", "list", "dict", "print", "len"}
+    {"int", "float", "bool", "str", "bytes", "object", "type", "None", "property", "staticmethod"}
 )  # fmt: skip
 _SOFT_KEYWORDS = frozenset({"match", "case", "_", "type"})
 RESERVED_MODULE = frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | {"annotations"}
@@ -53,9 +53,15 @@ def sanitize(name: str) -> str:
 def py_name(name: str, reserved: frozenset[str] = RESERVED_MODULE) -> str:
     """Rules 1 and 2 for one name."""
     out = sanitize(name)
-    while out in reserved or keyword.iskeyword(out) or out.startswith("__") and out.endswith("__"):
+    if out.startswith("_ffi") or _is_dunder(out):  # our helpers' prefix; Python's special names
+        out = "x" + out
+    while out in reserved or keyword.iskeyword(out):
         out += "_"
     return out
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and bool(name.strip("_"))
 
 
 class Scope:

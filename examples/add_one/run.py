@@ -8,7 +8,10 @@ The arrays are passed without copying (DLPack): the native function writes ``y``
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +19,18 @@ import numpy.typing as npt
 
 import tvmffi_runtime as rt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build import build  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
+
+def load_build() -> Callable[[str | os.PathLike[str]], Path]:
+    """``build`` from ``build.py`` beside this file, loaded by path (the name ``build`` is also
+    the PyPI build frontend's)."""
+    spec = importlib.util.spec_from_file_location("add_one_build", HERE / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    build: Callable[[str | os.PathLike[str]], Path] = module.build
+    return build
 
 
 def add_one(mod: rt.Module, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -29,13 +42,14 @@ def add_one(mod: rt.Module, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float3
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--build-dir", type=Path, default=Path(__file__).resolve().parent / "build")
+    parser.add_argument("--build-dir", type=Path, default=HERE / "build")
     args = parser.parse_args(argv)
 
-    lib = build(args.build_dir)
+    lib = load_build()(args.build_dir)
     mod = rt.Module.load_from_file(lib)
     print(f"loaded {mod!r}")
-    print(f"add_one_cpu doc: {(mod.function_doc('add_one_cpu') or '').splitlines()[0]}")
+    doc = mod.function_doc("add_one_cpu")
+    print(f"add_one_cpu doc: {doc.splitlines()[0] if doc else '(none)'}")
     print(f"add_one_cpu metadata: {mod.function_metadata('add_one_cpu')}")
 
     x = np.arange(5, dtype=np.float32)

@@ -1,0 +1,202 @@
+"""Model and rendering from snapshots alone (no library): names, collisions, types, mypy."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tvmffi_gen.model import build_model
+from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
+from tvmffi_gen.render import render_package
+from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
+from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.writer import apply_plan, plan_output
+
+
+def fn_schema(ret: Any, *params: Any) -> dict[str, Any]:
+    return {"type": "ffi.Function", "named_args": {"return": [ret], "params": list(params)}}
+
+
+INT = {"type": "int"}
+STR = {"type": "ffi.String"}
+
+
+def obj(key: str) -> dict[str, Any]:
+    return {"type": key}
+
+
+def make_snapshot(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
+    return Snapshot(
+        library="libfake.so",
+        library_path="/nonexistent/libfake.so",
+        tvm_ffi_version=[0, 1, 16],
+        types=types,
+        functions=functions,
+        external_types={"ffi.Object": [], "ffi.Array": ["ffi.Object"], "other.Base": ["ffi.Object"]},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# naming
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("def", "def_"),
+        ("class", "class_"),
+        ("match", "match_"),
+        ("type", "type_"),
+        ("int", "int_"),
+        ("my-field", "my_field"),
+        ("3d", "_3d"),
+        ("", "__"),
+        ("__init__", "x__init__"),
+        ("_ffi_fn_x", "x_ffi_fn_x"),
+        ("ok_name", "ok_name"),
+    ],
+)
+def test_py_name(raw: str, expected: str) -> None:
+    assert py_name(raw) == expected
+
+
+def test_scope_appends_underscores_in_claim_order() -> None:
+    scope = Scope()
+    assert [scope.claim(n) for n in ["IntImm", "IntImm", "IntImm", "def"]] == ["IntImm", "IntImm_", "IntImm__", "def_"]
+
+
+def test_snake_case() -> None:
+    assert snake_case("TestIntPair") == "test_int_pair"
+    assert snake_case("IRModule") == "ir_module"
+    assert sanitize("a.b") == "a_b"
+
+
+# --------------------------------------------------------------------------------------------
+# schemas
+# --------------------------------------------------------------------------------------------
+def annotate(schema: Any, pos: str = "return") -> str:
+    warnings: list[str] = []
+    ann = Annotator(resolve_object=lambda k: None, warn=warnings.append)
+    return ann.annotate(parse_schema(schema), pos)  # type: ignore[arg-type]
+
+
+def test_schema_forms() -> None:
+    arr_int = {"type": "ffi.Array", "args": [INT]}
+    assert annotate(arr_int) == "_rt.Array[int]"
+    assert annotate(arr_int, "param") == "_abc.Sequence[int]"
+    assert annotate({"type": "ffi.Map", "args": [STR, arr_int]}, "param") == "_abc.Mapping[str, _abc.Sequence[int]]"
+    assert annotate({"type": "Optional", "args": [INT]}) == "int | None"
+    assert annotate({"type": "Variant", "args": [INT, STR, {"type": "Optional", "args": [INT]}]}) == "int | str | None"
+    assert annotate({"type": "DataType"}, "param") == "_rt.DataType | str"
+    assert annotate({"type": "ffi.Tensor"}, "param") == "_rt.Tensor | _rt.DLPackExporter"
+    # both function forms: args with the return type first, and named_args
+    assert annotate({"type": "ffi.Function", "args": [INT, STR]}, "param") == "_abc.Callable[[str], int]"
+    assert annotate(fn_schema(INT, STR), "param") == "_abc.Callable[[str], int]"
+    assert annotate({"type": "ffi.Function"}, "param") == "_abc.Callable[..., _t.Any]"
+
+
+@pytest.mark.parametrize("bad", ["{", "[]", {"type": 3}, {"type": "ffi.Array", "args": "x"}, {"no": "type"}])
+def test_malformed_schemas_raise_schema_error(bad: Any) -> None:
+    with pytest.raises(SchemaError):
+        parse_schema(bad)
+
+
+# --------------------------------------------------------------------------------------------
+# a synthetic registry with every collision the naming rule covers
+# --------------------------------------------------------------------------------------------
+def collision_snapshot() -> Snapshot:
+    types = [
+        TypeSnap(
+            "ir.IntImm",
+            ["ffi.Object"],
+            doc="An integer immediate.",
+            fields=[
+                FieldSnap("value", schema=INT, offset=24, size=8, static_type_index=1),
+                FieldSnap("def", schema=STR, writable=True),
+                FieldSnap("type_key", schema=STR),
+                FieldSnap("span", schema=obj("ir.Span")),
+            ],
+            methods=[
+                MethodSnap("value", schema=fn_schema(INT, obj("ir.IntImm"))),
+                MethodSnap("make", schema=fn_schema(obj("ir.IntImm"), INT), is_static=True),
+            ],
+            init="method",
+            init_schema=fn_schema(obj("ffi.Object"), INT),
+        ),
+        TypeSnap("ir.Span", ["ffi.Object"], fields=[FieldSnap("source", schema=obj("tir.Stmt"))]),
+        TypeSnap("ir.Node", ["ffi.Object"], methods=[MethodSnap("show", schema=fn_schema(STR, obj("ir.Node")))], init="auto",
+                 fields=[FieldSnap("k", schema=INT, kw_only=True), FieldSnap("d", schema=INT, has_default=True, default=3)]),
+        TypeSnap("tir.Stmt", ["ffi.Object", "ir.Node"], fields=[FieldSnap("span", schema=obj("ir.Span"))],
+                 methods=[MethodSnap("show", schema=fn_schema(INT, obj("tir.Stmt"), INT))]),
+        TypeSnap("tir.For", ["ffi.Object", "ir.Node", "tir.Stmt"], fields=[FieldSnap("class", schema={"type": "ffi.Array", "args": [obj("tir.Stmt")]})]),
+        TypeSnap("tir.ext.Weird-Name", ["ffi.Object", "other.Base"], fields=[FieldSnap("x", schema=obj("no.SuchType"))]),
+        TypeSnap("tir.Bad", ["ffi.Object"], fields=[FieldSnap("y", schema="{not json")]),
+    ]
+    functions = [
+        FunctionSnap("ir.IntImm", schema=fn_schema(obj("ir.IntImm"), INT)),
+        FunctionSnap("tir.ext", schema=fn_schema(INT)),  # collides with the subpackage tir.ext
+        FunctionSnap("tir.print", schema=fn_schema({"type": "None"}, obj("tir.For"))),
+        FunctionSnap("toplevel", schema=None),
+    ]
+    return make_snapshot(types, functions)
+
+
+def test_collisions_follow_the_rule() -> None:
+    warnings: list[str] = []
+    model = build_model(collision_snapshot(), "pkg", warn=warnings.append)
+    ir = model.modules[("ir",)]
+    assert [c.name for c in ir.classes if c.type_key == "ir.IntImm"] == ["IntImm"]
+    assert [f.name for f in ir.functions] == ["IntImm_"]
+    intimm = model.classes["ir.IntImm"]
+    assert [f.name for f in intimm.fields] == ["value", "def_", "type_key_", "span"]
+    assert [m.name for m in intimm.methods] == ["value_", "make"]
+    tir = model.modules[("tir",)]
+    assert ("ext", "tir.ext") in tir.subpackages
+    assert [f.name for f in tir.functions] == ["ext_", "print"]  # print is not a reserved word
+    weird = model.classes["tir.ext.Weird-Name"]
+    assert weird.name == "Weird_Name" and weird.base == "_rt.Object"
+    assert any("no.SuchType" in w for w in warnings)
+    assert any("tir.Bad.y" in w and "malformed" in w for w in warnings)
+    assert model.classes["tir.For"].fields[0].name == "class_"
+
+
+def test_synthetic_package_renders_parses_and_passes_mypy(tmp_path: Path) -> None:
+    model = build_model(collision_snapshot(), "pkg")
+    files = render_package(model)
+    for rel, text in files.items():
+        if rel.endswith(".py"):
+            ast.parse(text, rel)
+    root = tmp_path / "pkg"
+    apply_plan(plan_output(root, files, "test"))
+    errors, report = run_mypy(root)
+    assert errors == 0, report
+    # the override of show() with another signature is marked, and only that one
+    tir = (root / "tir" / "__init__.py").read_text()
+    assert tir.count("# type: ignore[override]") == 1
+
+
+def test_cross_namespace_cycles_type_check(tmp_path: Path) -> None:
+    # a.X refers to b.Y and b.Y to a.X; b.Z derives from a.X
+    types = [
+        TypeSnap("a.X", ["ffi.Object"], fields=[FieldSnap("y", schema=obj("b.Y"))]),
+        TypeSnap("b.Y", ["ffi.Object"], fields=[FieldSnap("x", schema={"type": "Optional", "args": [obj("a.X")]})]),
+        TypeSnap("b.Z", ["ffi.Object", "a.X"], methods=[MethodSnap("peer", schema=fn_schema(obj("a.X"), obj("b.Z")))]),
+    ]
+    model = build_model(make_snapshot(types, []), "cyc")
+    root = tmp_path / "cyc"
+    apply_plan(plan_output(root, render_package(model), "test"))
+    errors, report = run_mypy(root)
+    assert errors == 0, report
+    b = (root / "b" / "__init__.py").read_text()
+    assert "import cyc.a as _ffi_ns_a" in b  # runtime import for the base class
+
+
+def test_snapshot_json_round_trip() -> None:
+    snap = collision_snapshot()
+    again = Snapshot.from_json(snap.to_json())
+    assert again == snap
+    assert json.loads(snap.to_json())["format"] == 1
