@@ -217,3 +217,16 @@ def test_missing_library_is_an_import_error_that_says_where_it_looked(tmp_path: 
     assert "ImportError" in proc.stderr
     assert "gone.so" in proc.stderr and "/nonexistent/libgone.so" in proc.stderr
     assert "TVMFFI_TESTING_LIBRARY" in proc.stderr
+
+
+def test_exported_functions_of_the_testing_library() -> None:
+    # libtvm_ffi_testing.so also exports two functions as symbols (with metadata): the
+    # package gets both its registered and its exported functions.
+    import tvmffi_testing
+
+    assert tvmffi_testing.testing_dll_test_add_with_docstring(1, 2) == 3
+    assert tvmffi_testing.testing_dll_schema_id_int(7) == 7
+    doc = tvmffi_testing.testing_dll_test_add_with_docstring.__doc__ or ""
+    assert "Add two integers" in doc
+    hints = inspect.signature(tvmffi_testing.testing_dll_schema_id_int)
+    assert str(hints) == "(_0: 'int', /) -> 'int'"

@@ -295,11 +295,19 @@ def test_native_errors_become_python_exceptions(mod: rt.Module) -> None:
 # ------------------------------------------------------------------------------------------
 # The example
 # ------------------------------------------------------------------------------------------
-def test_example_runs(add_one_lib: Path) -> None:
+def test_example_runs(example_build: ModuleType) -> None:
+    # run.py builds into examples/add_one/build, regenerates the committed add_one_pkg (which
+    # must already be up to date) and calls it.
+    lib = example_build.build(EXAMPLE_DIR / "build")
+    from tvmffi_gen.cli import main as tvmffi_gen
+
+    assert tvmffi_gen([str(lib), "-o", str(EXAMPLE_DIR / "add_one_pkg"), "--check", "-q"]) == 0, (
+        "examples/add_one/add_one_pkg is stale: run examples/add_one/run.py and commit it"
+    )
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runtime"), str(ROOT), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLE_DIR / "run.py"), "--build-dir", str(EXAMPLE_BUILD)],
+        [sys.executable, str(EXAMPLE_DIR / "run.py")],
         capture_output=True,
         text=True,
         env=env,
@@ -313,15 +321,43 @@ def test_example_runs(add_one_lib: Path) -> None:
     assert any(line.startswith("add_one_cpu doc: Write x + 1 into y.") for line in lines)
 
 
-def test_example_in_process(add_one_lib: Path) -> None:
-    spec = importlib.util.spec_from_file_location("add_one_run", EXAMPLE_DIR / "run.py")
-    assert spec is not None and spec.loader is not None
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
-    assert run.load_build()(EXAMPLE_BUILD) == add_one_lib
-    m = rt.Module.load_from_file(add_one_lib)
+def test_example_package_in_process(example_build: ModuleType) -> None:
+    lib = example_build.build(EXAMPLE_DIR / "build")
+    sys.path.insert(0, str(EXAMPLE_DIR))
+    try:
+        import add_one_pkg
+    finally:
+        sys.path.remove(str(EXAMPLE_DIR))
+    assert os.path.samefile(add_one_pkg._lib.path, lib)
     x = np.linspace(-1, 1, 7, dtype=np.float32)
-    assert np.array_equal(run.add_one(m, x), x + 1)
+    y = np.zeros_like(x)
+    add_one_pkg.add_one_cpu(x, y)
+    assert np.array_equal(y, x + 1)
+    with pytest.raises(TypeError, match="float32"):
+        add_one_pkg.add_one_cpu(x.astype(np.float64), y)
+    with pytest.raises(ValueError, match="same shape"):
+        add_one_pkg.add_one_cpu(x, np.zeros(3, dtype=np.float32))
+
+
+def test_untyped_export_is_generated_with_a_hint(add_one_nometa_lib: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tvmffi_gen.cli import main as tvmffi_gen
+
+    out = tmp_path / "nometa_pkg"
+    assert tvmffi_gen([str(add_one_nometa_lib), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "add_one_cpu has no type metadata" in err and "TVM_FFI_DLL_EXPORT_INCLUDE_METADATA" in err
+    text = (out / "__init__.py").read_text()
+    assert "def add_one_cpu(*args: _t.Any) -> _t.Any:" in text
+    code = (
+        "import numpy as np, nometa_pkg\n"
+        "x = np.arange(3, dtype='float32'); y = np.zeros(3, dtype='float32')\n"
+        "nometa_pkg.add_one_cpu(x, y); print(y.tolist())\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT / "runtime")])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[1.0, 2.0, 3.0]"
 
 
 def test_example_passes_mypy_strict() -> None:

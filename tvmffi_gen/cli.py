@@ -109,7 +109,7 @@ def generate(
     if not model.classes and not any(m.functions for m in model.modules.values()):
         what = f" under {', '.join(prefixes)}" if prefixes else ""
         raise GenerationError(f"{snapshot.library}: the library registers nothing to generate{what}")
-    files = render_package(model, _tvm_ffi_libdir())
+    files = render_package(model, _tvm_ffi_libdir(), Path(output))
     return snapshot, files, warnings
 
 

@@ -214,7 +214,10 @@ class PackageModel:
     version: str = __version__
     env_var: str = ""
     bundled: bool = False
-    exported_module: bool = False
+
+    @property
+    def has_exports(self) -> bool:
+        return any(f.exported for m in self.modules.values() for f in m.functions)
 
     def module_alias(self, ns: Namespace) -> str:
         return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
@@ -310,7 +313,7 @@ class _Builder:
             self.classes[key] = cls
             mod.classes.append(cls)
         # then functions
-        for f in sorted(self.functions, key=lambda f: f.name):
+        for f in sorted(self.functions, key=lambda f: (f.name, f.exported)):
             ns, short = _ns_of(f.name)
             mod = self.modules[ns]
             fn = self._function(f, mod, mod.scope.claim(short))
@@ -437,6 +440,13 @@ class _Builder:
         sig = self._sig(f.schema, f"function {f.name}")
         doc = _doc(f.doc, f"Registry function: ``{f.name}``.")
         var = f"_ffi_fn_{name}"
+        if f.exported:
+            doc = _doc(f.doc, f"Exported function: ``{f.name}`` (symbol ``__tvm_ffi_{f.name}``).")
+            if sig.params is None and f.schema is None:
+                self.warn(
+                    f"exported function {f.name} has no type metadata, so it is generated untyped;"
+                    " build the library with -DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1 to get types"
+                )
         if sig.params is None:
             return FunctionModel(name, f.name, [], "_t.Any", doc, var, typed=False, exported=f.exported)
         params = self._params(sig, ann, skip_self=False)

@@ -7,7 +7,9 @@ templates arrange them. Output depends only on the model, so it is byte-identica
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from importlib import resources
 
 import jinja2
@@ -167,7 +169,7 @@ def _function_body(f: FunctionModel) -> str:
     return _call_body(f.func_var, [p.name for p in f.params], f.ret, "    ")
 
 
-def _accessor_lines(mod: ModuleModel) -> list[str]:
+def _accessor_lines(mod: ModuleModel, pkg_name: str) -> list[str]:
     lines: list[str] = []
     readers = sorted({f.pod_reader for c in mod.classes for f in c.fields if f.pod_reader})
     names = {"_ffi_i64": "read_i64", "_ffi_i32": "read_i32", "_ffi_f64": "read_f64", "_ffi_f32": "read_f32", "_ffi_bool": "read_bool"}
@@ -180,8 +182,19 @@ def _accessor_lines(mod: ModuleModel) -> list[str]:
         for m in c.methods:
             lines.append(f'{m.func_var} = _gen.TypeMethod("{c.type_key}", "{m.reg_name}")')
     for fn in mod.functions:
-        lines.append(f'{fn.func_var} = _gen.GlobalFunction("{fn.reg_name}")')
-    return lines
+        if fn.exported:
+            lines.append(f'{fn.func_var} = _gen.ModuleFunction("{pkg_name}._lib", "{fn.reg_name}")')
+        else:
+            lines.append(f'{fn.func_var} = _gen.GlobalFunction("{fn.reg_name}")')
+    return [_wrap_call(line) for line in lines]
+
+
+def _wrap_call(line: str) -> str:
+    """``x = f(a, b)`` longer than the line limit, with the arguments on their own line."""
+    if len(line) <= 99 or not line.endswith(")") or "(" not in line:
+        return line
+    head, _, rest = line.partition("(")
+    return f"{head}(\n    {rest[:-1]},\n)"
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -216,7 +229,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         runtime_imports=runtime,
         type_imports=typing_only,
         all_names=all_names,
-        accessors=_accessor_lines(mod),
+        accessors=_accessor_lines(mod, pkg.name),
         uses_missing=uses_missing,
     )
     return _wrap_all(text)
@@ -236,14 +249,27 @@ def _wrap_all(text: str) -> str:
     return "\n".join(out)
 
 
-def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None) -> str:
-    path = pkg.library_path
-    if libdir and path.startswith(libdir.rstrip("/") + "/"):
-        recorded = (
-            f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{path[len(libdir.rstrip("/")) + 1:]}")'
-        )
-    else:
-        recorded = json.dumps(path)
+def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> str:
+    """Python source for where the package finds its library, as portable as it can be:
+    relative to apache-tvm-ffi's library folder for libraries shipped there, relative to the
+    package for a library beside the package's folder (a project's build tree), else absolute."""
+    path = os.path.realpath(library_path)
+    if libdir:
+        real_libdir = os.path.realpath(libdir)
+        if path.startswith(real_libdir + os.sep):
+            rel = os.path.relpath(path, real_libdir)
+            return f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{rel}")'
+    if out_dir is not None:
+        package_dir = os.path.realpath(out_dir)
+        project = os.path.dirname(package_dir)
+        if path.startswith(project + os.sep):
+            rel = os.path.relpath(path, package_dir)
+            return f'_os.path.normpath(_os.path.join(_os.path.dirname(__file__), "{rel}"))'
+    return json.dumps(path)
+
+
+def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, out_dir: Path | None = None) -> str:
+    recorded = recorded_path_expr(pkg.library_path, libdir, out_dir)
     bundled = (
         f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     )
@@ -253,12 +279,12 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None) -
     )
 
 
-def render_package(pkg: PackageModel, libdir: str | None = None) -> dict[str, str]:
+def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path | None = None) -> dict[str, str]:
     """All files of the package: relative path -> text."""
     env = _environment()
     files: dict[str, str] = {}
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)
-    files["_lib.py"] = render_lib(env, pkg, libdir)
+    files["_lib.py"] = render_lib(env, pkg, libdir, out_dir)
     files["py.typed"] = ""
     return dict(sorted(files.items()))

@@ -217,6 +217,22 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         snap.functions.append(
             FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=_parse_schema(md.get("type_schema")))
         )
+    # Functions the library exports as symbols (TVM_FFI_DLL_EXPORT_TYPED_FUNC) rather than
+    # registering; their schema and doc come from the optional metadata symbols.
+    from .elf import ElfError, exported_ffi_functions
+
+    try:
+        exported = exported_ffi_functions(library)
+    except (ElfError, OSError):
+        exported = []
+    if exported:
+        module = rt.Module.load_from_file(library)
+        for name in exported:
+            md = module.function_metadata(name) or {}
+            doc = module.function_doc(name) or ""
+            snap.functions.append(
+                FunctionSnap(name=name, doc=doc, schema=_parse_schema(md.get("type_schema")), exported=True)
+            )
     # Ancestors of every type that is not ours, so the model can map types it does not contain.
     for key in sorted(before_types):
         try:

@@ -1,8 +1,13 @@
-"""Build the add_one library, load it with tvmffi_runtime and call ``add_one_cpu`` on numpy arrays.
+"""The add_one example end to end: build the C++ library, generate its typed package, call it.
 
     python examples/add_one/run.py [--build-dir DIR]
 
-The arrays are passed without copying (DLPack): the native function writes ``y`` in place.
+1. ``build.py`` compiles ``add_one.cc`` (``TVM_FFI_DLL_EXPORT_TYPED_FUNC(add_one_cpu, ...)`` with
+   its type metadata) into ``build/add_one.so``;
+2. ``tvmffi-gen build/add_one.so -o add_one_pkg`` writes the typed package beside this script
+   (committed, so mypy checks this script against it);
+3. ``add_one_pkg.add_one_cpu(x, y)`` runs on numpy arrays, which are passed without copying
+   (DLPack): the native function writes ``y`` in place.
 """
 
 from __future__ import annotations
@@ -17,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-import tvmffi_runtime as rt
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 
 def load_build() -> Callable[[str | os.PathLike[str]], Path]:
@@ -33,10 +37,21 @@ def load_build() -> Callable[[str | os.PathLike[str]], Path]:
     return build
 
 
-def add_one(mod: rt.Module, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def generate(library: Path) -> None:
+    """(Re)generate ``add_one_pkg`` for ``library`` (a no-op when it is up to date)."""
+    from tvmffi_gen.cli import main as tvmffi_gen
+
+    status = tvmffi_gen([str(library), "-o", str(HERE / "add_one_pkg"), "-q"])
+    if status != 0:
+        raise SystemExit(f"tvmffi-gen failed with status {status}")
+
+
+def add_one(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """``x + 1`` computed by the native ``add_one_cpu`` into a new array."""
+    import add_one_pkg
+
     y = np.empty_like(x)
-    mod.get_function("add_one_cpu")(x, y)
+    add_one_pkg.add_one_cpu(x, y)
     return y
 
 
@@ -45,15 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, default=HERE / "build")
     args = parser.parse_args(argv)
 
-    lib = load_build()(args.build_dir)
-    mod = rt.Module.load_from_file(lib)
-    print(f"loaded {mod!r}")
-    doc = mod.function_doc("add_one_cpu")
-    print(f"add_one_cpu doc: {doc.splitlines()[0] if doc else '(none)'}")
-    print(f"add_one_cpu metadata: {mod.function_metadata('add_one_cpu')}")
+    library = load_build()(args.build_dir)
+    generate(library)
+    os.environ["ADD_ONE_PKG_LIBRARY"] = str(library)  # the library just built, wherever it is
 
+    import add_one_pkg
+
+    doc = add_one_pkg.add_one_cpu.__doc__ or ""
+    print(f"add_one_cpu doc: {doc.splitlines()[0]}")
     x = np.arange(5, dtype=np.float32)
-    y = add_one(mod, x)
+    y = add_one(x)
     print(f"x = {x}")
     print(f"y = {y}")
     assert y.dtype == np.float32 and y.shape == x.shape

@@ -18,7 +18,43 @@ from . import _lib as _ffi_lib
 if _t.TYPE_CHECKING:
     from . import testing as testing
 
-__all__ = []
+__all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
+
+
+def testing_dll_schema_id_int(_0: int, /) -> int:
+    """Exported function: ``testing_dll_schema_id_int`` (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
+    """
+    result: int = _ffi_fn_testing_dll_schema_id_int(_0)
+    return result
+
+
+def testing_dll_test_add_with_docstring(_0: int, _1: int, /) -> int:
+    """Add two integers and return the sum.
+
+    Parameters
+    ----------
+    a : int
+        First integer
+    b : int
+        Second integer
+
+    Returns
+    -------
+    result : int
+        Sum of a and b
+
+    Exported function: ``testing_dll_test_add_with_docstring`` (symbol ``__tvm_ffi_testing_dll_test_add_with_docstring``).
+    """
+    result: int = _ffi_fn_testing_dll_test_add_with_docstring(_0, _1)
+    return result
+
+
+_ffi_fn_testing_dll_schema_id_int = _gen.ModuleFunction(
+    "tvmffi_testing._lib", "testing_dll_schema_id_int",
+)
+_ffi_fn_testing_dll_test_add_with_docstring = _gen.ModuleFunction(
+    "tvmffi_testing._lib", "testing_dll_test_add_with_docstring",
+)
 
 
 _ffi_SUBPACKAGES = frozenset({"testing"})

@@ -16,7 +16,10 @@ LIBRARY_ENV = "TVMFFI_TESTING_LIBRARY"
 RECORDED_PATH = _os.path.join(_os.path.dirname(_rt.LIB_PATH), "libtvm_ffi_testing.so")
 BUNDLED_PATH: str | None = None
 
-library = _gen.load_package_library("tvmffi_testing", LIBRARY_ENV, BUNDLED_PATH, RECORDED_PATH)
+path = _gen.find_package_library("tvmffi_testing", LIBRARY_ENV, BUNDLED_PATH, RECORDED_PATH)
+library = _gen.load_package_library("tvmffi_testing", path)
+#: The library as a Module: the functions it exports are looked up here.
+module: _rt.Module = _gen.load_package_module("tvmffi_testing", path)
 
 # Where each type's class is defined, so values of not-yet-imported namespaces get their class.
 _gen.register_lazy_types(

@@ -751,7 +751,7 @@ def _resolve_packer(t: type) -> Packer | None:
     return p
 
 
-def _pack_chandle(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     h = v.__chandle__()  # borrowed: ``v`` is an argument, alive for the whole call
     if h:
         _pack_uint(buf, off, _read_type_index(h), 0, h)
@@ -954,6 +954,7 @@ class Function(Object):
     _type_key: ClassVar[str] = "ffi.Function"
     _type_index: ClassVar[int] = TypeIndex.FUNCTION
     _c: ctypes.c_void_p
+    _name: str
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(

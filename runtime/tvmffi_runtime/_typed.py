@@ -68,7 +68,7 @@ def checker_for(tp: Any) -> Checker | None:
         # and hand the callable the Python type its annotation names.
         from .containers import Array, Dict, List, Map
 
-        ffi_types: tuple[type, ...] = (Map, Dict) if base is dict else (Array, List)
+        ffi_types: tuple[type[Any], ...] = (Map, Dict) if base is dict else (Array, List)
 
         def check_builtin_container(v: Any) -> Any:
             if isinstance(v, base):

@@ -26,6 +26,9 @@ __all__ = [
     "register",
     "enum_entry",
     "load_package_library",
+    "find_package_library",
+    "load_package_module",
+    "ModuleFunction",
     "register_lazy_types",
     "read_i64",
     "read_i32",
@@ -282,8 +285,8 @@ def _load_lazy_class(type_key: str) -> bool:
     return True
 
 
-def load_package_library(package: str, env_var: str, bundled: str | None, recorded: str) -> ctypes.CDLL:
-    """Load the library a generated package wraps: ``$env_var``, else the bundled copy, else
+def find_package_library(package: str, env_var: str, bundled: str | None, recorded: str) -> str:
+    """Path of the library a generated package wraps: ``$env_var``, else the bundled copy, else
     the recorded path. ImportError says where it looked."""
     tried: list[str] = []
     candidates: list[tuple[str, str]] = []
@@ -295,15 +298,52 @@ def load_package_library(package: str, env_var: str, bundled: str | None, record
     candidates.append((recorded, "recorded path"))
     for path, origin in candidates:
         if os.path.isfile(path):
-            try:
-                return _lib.load_library(path)
-            except _lib.LibraryLoadError as exc:
-                raise ImportError(f"{package}: {exc}") from None
+            return path
         tried.append(f"{path} ({origin})")
     raise ImportError(
         f"{package}: cannot find its library; looked in " + ", ".join(tried)
         + f". Set ${env_var} to the library's path."
     )
+
+
+def load_package_library(package: str, path: str) -> ctypes.CDLL:
+    """Load the library of a generated package (found by ``find_package_library``)."""
+    try:
+        return _lib.load_library(path)
+    except _lib.LibraryLoadError as exc:
+        raise ImportError(f"{package}: {exc}") from None
+
+
+def load_package_module(package: str, path: str) -> Any:
+    """The library of a generated package as a Module (for its exported functions)."""
+    from .module import Module
+
+    try:
+        return Module.load_from_file(path)
+    except Exception as exc:
+        raise ImportError(f"{package}: cannot load {path} as a module: {exc}") from None
+
+
+class ModuleFunction(GlobalFunction):
+    """A function the package's library exports (``__tvm_ffi_<name>``), resolved on first call
+    from the Module that ``<package>._lib`` loaded."""
+
+    __slots__ = ("lib_module",)
+
+    def __init__(self, lib_module: str, name: str) -> None:
+        super().__init__(name)
+        self.lib_module = lib_module
+
+    def _resolve(self) -> ctypes.c_void_p:
+        module = importlib.import_module(self.lib_module).module
+        f = module.get_function_or_none(self.name)
+        if f is None:
+            raise NotImplementedError(
+                f"the library no longer exports {self.name!r} (regenerate the package)"
+            )
+        self._f = f
+        self._c = f.c_handle
+        return self._c
 
 
 _ = _c_void_p

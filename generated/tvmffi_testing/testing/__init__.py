@@ -1885,10 +1885,16 @@ _ffi_field_SchemaAllTypes_v_opt_int = _gen.FieldAccess("testing.SchemaAllTypes",
 _ffi_field_SchemaAllTypes_v_opt_str = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_str")
 _ffi_field_SchemaAllTypes_v_arr_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_arr_int")
 _ffi_field_SchemaAllTypes_v_arr_str = _gen.FieldAccess("testing.SchemaAllTypes", "v_arr_str")
-_ffi_field_SchemaAllTypes_v_map_str_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_map_str_int")
-_ffi_field_SchemaAllTypes_v_map_str_arr_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_map_str_arr_int")
+_ffi_field_SchemaAllTypes_v_map_str_int = _gen.FieldAccess(
+    "testing.SchemaAllTypes", "v_map_str_int",
+)
+_ffi_field_SchemaAllTypes_v_map_str_arr_int = _gen.FieldAccess(
+    "testing.SchemaAllTypes", "v_map_str_arr_int",
+)
 _ffi_field_SchemaAllTypes_v_variant = _gen.FieldAccess("testing.SchemaAllTypes", "v_variant")
-_ffi_field_SchemaAllTypes_v_opt_arr_variant = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_arr_variant")
+_ffi_field_SchemaAllTypes_v_opt_arr_variant = _gen.FieldAccess(
+    "testing.SchemaAllTypes", "v_opt_arr_variant",
+)
 _ffi_method_SchemaAllTypes_add_int = _gen.TypeMethod("testing.SchemaAllTypes", "add_int")
 _ffi_method_SchemaAllTypes_append_int = _gen.TypeMethod("testing.SchemaAllTypes", "append_int")
 _ffi_method_SchemaAllTypes_maybe_concat = _gen.TypeMethod("testing.SchemaAllTypes", "maybe_concat")
@@ -1904,24 +1910,48 @@ _ffi_field_TestCxxAutoInit_d = _gen.FieldAccess("testing.TestCxxAutoInit", "d")
 _ffi_field_TestCxxAutoInitAllInitOff_x = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "x")
 _ffi_field_TestCxxAutoInitAllInitOff_y = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "y")
 _ffi_field_TestCxxAutoInitAllInitOff_z = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "z")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_required = _gen.FieldAccess("testing.TestCxxAutoInitKwOnlyDefaults", "p_required")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_default = _gen.FieldAccess("testing.TestCxxAutoInitKwOnlyDefaults", "p_default")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_required = _gen.FieldAccess("testing.TestCxxAutoInitKwOnlyDefaults", "k_required")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_default = _gen.FieldAccess("testing.TestCxxAutoInitKwOnlyDefaults", "k_default")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_hidden = _gen.FieldAccess("testing.TestCxxAutoInitKwOnlyDefaults", "hidden")
-_ffi_field_TestCxxAutoInitParent_parent_required = _gen.FieldAccess("testing.TestCxxAutoInitParent", "parent_required")
-_ffi_field_TestCxxAutoInitParent_parent_default = _gen.FieldAccess("testing.TestCxxAutoInitParent", "parent_default")
+_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_required = _gen.FieldAccess(
+    "testing.TestCxxAutoInitKwOnlyDefaults", "p_required",
+)
+_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_default = _gen.FieldAccess(
+    "testing.TestCxxAutoInitKwOnlyDefaults", "p_default",
+)
+_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_required = _gen.FieldAccess(
+    "testing.TestCxxAutoInitKwOnlyDefaults", "k_required",
+)
+_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_default = _gen.FieldAccess(
+    "testing.TestCxxAutoInitKwOnlyDefaults", "k_default",
+)
+_ffi_field_TestCxxAutoInitKwOnlyDefaults_hidden = _gen.FieldAccess(
+    "testing.TestCxxAutoInitKwOnlyDefaults", "hidden",
+)
+_ffi_field_TestCxxAutoInitParent_parent_required = _gen.FieldAccess(
+    "testing.TestCxxAutoInitParent", "parent_required",
+)
+_ffi_field_TestCxxAutoInitParent_parent_default = _gen.FieldAccess(
+    "testing.TestCxxAutoInitParent", "parent_default",
+)
 _ffi_field_TestCxxAutoInitSimple_x = _gen.FieldAccess("testing.TestCxxAutoInitSimple", "x")
 _ffi_field_TestCxxAutoInitSimple_y = _gen.FieldAccess("testing.TestCxxAutoInitSimple", "y")
 _ffi_field_TestCxxClassBase_v_i64 = _gen.FieldAccess("testing.TestCxxClassBase", "v_i64")
 _ffi_field_TestCxxClassBase_v_i32 = _gen.FieldAccess("testing.TestCxxClassBase", "v_i32")
-_ffi_field_TestCxxClassHiddenField_v_i64 = _gen.FieldAccess("testing.TestCxxClassHiddenField", "v_i64")
-_ffi_field_TestCxxClassHiddenField_v_i32 = _gen.FieldAccess("testing.TestCxxClassHiddenField", "v_i32")
-_ffi_field_TestCxxClassPolymorphic_v_i64 = _gen.FieldAccess("testing.TestCxxClassPolymorphic", "v_i64")
+_ffi_field_TestCxxClassHiddenField_v_i64 = _gen.FieldAccess(
+    "testing.TestCxxClassHiddenField", "v_i64",
+)
+_ffi_field_TestCxxClassHiddenField_v_i32 = _gen.FieldAccess(
+    "testing.TestCxxClassHiddenField", "v_i32",
+)
+_ffi_field_TestCxxClassPolymorphic_v_i64 = _gen.FieldAccess(
+    "testing.TestCxxClassPolymorphic", "v_i64",
+)
 _ffi_field_TestCxxEnumHolder_priority = _gen.FieldAccess("testing.TestCxxEnumHolder", "priority")
 _ffi_field_TestCxxEnumHolder_opcode = _gen.FieldAccess("testing.TestCxxEnumHolder", "opcode")
-_ffi_field_TestCxxInitSubset_required_field = _gen.FieldAccess("testing.TestCxxInitSubset", "required_field")
-_ffi_field_TestCxxInitSubset_optional_field = _gen.FieldAccess("testing.TestCxxInitSubset", "optional_field")
+_ffi_field_TestCxxInitSubset_required_field = _gen.FieldAccess(
+    "testing.TestCxxInitSubset", "required_field",
+)
+_ffi_field_TestCxxInitSubset_optional_field = _gen.FieldAccess(
+    "testing.TestCxxInitSubset", "optional_field",
+)
 _ffi_field_TestCxxInitSubset_note = _gen.FieldAccess("testing.TestCxxInitSubset", "note")
 _ffi_field_TestCxxKwOnly_x = _gen.FieldAccess("testing.TestCxxKwOnly", "x")
 _ffi_field_TestCxxKwOnly_y = _gen.FieldAccess("testing.TestCxxKwOnly", "y")
@@ -1938,18 +1968,32 @@ _ffi_field_TestObjectBase_v_i64 = _gen.FieldAccess("testing.TestObjectBase", "v_
 _ffi_field_TestObjectBase_v_str = _gen.FieldAccess("testing.TestObjectBase", "v_str")
 _ffi_method_TestObjectBase_add_i64 = _gen.TypeMethod("testing.TestObjectBase", "add_i64")
 _ffi_field_TestObjectPtrHolder_value = _gen.FieldAccess("testing.TestObjectPtrHolder", "value")
-_ffi_field_TestObjectPtrHolder_optional_value = _gen.FieldAccess("testing.TestObjectPtrHolder", "optional_value")
-_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.TypeMethod("testing.TestUnregisteredBaseObject", "get_v1_plus_one")
+_ffi_field_TestObjectPtrHolder_optional_value = _gen.FieldAccess(
+    "testing.TestObjectPtrHolder", "optional_value",
+)
+_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.TypeMethod(
+    "testing.TestUnregisteredBaseObject", "get_v1_plus_one",
+)
 _ffi_field_TestVisitHook_child = _gen.FieldAccess("testing.TestVisitHook", "child")
-_ffi_field_TestCxxAutoInitChild_child_required = _gen.FieldAccess("testing.TestCxxAutoInitChild", "child_required")
-_ffi_field_TestCxxAutoInitChild_child_kw_only = _gen.FieldAccess("testing.TestCxxAutoInitChild", "child_kw_only")
+_ffi_field_TestCxxAutoInitChild_child_required = _gen.FieldAccess(
+    "testing.TestCxxAutoInitChild", "child_required",
+)
+_ffi_field_TestCxxAutoInitChild_child_kw_only = _gen.FieldAccess(
+    "testing.TestCxxAutoInitChild", "child_kw_only",
+)
 _ffi_field_TestCxxClassDerived_v_f64 = _gen.FieldAccess("testing.TestCxxClassDerived", "v_f64")
 _ffi_field_TestCxxClassDerived_v_f32 = _gen.FieldAccess("testing.TestCxxClassDerived", "v_f32")
 _ffi_field_TestObjectDerived_v_map = _gen.FieldAccess("testing.TestObjectDerived", "v_map")
 _ffi_field_TestObjectDerived_v_array = _gen.FieldAccess("testing.TestObjectDerived", "v_array")
-_ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.TypeMethod("testing.TestUnregisteredObject", "get_v2_plus_two")
-_ffi_field_TestCxxClassDerivedDerived_v_str = _gen.FieldAccess("testing.TestCxxClassDerivedDerived", "v_str")
-_ffi_field_TestCxxClassDerivedDerived_v_bool = _gen.FieldAccess("testing.TestCxxClassDerivedDerived", "v_bool")
+_ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.TypeMethod(
+    "testing.TestUnregisteredObject", "get_v2_plus_two",
+)
+_ffi_field_TestCxxClassDerivedDerived_v_str = _gen.FieldAccess(
+    "testing.TestCxxClassDerivedDerived", "v_str",
+)
+_ffi_field_TestCxxClassDerivedDerived_v_bool = _gen.FieldAccess(
+    "testing.TestCxxClassDerivedDerived", "v_bool",
+)
 _ffi_fn_TestIntPairSum = _gen.GlobalFunction("testing.TestIntPairSum")
 _ffi_fn_add_one = _gen.GlobalFunction("testing.add_one")
 _ffi_fn_apply = _gen.GlobalFunction("testing.apply")
@@ -1960,16 +2004,22 @@ _ffi_fn_get_mlir_add_one_c_symbol = _gen.GlobalFunction("testing.get_mlir_add_on
 _ffi_fn_make_array_with_mixed = _gen.GlobalFunction("testing.make_array_with_mixed")
 _ffi_fn_make_array_with_tensor = _gen.GlobalFunction("testing.make_array_with_tensor")
 _ffi_fn_make_dict_with_tensor = _gen.GlobalFunction("testing.make_dict_with_tensor")
-_ffi_fn_make_empty_array_with_tensor_input = _gen.GlobalFunction("testing.make_empty_array_with_tensor_input")
+_ffi_fn_make_empty_array_with_tensor_input = _gen.GlobalFunction(
+    "testing.make_empty_array_with_tensor_input",
+)
 _ffi_fn_make_list_with_tensor = _gen.GlobalFunction("testing.make_list_with_tensor")
 _ffi_fn_make_map_with_tensor = _gen.GlobalFunction("testing.make_map_with_tensor")
-_ffi_fn_make_nested_array_with_tensor = _gen.GlobalFunction("testing.make_nested_array_with_tensor")
+_ffi_fn_make_nested_array_with_tensor = _gen.GlobalFunction(
+    "testing.make_nested_array_with_tensor",
+)
 _ffi_fn_make_nested_map_with_tensor = _gen.GlobalFunction("testing.make_nested_map_with_tensor")
 _ffi_fn_make_unregistered_object = _gen.GlobalFunction("testing.make_unregistered_object")
 _ffi_fn_make_visit_region_graph = _gen.GlobalFunction("testing.make_visit_region_graph")
 _ffi_fn_nop = _gen.GlobalFunction("testing.nop")
 _ffi_fn_object_use_count = _gen.GlobalFunction("testing.object_use_count")
-_ffi_fn_optional_tensor_view_has_value = _gen.GlobalFunction("testing.optional_tensor_view_has_value")
+_ffi_fn_optional_tensor_view_has_value = _gen.GlobalFunction(
+    "testing.optional_tensor_view_has_value",
+)
 _ffi_fn_run_check_signal = _gen.GlobalFunction("testing.run_check_signal")
 _ffi_fn_schema_arr_map_opt = _gen.GlobalFunction("testing.schema_arr_map_opt")
 _ffi_fn_schema_id_any = _gen.GlobalFunction("testing.schema_id_any")
