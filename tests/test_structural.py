@@ -8,7 +8,7 @@ the ``exprir`` expression IR fixture (tests/fixtures/expr_ir.cc).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -813,3 +813,17 @@ def test_wrappers_kept_by_callbacks_own_references(ir: Any) -> None:
     del tree
     assert [k.value for k in kept] == list(range(8))
     assert len({k.handle for k in kept}) == 8
+
+
+def test_contexts_are_only_valid_during_the_traversal() -> None:
+    stash: list[Any] = []
+
+    def keep(value: int, ctx: Any) -> None:
+        stash.append(ctx)
+
+    structural_visit(Array([1]), keep)
+    with pytest.raises(RuntimeError, match="valid only while"):
+        stash[0].visit_children()
+    structural_mutate(Array([1]), lambda v, ctx: stash.append(ctx) or v)
+    with pytest.raises(RuntimeError, match="valid only while"):
+        stash[-1].mutate(1)

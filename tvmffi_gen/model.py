@@ -39,6 +39,8 @@ _POD_READERS = {
     (3, 4, "float"): "_ffi_f32",
     (2, 1, "bool"): "_ffi_bool",
 }
+_POD_WRITERS = {"_ffi_i64": "_gen.write_i64", "_ffi_f64": "_gen.write_f64", "_ffi_bool": "_gen.write_bool"}
+_SETTER_IS_FUNCTION = 1 << 11
 # Runtime base classes for core types a generated class may derive from.
 _RUNTIME_BASES = {
     "ffi.Object": "_rt.Object",
@@ -123,8 +125,14 @@ class FieldModel:
     doc: str
     pod_reader: str | None
     offset: int
-    accessor: str  # module-level lazy accessor name (non-POD reads, and all writes)
+    accessor: str  # module-level lazy accessor name (reads and writes through the registry)
     override_ignore: bool = False
+    direct_reader: str | None = None  # reads an object or Any-laid-out field from memory
+    direct_writer: str | None = None  # writes a POD field in place
+
+    @property
+    def needs_accessor(self) -> bool:
+        return not (self.pod_reader or self.direct_reader) or (self.writable and not self.direct_writer)
 
 
 @dataclass
@@ -502,7 +510,9 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
-        cls.pod_offsets = {f.reg_name: f.offset for f in cls.fields if f.pod_reader}
+        cls.pod_offsets = {
+            f.reg_name: f.offset for f in cls.fields if f.pod_reader or f.direct_reader or f.direct_writer
+        }
 
     def _field(
         self,
@@ -520,6 +530,12 @@ class _Builder:
         getter = ann.annotate(ref, "return")
         setter = ann.annotate(ref, "param")
         reader = _POD_READERS.get((f.static_type_index, f.size, ref.key))
+        direct = None
+        if reader is None and f.size == 8 and f.static_type_index >= 64:
+            direct = "_gen.read_object"  # an ObjectRef: one pointer, null for None
+        elif reader is None and f.size == 16 and ref.key in ("ffi.String", "ffi.Bytes", "Any"):
+            direct = "_gen.read_any"  # laid out as a TVMFFIAny
+        writer = _POD_WRITERS.get(reader or "") if f.writable and not f.flags & _SETTER_IS_FUNCTION else None
         doc = _doc(f.doc, f"Registry field: ``{t.type_key}.{f.name}``" + ("" if f.writable else " (read-only)") + ".")
         fm = FieldModel(
             name=name,
@@ -530,6 +546,8 @@ class _Builder:
             doc=doc,
             pod_reader=reader,
             offset=f.offset,
+            direct_reader=direct,
+            direct_writer=writer,
             accessor=f"_ffi_field_{cls.name}_{name}",
         )
         base = inherited.get(name)

@@ -76,7 +76,7 @@ def _register_line(cls: ClassModel) -> str:
     args = [f'"{cls.type_key}"']
     if cls.pod_offsets:
         offsets = ", ".join(f'"{k}": {v}' for k, v in sorted(cls.pod_offsets.items()))
-        args.append(f"pod_offsets={{{offsets}}}")
+        args.append(f"offsets={{{offsets}}}")
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
     line = f"@_gen.register({', '.join(args)})"
@@ -177,7 +177,7 @@ def _accessor_lines(mod: ModuleModel, pkg_name: str) -> list[str]:
         lines.append(f"{r} = _gen.{names[r]}")
     for c in mod.classes:
         for f in c.fields:
-            if not f.pod_reader or f.writable:
+            if f.needs_accessor:
                 lines.append(f'{f.accessor} = _gen.FieldAccess("{c.type_key}", "{f.reg_name}")')
         for m in c.methods:
             lines.append(f'{m.func_var} = _gen.TypeMethod("{c.type_key}", "{m.reg_name}")')

@@ -79,3 +79,42 @@ def libtvm_ffi_version() -> tuple[int, int, int]:
 
 
 from . import gen  # noqa: E402  (support for generated packages)
+from .structural import (  # noqa: E402
+    UNCHANGED,
+    DefRegionKind,
+    InplaceMode,
+    MapperBase,
+    MutatorBase,
+    Unchanged,
+    VisitCallbacks,
+    VisitInterrupt,
+    VisitorBase,
+    WalkerBase,
+    WalkOrder,
+    WalkResult,
+    move,
+    structural_map,
+    structural_mutate,
+    structural_visit,
+    structural_walk,
+)
+
+__all__ += [
+    "UNCHANGED",
+    "DefRegionKind",
+    "InplaceMode",
+    "MapperBase",
+    "MutatorBase",
+    "Unchanged",
+    "VisitCallbacks",
+    "VisitInterrupt",
+    "VisitorBase",
+    "WalkerBase",
+    "WalkOrder",
+    "WalkResult",
+    "move",
+    "structural_map",
+    "structural_mutate",
+    "structural_visit",
+    "structural_walk",
+]

@@ -874,20 +874,22 @@ def _pod_from(buf: Any, off: int, tindex: int, small_len: int, v: int) -> Any:
 # Calling
 # =============================================================================================
 class _CallBuffers:
-    """Reusable argument and result storage for one in-flight call."""
+    """Reusable argument and result storage (and a temps list) for one in-flight call."""
 
-    __slots__ = ("args", "result", "cap")
+    __slots__ = ("args", "result", "result_ptr", "cap", "temps")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.args = (ctypes.c_char * (16 * cap))()
-        self.result = (ctypes.c_char * 16)()
+        self.result = _lib.TVMFFIAny()
+        # A structure passed without argtypes would go by value: pass this pointer instead.
+        self.result_ptr = ctypes.pointer(self.result)
+        self.temps: list[Any] = []
 
 
 # A free list of buffers: pop/append are atomic under the GIL, and a re-entrant call (a callback
 # calling back into native code) simply takes another buffer.
 _free_buffers: list[_CallBuffers] = [_CallBuffers(8) for _ in range(4)]
-_ZERO16 = bytes(16)
 
 
 def _callee_name(name: Any) -> str:
@@ -897,20 +899,37 @@ def _callee_name(name: Any) -> str:
     return str(name) if name else "function"
 
 
+def _pack_error(name: Any, args: Any, off: int, exc: BaseException) -> TypeError:
+    i = off // 16
+    return TypeError(
+        f"{_callee_name(name)}: argument {i} has type {type(args[i]).__name__},"
+        " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
+    )
+
+
+def result_value(res: Any) -> Any:
+    """Convert the owned result Any of a call (a TVMFFIAny structure) to a Python value."""
+    tindex = res.type_index
+    if tindex == 1:
+        return res.v_int64
+    if tindex >= 64:
+        return _wrap(res.v_uint64, tindex)
+    if tindex == 0:
+        return None
+    return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
+
+
 def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
     """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
 
     ``name`` (a string, or the Function itself) is only used to word argument errors.
     """
     n = len(args)
-    try:
-        bufs = _free_buffers.pop()
-    except IndexError:
-        bufs = _CallBuffers(max(8, n))
+    bufs = _free_buffers.pop() if _free_buffers else _CallBuffers(max(8, n))
     if bufs.cap < n:
         bufs = _CallBuffers(n)
     buf = bufs.args
-    temps: list[Any] = []
+    temps = bufs.temps
     try:
         off = 0
         try:
@@ -921,25 +940,23 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> 
                 p(buf, off, a, temps)
                 off += 16
         except (TypeError, ValueError, OverflowError, _struct_error) as exc:
-            i = off // 16
-            raise TypeError(
-                f"{_callee_name(name)}: argument {i} has type {type(args[i]).__name__},"
-                " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
-            ) from (exc if str(exc) else None)
+            raise _pack_error(name, args, off, exc) from (exc if str(exc) else None)
         res = bufs.result
-        ctypes.memmove(res, _ZERO16, 16)
+        res.type_index = 0
         try:
-            rc = _FunctionCall(handle, buf, n, res)
+            rc = _FunctionCall(handle, buf, n, bufs.result_ptr)
         except SystemError as exc:
             raise _python_error_set_in_native(exc) from None
-        if rc != 0:
+        if rc:
             raise _fetch_error()
-        tindex, small_len, v = _unpack_int(res, 0)
+        tindex = res.type_index
         if tindex == 1:
-            return v
+            return res.v_int64
         if tindex >= 64:
-            return _wrap(v & 0xFFFFFFFFFFFFFFFF, tindex)
-        return _pod_from(res, 0, tindex, small_len, v)
+            return _wrap(res.v_uint64, tindex)
+        if tindex == 0:
+            return None
+        return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
     finally:
         if temps:
             release_temps(temps)
@@ -1171,8 +1188,32 @@ _callback_ids = iter(range(1, 1 << 62))
 _callbacks_lock = threading.Lock()
 
 
+_OWNED_SCRATCH = threading.local()
+
+
 def _py_to_owned_any(value: Any, out_addr: int) -> None:
-    """Write ``value`` as an owned Any at ``out_addr`` (callback results)."""
+    """Write ``value`` as an owned Any at ``out_addr`` (callback results).
+
+    Plain values are written in place; objects get one reference for the receiver; everything
+    else goes through a view and ``TVMFFIAnyViewToOwnedAny``.
+    """
+    t = type(value)
+    if t is int and _INT64_MIN <= value <= _INT64_MAX:
+        _pack_int(_out_view(out_addr), 0, 1, 0, value)
+        return
+    if value is None:
+        _pack_int(_out_view(out_addr), 0, 0, 0, 0)
+        return
+    if t is float:
+        _pack_float(_out_view(out_addr), 0, 3, 0, value)
+        return
+    if t is bool:
+        _pack_int(_out_view(out_addr), 0, 2, 0, 1 if value else 0)
+        return
+    if isinstance(value, Object) and not isinstance(value, _KeepAlive):
+        _IncRef(value._h)
+        _pack_uint(_out_view(out_addr), 0, value._t, 0, value._h)
+        return
     buf = (ctypes.c_char * 16)()
     temps: list[Any] = []
     try:
@@ -1180,6 +1221,13 @@ def _py_to_owned_any(value: Any, out_addr: int) -> None:
         _check(_lib.AnyViewToOwnedAny(ctypes.cast(buf, ctypes.POINTER(_lib.TVMFFIAny)), _lib.TVMFFIAny.from_address(out_addr)))
     finally:
         release_temps(temps)
+
+
+_Any16 = ctypes.c_char * 16
+
+
+def _out_view(addr: int) -> Any:
+    return _Any16.from_address(addr)
 
 
 def _safe_call(self_key: int, args_addr: int, nargs: int, result_addr: int) -> int:

@@ -35,6 +35,11 @@ __all__ = [
     "read_f64",
     "read_f32",
     "read_bool",
+    "read_object",
+    "read_any",
+    "write_i64",
+    "write_f64",
+    "write_bool",
 ]
 
 
@@ -48,6 +53,56 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+def read_object(addr: int) -> Any:
+    """The object an ``ObjectRef`` field at ``addr`` points to (None when null), read straight
+    from memory: one reference is taken for the returned wrapper."""
+    h = _c_void_p.from_address(addr).value
+    if not h:
+        return None
+    _core._IncRef(h)
+    return _core._wrap(h, _core._read_type_index(h))
+
+
+def read_any(addr: int) -> Any:
+    """The value of a field laid out as a ``TVMFFIAny`` (``Any``, ``String``, ``Bytes``)."""
+    return _core.view_from_buffer(_Any16.from_address(addr), 0)
+
+
+_Any16 = ctypes.c_char * 16
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def write_i64(addr: int, value: int) -> None:
+    """Store an int field in place (what its registry setter does), refusing what does not fit."""
+    if type(value) is not int:
+        value = _index(value)
+    if not _I64_MIN <= value <= _I64_MAX:
+        raise OverflowError(f"{value} does not fit the int64 field")
+    _i64_at(addr).value = value
+
+
+def write_f64(addr: int, value: float) -> None:
+    """Store a float field in place; ints are accepted, other types are a TypeError."""
+    if type(value) is not float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected float, got {type(value).__name__}")
+        value = float(value)
+    _f64_at(addr).value = value
+
+
+def write_bool(addr: int, value: bool) -> None:
+    """Store a bool field in place."""
+    if type(value) is not bool:
+        raise TypeError(f"expected bool, got {type(value).__name__}")
+    _bool_at(addr).value = value
+
+
+from operator import index as _index  # noqa: E402
+
+_i64_at = ctypes.c_int64.from_address
+_f64_at = ctypes.c_double.from_address
+_bool_at = ctypes.c_bool.from_address
 
 read_i64 = ctypes.c_int64.from_address
 read_i32 = ctypes.c_int32.from_address
@@ -200,7 +255,7 @@ def _plain_new(cls: type, *args: Any, **kwargs: Any) -> Any:
 
 
 def register(
-    type_key: str, pod_offsets: dict[str, int] | None = None, constructible: bool = True
+    type_key: str, offsets: dict[str, int] | None = None, constructible: bool = True
 ) -> Callable[[_ClsT], _ClsT]:
     """Register a generated class for ``type_key``; check that fields read straight from memory
     are still where the package was generated to look (else the package is stale).
@@ -213,11 +268,11 @@ def register(
             f"type {type_key!r} is not registered by the loaded library; the generated package is"
             " out of date (regenerate it with tvmffi-gen)"
         )
-    if pod_offsets:
+    if offsets:
         from .reflection import type_info
 
         actual = {f.name: f.offset for f in type_info(index).fields}
-        for name, offset in pod_offsets.items():
+        for name, offset in offsets.items():
             if actual.get(name) != offset:
                 raise ImportError(
                     f"field {type_key}.{name} moved (offset {actual.get(name)}, generated for"

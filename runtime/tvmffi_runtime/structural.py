@@ -910,7 +910,7 @@ class ContextPolicy:
     Policies compose as a tuple ``(outer, inner)``: the outer policy wraps the inner one.
     """
 
-    types: ClassVar[tuple[Any, ...]] = (object,)
+    types: tuple[Any, ...] = (object,)
 
     def enter(self, value: Any, ctx: Any) -> None:
         """Called before default recursion into ``value``."""
@@ -1003,6 +1003,11 @@ class VisitContext:
         self._v = visitor
         self._run = run
 
+    def _live(self) -> _Borrowed:
+        if self._run._w is None:
+            raise RuntimeError("a VisitContext is valid only while its traversal runs")
+        return self._v
+
     def visit_children(self) -> VisitInterrupt | None:
         """Default traversal of this value's children (its ``__s_visit__`` hook or fields)."""
         return self._default_visit(self.value, self._ti)
@@ -1015,23 +1020,23 @@ class VisitContext:
 
     def _default_visit(self, value: Any, tindex: int) -> VisitInterrupt | None:
         policy = self._run.policy
-        v = self._v
+        v = self._live()
         if policy is None:
             return _call("ffi.StructuralVisitorDefaultVisit", v, value)  # type: ignore[no-any-return]
         return policy.wrap(value, tindex, self, lambda: _call("ffi.StructuralVisitorDefaultVisit", v, value))  # type: ignore[no-any-return]
 
     def visit(self, child: Any) -> VisitInterrupt | None:
         """Visit ``child`` through the visitor (callbacks apply to it)."""
-        return _call("ffi.StructuralVisitorVisit", self._v, child)  # type: ignore[no-any-return]
+        return _call("ffi.StructuralVisitorVisit", self._live(), child)  # type: ignore[no-any-return]
 
     @property
     def def_region_kind(self) -> DefRegionKind:
         """The definition region active for this value."""
-        return _KINDS[_call("ffi.StructuralVisitorDefRegionKind", self._v)]
+        return _KINDS[_call("ffi.StructuralVisitorDefRegionKind", self._live())]
 
     def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""
-        return _call("ffi.StructuralVisitorWithDefRegionKind", self._v, int(kind), fn)
+        return _call("ffi.StructuralVisitorWithDefRegionKind", self._live(), int(kind), fn)
 
 
 class MutateContext:
@@ -1069,9 +1074,14 @@ class MutateContext:
         self._run = run
         self._borrowed = borrowed  # the value's wrapper holds no reference of its own
 
+    def _live(self) -> _Borrowed:
+        if self._run._w is None:
+            raise RuntimeError("a MutateContext is valid only while its traversal runs")
+        return self._m
+
     def mutate(self, child: Any) -> Any:
         """Mutate ``child`` through the mutator (callbacks apply), copy-on-write."""
-        return _call("ffi.StructuralMutatorMutate", self._m, child)
+        return _call("ffi.StructuralMutatorMutate", self._live(), child)
 
     def default_mutate(self, value: Any = UNCHANGED) -> Any:
         """Default mutation of ``value`` (default: this value), copy-on-write."""
@@ -1098,7 +1108,7 @@ class MutateContext:
 
     def _default(self, value: Any, inplace: bool) -> Any:
         """Default mutation; returns UNCHANGED or the new value (policy applied)."""
-        m = self._m
+        m = self._live()
         if inplace:
             fn = functools.partial(_default_maybe_inplace_raw, m, value)
         else:
@@ -1117,20 +1127,20 @@ class MutateContext:
 
     def var_remap_get(self, var: Any) -> Any:
         """The replacement recorded for the identity ``var`` in this traversal, or None."""
-        return _call("ffi.StructuralMutatorVarRemapGet", self._m, var)
+        return _call("ffi.StructuralMutatorVarRemapGet", self._live(), var)
 
     def var_remap_set(self, var: Any, new: Any) -> None:
         """Record ``new`` as the replacement of the identity ``var`` (FreeVar / DAG node types)."""
-        _call("ffi.StructuralMutatorVarRemapSet", self._m, var, new)
+        _call("ffi.StructuralMutatorVarRemapSet", self._live(), var, new)
 
     @property
     def def_region_kind(self) -> DefRegionKind:
         """The definition region active for this value."""
-        return _KINDS[_call("ffi.StructuralMutatorDefRegionKind", self._m)]
+        return _KINDS[_call("ffi.StructuralMutatorDefRegionKind", self._live())]
 
     def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""
-        return _call("ffi.StructuralMutatorWithDefRegionKind", self._m, int(kind), fn)
+        return _call("ffi.StructuralMutatorWithDefRegionKind", self._live(), int(kind), fn)
 
 
 def _refcounts(handle: int) -> tuple[int, int]:

@@ -110,7 +110,7 @@ __all__ = [
 
 @_gen.register(
     "testing.SchemaAllTypes",
-    pod_offsets={"v_bool": 24, "v_float": 40, "v_int": 32},
+    offsets={"v_arr_int": 128, "v_arr_str": 136, "v_bool": 24, "v_bytes": 80, "v_float": 40, "v_int": 32, "v_map_str_arr_int": 152, "v_map_str_int": 144, "v_string": 64},
     constructible=False,
 )
 class SchemaAllTypes(_rt.Object):
@@ -133,7 +133,7 @@ class SchemaAllTypes(_rt.Object):
 
     @v_bool.setter
     def v_bool(self, value: bool) -> None:
-        _ffi_field_SchemaAllTypes_v_bool.set(self, value)
+        _gen.write_bool(self._h + 24, value)
 
     @property
     def v_int(self) -> int:
@@ -145,7 +145,7 @@ class SchemaAllTypes(_rt.Object):
 
     @v_int.setter
     def v_int(self, value: int) -> None:
-        _ffi_field_SchemaAllTypes_v_int.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def v_float(self) -> float:
@@ -157,7 +157,7 @@ class SchemaAllTypes(_rt.Object):
 
     @v_float.setter
     def v_float(self, value: float) -> None:
-        _ffi_field_SchemaAllTypes_v_float.set(self, value)
+        _gen.write_f64(self._h + 40, value)
 
     @property
     def v_device(self) -> _rt.Device:
@@ -191,7 +191,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_string``.
         """
-        value: str = _ffi_field_SchemaAllTypes_v_string.get(self)
+        value: str = _gen.read_any(self._h + 64)
         return value
 
     @v_string.setter
@@ -204,7 +204,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_bytes``.
         """
-        value: bytes = _ffi_field_SchemaAllTypes_v_bytes.get(self)
+        value: bytes = _gen.read_any(self._h + 80)
         return value
 
     @v_bytes.setter
@@ -243,7 +243,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_arr_int``.
         """
-        value: _rt.Array[int] = _ffi_field_SchemaAllTypes_v_arr_int.get(self)
+        value: _rt.Array[int] = _gen.read_object(self._h + 128)
         return value
 
     @v_arr_int.setter
@@ -256,7 +256,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_arr_str``.
         """
-        value: _rt.Array[str] = _ffi_field_SchemaAllTypes_v_arr_str.get(self)
+        value: _rt.Array[str] = _gen.read_object(self._h + 136)
         return value
 
     @v_arr_str.setter
@@ -269,7 +269,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_map_str_int``.
         """
-        value: _rt.Map[str, int] = _ffi_field_SchemaAllTypes_v_map_str_int.get(self)
+        value: _rt.Map[str, int] = _gen.read_object(self._h + 144)
         return value
 
     @v_map_str_int.setter
@@ -282,7 +282,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``.
         """
-        value: _rt.Map[str, _rt.Array[int]] = _ffi_field_SchemaAllTypes_v_map_str_arr_int.get(self)
+        value: _rt.Map[str, _rt.Array[int]] = _gen.read_object(self._h + 152)
         return value
 
     @v_map_str_arr_int.setter
@@ -362,7 +362,7 @@ class SchemaAllTypes(_rt.Object):
         return result
 
 
-@_gen.register("testing.TestCompare", pod_offsets={"ignored_field": 48, "key": 24})
+@_gen.register("testing.TestCompare", offsets={"ignored_field": 48, "key": 24, "name": 32})
 class TestCompare(_rt.Object):
     """Registry type: ``testing.TestCompare``."""
 
@@ -380,7 +380,7 @@ class TestCompare(_rt.Object):
     @property
     def name(self) -> str:
         """Registry field: ``testing.TestCompare.name`` (read-only)."""
-        value: str = _ffi_field_TestCompare_name.get(self)
+        value: str = _gen.read_any(self._h + 32)
         return value
 
     @property
@@ -389,7 +389,7 @@ class TestCompare(_rt.Object):
         return _ffi_i64(self._h + 48).value
 
 
-@_gen.register("testing.TestCustomCompare", pod_offsets={"key": 24})
+@_gen.register("testing.TestCustomCompare", offsets={"key": 24, "label": 32})
 class TestCustomCompare(_rt.Object):
     """Registry type: ``testing.TestCustomCompare``."""
 
@@ -407,11 +407,11 @@ class TestCustomCompare(_rt.Object):
     @property
     def label(self) -> str:
         """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
-        value: str = _ffi_field_TestCustomCompare_label.get(self)
+        value: str = _gen.read_any(self._h + 32)
         return value
 
 
-@_gen.register("testing.TestCustomHash", pod_offsets={"key": 24})
+@_gen.register("testing.TestCustomHash", offsets={"key": 24, "label": 32})
 class TestCustomHash(_rt.Object):
     """Registry type: ``testing.TestCustomHash``."""
 
@@ -429,11 +429,11 @@ class TestCustomHash(_rt.Object):
     @property
     def label(self) -> str:
         """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
-        value: str = _ffi_field_TestCustomHash_label.get(self)
+        value: str = _gen.read_any(self._h + 32)
         return value
 
 
-@_gen.register("testing.TestCxxAutoInit", pod_offsets={"a": 24, "b": 32, "c": 40, "d": 48})
+@_gen.register("testing.TestCxxAutoInit", offsets={"a": 24, "b": 32, "c": 40, "d": 48})
 class TestCxxAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInit``."""
 
@@ -451,7 +451,7 @@ class TestCxxAutoInit(_rt.Object):
 
     @a.setter
     def a(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInit_a.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def b(self) -> int:
@@ -460,7 +460,7 @@ class TestCxxAutoInit(_rt.Object):
 
     @b.setter
     def b(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInit_b.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def c(self) -> int:
@@ -469,7 +469,7 @@ class TestCxxAutoInit(_rt.Object):
 
     @c.setter
     def c(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInit_c.set(self, value)
+        _gen.write_i64(self._h + 40, value)
 
     @property
     def d(self) -> int:
@@ -478,10 +478,10 @@ class TestCxxAutoInit(_rt.Object):
 
     @d.setter
     def d(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInit_d.set(self, value)
+        _gen.write_i64(self._h + 48, value)
 
 
-@_gen.register("testing.TestCxxAutoInitAllInitOff", pod_offsets={"x": 24, "y": 32, "z": 40})
+@_gen.register("testing.TestCxxAutoInitAllInitOff", offsets={"x": 24, "y": 32, "z": 40})
 class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
 
@@ -499,7 +499,7 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     @x.setter
     def x(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitAllInitOff_x.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def y(self) -> int:
@@ -508,7 +508,7 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     @y.setter
     def y(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitAllInitOff_y.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def z(self) -> int:
@@ -517,12 +517,12 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     @z.setter
     def z(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitAllInitOff_z.set(self, value)
+        _gen.write_i64(self._h + 40, value)
 
 
 @_gen.register(
     "testing.TestCxxAutoInitKwOnlyDefaults",
-    pod_offsets={"hidden": 56, "k_default": 48, "k_required": 40, "p_default": 32, "p_required": 24},
+    offsets={"hidden": 56, "k_default": 48, "k_required": 40, "p_default": 32, "p_required": 24},
 )
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
@@ -557,7 +557,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     @p_required.setter
     def p_required(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitKwOnlyDefaults_p_required.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def p_default(self) -> int:
@@ -566,7 +566,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     @p_default.setter
     def p_default(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitKwOnlyDefaults_p_default.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def k_required(self) -> int:
@@ -575,7 +575,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     @k_required.setter
     def k_required(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitKwOnlyDefaults_k_required.set(self, value)
+        _gen.write_i64(self._h + 40, value)
 
     @property
     def k_default(self) -> int:
@@ -584,7 +584,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     @k_default.setter
     def k_default(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitKwOnlyDefaults_k_default.set(self, value)
+        _gen.write_i64(self._h + 48, value)
 
     @property
     def hidden(self) -> int:
@@ -593,12 +593,12 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     @hidden.setter
     def hidden(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitKwOnlyDefaults_hidden.set(self, value)
+        _gen.write_i64(self._h + 56, value)
 
 
 @_gen.register(
     "testing.TestCxxAutoInitParent",
-    pod_offsets={"parent_default": 32, "parent_required": 24},
+    offsets={"parent_default": 32, "parent_required": 24},
 )
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
@@ -624,7 +624,7 @@ class TestCxxAutoInitParent(_rt.Object):
 
     @parent_required.setter
     def parent_required(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitParent_parent_required.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def parent_default(self) -> int:
@@ -633,10 +633,10 @@ class TestCxxAutoInitParent(_rt.Object):
 
     @parent_default.setter
     def parent_default(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitParent_parent_default.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
 
-@_gen.register("testing.TestCxxAutoInitSimple", pod_offsets={"x": 24, "y": 32})
+@_gen.register("testing.TestCxxAutoInitSimple", offsets={"x": 24, "y": 32})
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
 
@@ -654,7 +654,7 @@ class TestCxxAutoInitSimple(_rt.Object):
 
     @x.setter
     def x(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitSimple_x.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def y(self) -> int:
@@ -663,10 +663,10 @@ class TestCxxAutoInitSimple(_rt.Object):
 
     @y.setter
     def y(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitSimple_y.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
 
-@_gen.register("testing.TestCxxClassBase", pod_offsets={"v_i32": 32, "v_i64": 24})
+@_gen.register("testing.TestCxxClassBase", offsets={"v_i32": 32, "v_i64": 24})
 class TestCxxClassBase(_rt.Object):
     """Registry type: ``testing.TestCxxClassBase``."""
 
@@ -684,7 +684,7 @@ class TestCxxClassBase(_rt.Object):
 
     @v_i64.setter
     def v_i64(self, value: int) -> None:
-        _ffi_field_TestCxxClassBase_v_i64.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def v_i32(self) -> int:
@@ -696,7 +696,7 @@ class TestCxxClassBase(_rt.Object):
         _ffi_field_TestCxxClassBase_v_i32.set(self, value)
 
 
-@_gen.register("testing.TestCxxClassHiddenField", pod_offsets={"v_i32": 40, "v_i64": 24})
+@_gen.register("testing.TestCxxClassHiddenField", offsets={"v_i32": 40, "v_i64": 24})
 class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
@@ -721,7 +721,7 @@ class TestCxxClassHiddenField(_rt.Object):
 
     @v_i64.setter
     def v_i64(self, value: int) -> None:
-        _ffi_field_TestCxxClassHiddenField_v_i64.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def v_i32(self) -> int:
@@ -733,7 +733,7 @@ class TestCxxClassHiddenField(_rt.Object):
         _ffi_field_TestCxxClassHiddenField_v_i32.set(self, value)
 
 
-@_gen.register("testing.TestCxxClassPolymorphic", pod_offsets={"v_i64": 24})
+@_gen.register("testing.TestCxxClassPolymorphic", offsets={"v_i64": 24})
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
 
@@ -751,10 +751,10 @@ class TestCxxClassPolymorphic(_rt.Object):
 
     @v_i64.setter
     def v_i64(self, value: int) -> None:
-        _ffi_field_TestCxxClassPolymorphic_v_i64.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
 
-@_gen.register("testing.TestCxxEnumHolder")
+@_gen.register("testing.TestCxxEnumHolder", offsets={"opcode": 32, "priority": 24})
 class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
@@ -775,7 +775,7 @@ class TestCxxEnumHolder(_rt.Object):
     @property
     def priority(self) -> TestCxxIntEnum:
         """Registry field: ``testing.TestCxxEnumHolder.priority``."""
-        value: TestCxxIntEnum = _ffi_field_TestCxxEnumHolder_priority.get(self)
+        value: TestCxxIntEnum = _gen.read_object(self._h + 24)
         return value
 
     @priority.setter
@@ -785,7 +785,7 @@ class TestCxxEnumHolder(_rt.Object):
     @property
     def opcode(self) -> TestCxxStrEnum:
         """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
-        value: TestCxxStrEnum = _ffi_field_TestCxxEnumHolder_opcode.get(self)
+        value: TestCxxStrEnum = _gen.read_object(self._h + 32)
         return value
 
     @opcode.setter
@@ -795,7 +795,7 @@ class TestCxxEnumHolder(_rt.Object):
 
 @_gen.register(
     "testing.TestCxxInitSubset",
-    pod_offsets={"optional_field": 32, "required_field": 24},
+    offsets={"note": 40, "optional_field": 32, "required_field": 24},
 )
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
@@ -820,7 +820,7 @@ class TestCxxInitSubset(_rt.Object):
 
     @required_field.setter
     def required_field(self, value: int) -> None:
-        _ffi_field_TestCxxInitSubset_required_field.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def optional_field(self) -> int:
@@ -829,12 +829,12 @@ class TestCxxInitSubset(_rt.Object):
 
     @optional_field.setter
     def optional_field(self, value: int) -> None:
-        _ffi_field_TestCxxInitSubset_optional_field.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def note(self) -> str:
         """Registry field: ``testing.TestCxxInitSubset.note``."""
-        value: str = _ffi_field_TestCxxInitSubset_note.get(self)
+        value: str = _gen.read_any(self._h + 40)
         return value
 
     @note.setter
@@ -842,7 +842,7 @@ class TestCxxInitSubset(_rt.Object):
         _ffi_field_TestCxxInitSubset_note.set(self, value)
 
 
-@_gen.register("testing.TestCxxKwOnly", pod_offsets={"w": 48, "x": 24, "y": 32, "z": 40})
+@_gen.register("testing.TestCxxKwOnly", offsets={"w": 48, "x": 24, "y": 32, "z": 40})
 class TestCxxKwOnly(_rt.Object):
     """Registry type: ``testing.TestCxxKwOnly``."""
 
@@ -869,7 +869,7 @@ class TestCxxKwOnly(_rt.Object):
 
     @x.setter
     def x(self, value: int) -> None:
-        _ffi_field_TestCxxKwOnly_x.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def y(self) -> int:
@@ -878,7 +878,7 @@ class TestCxxKwOnly(_rt.Object):
 
     @y.setter
     def y(self, value: int) -> None:
-        _ffi_field_TestCxxKwOnly_y.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
     @property
     def z(self) -> int:
@@ -887,7 +887,7 @@ class TestCxxKwOnly(_rt.Object):
 
     @z.setter
     def z(self, value: int) -> None:
-        _ffi_field_TestCxxKwOnly_z.set(self, value)
+        _gen.write_i64(self._h + 40, value)
 
     @property
     def w(self) -> int:
@@ -896,10 +896,10 @@ class TestCxxKwOnly(_rt.Object):
 
     @w.setter
     def w(self, value: int) -> None:
-        _ffi_field_TestCxxKwOnly_w.set(self, value)
+        _gen.write_i64(self._h + 48, value)
 
 
-@_gen.register("testing.TestCxxNoAutoInit", pod_offsets={"x": 24, "y": 32}, constructible=False)
+@_gen.register("testing.TestCxxNoAutoInit", offsets={"x": 24, "y": 32}, constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxNoAutoInit``."""
 
@@ -917,7 +917,7 @@ class TestCxxNoAutoInit(_rt.Object):
 
     @x.setter
     def x(self, value: int) -> None:
-        _ffi_field_TestCxxNoAutoInit_x.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def y(self) -> int:
@@ -926,10 +926,10 @@ class TestCxxNoAutoInit(_rt.Object):
 
     @y.setter
     def y(self, value: int) -> None:
-        _ffi_field_TestCxxNoAutoInit_y.set(self, value)
+        _gen.write_i64(self._h + 32, value)
 
 
-@_gen.register("testing.TestDeepCopyEdges")
+@_gen.register("testing.TestDeepCopyEdges", offsets={"v_any": 24, "v_obj": 40})
 class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
@@ -950,7 +950,7 @@ class TestDeepCopyEdges(_rt.Object):
     @property
     def v_any(self) -> _t.Any:
         """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
-        value: _t.Any = _ffi_field_TestDeepCopyEdges_v_any.get(self)
+        value: _t.Any = _gen.read_any(self._h + 24)
         return value
 
     @v_any.setter
@@ -960,7 +960,7 @@ class TestDeepCopyEdges(_rt.Object):
     @property
     def v_obj(self) -> _rt.Object:
         """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
-        value: _rt.Object = _ffi_field_TestDeepCopyEdges_v_obj.get(self)
+        value: _rt.Object = _gen.read_object(self._h + 40)
         return value
 
     @v_obj.setter
@@ -968,7 +968,7 @@ class TestDeepCopyEdges(_rt.Object):
         _ffi_field_TestDeepCopyEdges_v_obj.set(self, value)
 
 
-@_gen.register("testing.TestEqWithoutHash", pod_offsets={"key": 24})
+@_gen.register("testing.TestEqWithoutHash", offsets={"key": 24, "label": 32})
 class TestEqWithoutHash(_rt.Object):
     """Registry type: ``testing.TestEqWithoutHash``."""
 
@@ -986,7 +986,7 @@ class TestEqWithoutHash(_rt.Object):
     @property
     def label(self) -> str:
         """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
-        value: str = _ffi_field_TestEqWithoutHash_label.get(self)
+        value: str = _gen.read_any(self._h + 32)
         return value
 
 
@@ -1002,7 +1002,7 @@ class TestFrozenCxx(_rt.Object):
         _gen.not_constructible(self, "testing.TestFrozenCxx")
 
 
-@_gen.register("testing.TestHash", pod_offsets={"hash_ignored": 48, "key": 24})
+@_gen.register("testing.TestHash", offsets={"hash_ignored": 48, "key": 24, "name": 32})
 class TestHash(_rt.Object):
     """Registry type: ``testing.TestHash``."""
 
@@ -1020,7 +1020,7 @@ class TestHash(_rt.Object):
     @property
     def name(self) -> str:
         """Registry field: ``testing.TestHash.name`` (read-only)."""
-        value: str = _ffi_field_TestHash_name.get(self)
+        value: str = _gen.read_any(self._h + 32)
         return value
 
     @property
@@ -1029,7 +1029,7 @@ class TestHash(_rt.Object):
         return _ffi_i64(self._h + 48).value
 
 
-@_gen.register("testing.TestIntPair", pod_offsets={"a": 24, "b": 32})
+@_gen.register("testing.TestIntPair", offsets={"a": 24, "b": 32})
 class TestIntPair(_rt.Object):
     """Registry type: ``testing.TestIntPair``."""
 
@@ -1064,7 +1064,7 @@ class TestIntPair(_rt.Object):
         return result
 
 
-@_gen.register("testing.TestNonCopyable", pod_offsets={"value": 24})
+@_gen.register("testing.TestNonCopyable", offsets={"value": 24})
 class TestNonCopyable(_rt.Object):
     """Registry type: ``testing.TestNonCopyable``."""
 
@@ -1080,7 +1080,7 @@ class TestNonCopyable(_rt.Object):
         return _ffi_i64(self._h + 24).value
 
 
-@_gen.register("testing.TestObjectBase", pod_offsets={"v_f64": 32, "v_i64": 24})
+@_gen.register("testing.TestObjectBase", offsets={"v_f64": 32, "v_i64": 24, "v_str": 40})
 class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
@@ -1109,7 +1109,7 @@ class TestObjectBase(_rt.Object):
 
     @v_i64.setter
     def v_i64(self, value: int) -> None:
-        _ffi_field_TestObjectBase_v_i64.set(self, value)
+        _gen.write_i64(self._h + 24, value)
 
     @property
     def v_f64(self) -> float:
@@ -1119,7 +1119,7 @@ class TestObjectBase(_rt.Object):
     @property
     def v_str(self) -> str:
         """Registry field: ``testing.TestObjectBase.v_str``."""
-        value: str = _ffi_field_TestObjectBase_v_str.get(self)
+        value: str = _gen.read_any(self._h + 40)
         return value
 
     @v_str.setter
@@ -1135,7 +1135,7 @@ class TestObjectBase(_rt.Object):
         return result
 
 
-@_gen.register("testing.TestObjectPtrHolder")
+@_gen.register("testing.TestObjectPtrHolder", offsets={"optional_value": 32, "value": 24})
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
@@ -1160,7 +1160,7 @@ class TestObjectPtrHolder(_rt.Object):
     @property
     def value(self) -> TestObjectBase:
         """Registry field: ``testing.TestObjectPtrHolder.value``."""
-        value: TestObjectBase = _ffi_field_TestObjectPtrHolder_value.get(self)
+        value: TestObjectBase = _gen.read_object(self._h + 24)
         return value
 
     @value.setter
@@ -1170,7 +1170,7 @@ class TestObjectPtrHolder(_rt.Object):
     @property
     def optional_value(self) -> TestObjectBase | None:
         """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
-        value: TestObjectBase | None = _ffi_field_TestObjectPtrHolder_optional_value.get(self)
+        value: TestObjectBase | None = _gen.read_object(self._h + 32)
         return value
 
     @optional_value.setter
@@ -1178,7 +1178,7 @@ class TestObjectPtrHolder(_rt.Object):
         _ffi_field_TestObjectPtrHolder_optional_value.set(self, value)
 
 
-@_gen.register("testing.TestUnregisteredBaseObject", pod_offsets={"v1": 24})
+@_gen.register("testing.TestUnregisteredBaseObject", offsets={"v1": 24})
 class TestUnregisteredBaseObject(_rt.Object):
     """Registry type: ``testing.TestUnregisteredBaseObject``."""
 
@@ -1205,7 +1205,7 @@ class TestUnregisteredBaseObject(_rt.Object):
         return result
 
 
-@_gen.register("testing.TestVisitHook", constructible=False)
+@_gen.register("testing.TestVisitHook", offsets={"child": 24}, constructible=False)
 class TestVisitHook(_rt.Object):
     """Registry type: ``testing.TestVisitHook``."""
 
@@ -1219,14 +1219,11 @@ class TestVisitHook(_rt.Object):
     @property
     def child(self) -> _rt.Object:
         """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
-        value: _rt.Object = _ffi_field_TestVisitHook_child.get(self)
+        value: _rt.Object = _gen.read_object(self._h + 24)
         return value
 
 
-@_gen.register(
-    "testing.TestVisitRegions",
-    pod_offsets={"ordinary": 40, "pattern": 32, "simple": 24},
-)
+@_gen.register("testing.TestVisitRegions", offsets={"ordinary": 40, "pattern": 32, "simple": 24})
 class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
@@ -1261,10 +1258,7 @@ class TestVisitRegions(_rt.Object):
         return _ffi_i64(self._h + 40).value
 
 
-@_gen.register(
-    "testing.TestCxxAutoInitChild",
-    pod_offsets={"child_kw_only": 48, "child_required": 40},
-)
+@_gen.register("testing.TestCxxAutoInitChild", offsets={"child_kw_only": 48, "child_required": 40})
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
@@ -1298,7 +1292,7 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
     @child_required.setter
     def child_required(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitChild_child_required.set(self, value)
+        _gen.write_i64(self._h + 40, value)
 
     @property
     def child_kw_only(self) -> int:
@@ -1307,10 +1301,10 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
     @child_kw_only.setter
     def child_kw_only(self, value: int) -> None:
-        _ffi_field_TestCxxAutoInitChild_child_kw_only.set(self, value)
+        _gen.write_i64(self._h + 48, value)
 
 
-@_gen.register("testing.TestCxxClassDerived", pod_offsets={"v_f32": 48, "v_f64": 40})
+@_gen.register("testing.TestCxxClassDerived", offsets={"v_f32": 48, "v_f64": 40})
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
@@ -1337,7 +1331,7 @@ class TestCxxClassDerived(TestCxxClassBase):
 
     @v_f64.setter
     def v_f64(self, value: float) -> None:
-        _ffi_field_TestCxxClassDerived_v_f64.set(self, value)
+        _gen.write_f64(self._h + 40, value)
 
     @property
     def v_f32(self) -> float:
@@ -1364,7 +1358,7 @@ class TestEnumVariant(_rt.Enum):
         _gen.not_constructible(self, "testing.TestEnumVariant")
 
 
-@_gen.register("testing.TestObjectDerived")
+@_gen.register("testing.TestObjectDerived", offsets={"v_array": 64, "v_map": 56})
 class TestObjectDerived(TestObjectBase):
     """Registry type: ``testing.TestObjectDerived``."""
 
@@ -1395,7 +1389,7 @@ class TestObjectDerived(TestObjectBase):
     @property
     def v_map(self) -> _rt.Map[_t.Any, _t.Any]:
         """Registry field: ``testing.TestObjectDerived.v_map``."""
-        value: _rt.Map[_t.Any, _t.Any] = _ffi_field_TestObjectDerived_v_map.get(self)
+        value: _rt.Map[_t.Any, _t.Any] = _gen.read_object(self._h + 56)
         return value
 
     @v_map.setter
@@ -1405,7 +1399,7 @@ class TestObjectDerived(TestObjectBase):
     @property
     def v_array(self) -> _rt.Array[_t.Any]:
         """Registry field: ``testing.TestObjectDerived.v_array``."""
-        value: _rt.Array[_t.Any] = _ffi_field_TestObjectDerived_v_array.get(self)
+        value: _rt.Array[_t.Any] = _gen.read_object(self._h + 64)
         return value
 
     @v_array.setter
@@ -1413,7 +1407,7 @@ class TestObjectDerived(TestObjectBase):
         _ffi_field_TestObjectDerived_v_array.set(self, value)
 
 
-@_gen.register("testing.TestUnregisteredObject", pod_offsets={"v2": 32})
+@_gen.register("testing.TestUnregisteredObject", offsets={"v2": 32})
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registry type: ``testing.TestUnregisteredObject``."""
 
@@ -1440,7 +1434,7 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         return result
 
 
-@_gen.register("testing.TestCxxClassDerivedDerived", pod_offsets={"v_bool": 72})
+@_gen.register("testing.TestCxxClassDerivedDerived", offsets={"v_bool": 72, "v_str": 56})
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
@@ -1473,7 +1467,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
     @property
     def v_str(self) -> str:
         """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
-        value: str = _ffi_field_TestCxxClassDerivedDerived_v_str.get(self)
+        value: str = _gen.read_any(self._h + 56)
         return value
 
     @v_str.setter
@@ -1487,7 +1481,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
 
     @v_bool.setter
     def v_bool(self, value: bool) -> None:
-        _ffi_field_TestCxxClassDerivedDerived_v_bool.set(self, value)
+        _gen.write_bool(self._h + 72, value)
 
 
 @_gen.register("testing.TestCxxIntEnum", constructible=False)
@@ -1874,9 +1868,6 @@ _ffi_f32 = _gen.read_f32
 _ffi_f64 = _gen.read_f64
 _ffi_i32 = _gen.read_i32
 _ffi_i64 = _gen.read_i64
-_ffi_field_SchemaAllTypes_v_bool = _gen.FieldAccess("testing.SchemaAllTypes", "v_bool")
-_ffi_field_SchemaAllTypes_v_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_int")
-_ffi_field_SchemaAllTypes_v_float = _gen.FieldAccess("testing.SchemaAllTypes", "v_float")
 _ffi_field_SchemaAllTypes_v_device = _gen.FieldAccess("testing.SchemaAllTypes", "v_device")
 _ffi_field_SchemaAllTypes_v_dtype = _gen.FieldAccess("testing.SchemaAllTypes", "v_dtype")
 _ffi_field_SchemaAllTypes_v_string = _gen.FieldAccess("testing.SchemaAllTypes", "v_string")
@@ -1900,71 +1891,16 @@ _ffi_method_SchemaAllTypes_append_int = _gen.TypeMethod("testing.SchemaAllTypes"
 _ffi_method_SchemaAllTypes_maybe_concat = _gen.TypeMethod("testing.SchemaAllTypes", "maybe_concat")
 _ffi_method_SchemaAllTypes_merge_map = _gen.TypeMethod("testing.SchemaAllTypes", "merge_map")
 _ffi_method_SchemaAllTypes_make_with = _gen.TypeMethod("testing.SchemaAllTypes", "make_with")
-_ffi_field_TestCompare_name = _gen.FieldAccess("testing.TestCompare", "name")
-_ffi_field_TestCustomCompare_label = _gen.FieldAccess("testing.TestCustomCompare", "label")
-_ffi_field_TestCustomHash_label = _gen.FieldAccess("testing.TestCustomHash", "label")
-_ffi_field_TestCxxAutoInit_a = _gen.FieldAccess("testing.TestCxxAutoInit", "a")
-_ffi_field_TestCxxAutoInit_b = _gen.FieldAccess("testing.TestCxxAutoInit", "b")
-_ffi_field_TestCxxAutoInit_c = _gen.FieldAccess("testing.TestCxxAutoInit", "c")
-_ffi_field_TestCxxAutoInit_d = _gen.FieldAccess("testing.TestCxxAutoInit", "d")
-_ffi_field_TestCxxAutoInitAllInitOff_x = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "x")
-_ffi_field_TestCxxAutoInitAllInitOff_y = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "y")
-_ffi_field_TestCxxAutoInitAllInitOff_z = _gen.FieldAccess("testing.TestCxxAutoInitAllInitOff", "z")
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_required = _gen.FieldAccess(
-    "testing.TestCxxAutoInitKwOnlyDefaults", "p_required",
-)
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_p_default = _gen.FieldAccess(
-    "testing.TestCxxAutoInitKwOnlyDefaults", "p_default",
-)
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_required = _gen.FieldAccess(
-    "testing.TestCxxAutoInitKwOnlyDefaults", "k_required",
-)
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_k_default = _gen.FieldAccess(
-    "testing.TestCxxAutoInitKwOnlyDefaults", "k_default",
-)
-_ffi_field_TestCxxAutoInitKwOnlyDefaults_hidden = _gen.FieldAccess(
-    "testing.TestCxxAutoInitKwOnlyDefaults", "hidden",
-)
-_ffi_field_TestCxxAutoInitParent_parent_required = _gen.FieldAccess(
-    "testing.TestCxxAutoInitParent", "parent_required",
-)
-_ffi_field_TestCxxAutoInitParent_parent_default = _gen.FieldAccess(
-    "testing.TestCxxAutoInitParent", "parent_default",
-)
-_ffi_field_TestCxxAutoInitSimple_x = _gen.FieldAccess("testing.TestCxxAutoInitSimple", "x")
-_ffi_field_TestCxxAutoInitSimple_y = _gen.FieldAccess("testing.TestCxxAutoInitSimple", "y")
-_ffi_field_TestCxxClassBase_v_i64 = _gen.FieldAccess("testing.TestCxxClassBase", "v_i64")
 _ffi_field_TestCxxClassBase_v_i32 = _gen.FieldAccess("testing.TestCxxClassBase", "v_i32")
-_ffi_field_TestCxxClassHiddenField_v_i64 = _gen.FieldAccess(
-    "testing.TestCxxClassHiddenField", "v_i64",
-)
 _ffi_field_TestCxxClassHiddenField_v_i32 = _gen.FieldAccess(
     "testing.TestCxxClassHiddenField", "v_i32",
 )
-_ffi_field_TestCxxClassPolymorphic_v_i64 = _gen.FieldAccess(
-    "testing.TestCxxClassPolymorphic", "v_i64",
-)
 _ffi_field_TestCxxEnumHolder_priority = _gen.FieldAccess("testing.TestCxxEnumHolder", "priority")
 _ffi_field_TestCxxEnumHolder_opcode = _gen.FieldAccess("testing.TestCxxEnumHolder", "opcode")
-_ffi_field_TestCxxInitSubset_required_field = _gen.FieldAccess(
-    "testing.TestCxxInitSubset", "required_field",
-)
-_ffi_field_TestCxxInitSubset_optional_field = _gen.FieldAccess(
-    "testing.TestCxxInitSubset", "optional_field",
-)
 _ffi_field_TestCxxInitSubset_note = _gen.FieldAccess("testing.TestCxxInitSubset", "note")
-_ffi_field_TestCxxKwOnly_x = _gen.FieldAccess("testing.TestCxxKwOnly", "x")
-_ffi_field_TestCxxKwOnly_y = _gen.FieldAccess("testing.TestCxxKwOnly", "y")
-_ffi_field_TestCxxKwOnly_z = _gen.FieldAccess("testing.TestCxxKwOnly", "z")
-_ffi_field_TestCxxKwOnly_w = _gen.FieldAccess("testing.TestCxxKwOnly", "w")
-_ffi_field_TestCxxNoAutoInit_x = _gen.FieldAccess("testing.TestCxxNoAutoInit", "x")
-_ffi_field_TestCxxNoAutoInit_y = _gen.FieldAccess("testing.TestCxxNoAutoInit", "y")
 _ffi_field_TestDeepCopyEdges_v_any = _gen.FieldAccess("testing.TestDeepCopyEdges", "v_any")
 _ffi_field_TestDeepCopyEdges_v_obj = _gen.FieldAccess("testing.TestDeepCopyEdges", "v_obj")
-_ffi_field_TestEqWithoutHash_label = _gen.FieldAccess("testing.TestEqWithoutHash", "label")
-_ffi_field_TestHash_name = _gen.FieldAccess("testing.TestHash", "name")
 _ffi_method_TestIntPair_sum = _gen.TypeMethod("testing.TestIntPair", "sum")
-_ffi_field_TestObjectBase_v_i64 = _gen.FieldAccess("testing.TestObjectBase", "v_i64")
 _ffi_field_TestObjectBase_v_str = _gen.FieldAccess("testing.TestObjectBase", "v_str")
 _ffi_method_TestObjectBase_add_i64 = _gen.TypeMethod("testing.TestObjectBase", "add_i64")
 _ffi_field_TestObjectPtrHolder_value = _gen.FieldAccess("testing.TestObjectPtrHolder", "value")
@@ -1974,14 +1910,6 @@ _ffi_field_TestObjectPtrHolder_optional_value = _gen.FieldAccess(
 _ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.TypeMethod(
     "testing.TestUnregisteredBaseObject", "get_v1_plus_one",
 )
-_ffi_field_TestVisitHook_child = _gen.FieldAccess("testing.TestVisitHook", "child")
-_ffi_field_TestCxxAutoInitChild_child_required = _gen.FieldAccess(
-    "testing.TestCxxAutoInitChild", "child_required",
-)
-_ffi_field_TestCxxAutoInitChild_child_kw_only = _gen.FieldAccess(
-    "testing.TestCxxAutoInitChild", "child_kw_only",
-)
-_ffi_field_TestCxxClassDerived_v_f64 = _gen.FieldAccess("testing.TestCxxClassDerived", "v_f64")
 _ffi_field_TestCxxClassDerived_v_f32 = _gen.FieldAccess("testing.TestCxxClassDerived", "v_f32")
 _ffi_field_TestObjectDerived_v_map = _gen.FieldAccess("testing.TestObjectDerived", "v_map")
 _ffi_field_TestObjectDerived_v_array = _gen.FieldAccess("testing.TestObjectDerived", "v_array")
@@ -1990,9 +1918,6 @@ _ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.TypeMethod(
 )
 _ffi_field_TestCxxClassDerivedDerived_v_str = _gen.FieldAccess(
     "testing.TestCxxClassDerivedDerived", "v_str",
-)
-_ffi_field_TestCxxClassDerivedDerived_v_bool = _gen.FieldAccess(
-    "testing.TestCxxClassDerivedDerived", "v_bool",
 )
 _ffi_fn_TestIntPairSum = _gen.GlobalFunction("testing.TestIntPairSum")
 _ffi_fn_add_one = _gen.GlobalFunction("testing.add_one")

@@ -1,0 +1,109 @@
+"""Per-call cost of a generated package versus the ``tvm_ffi`` Cython binding, side by side.
+
+    python benchmarks/bench_calls.py [--repeat 7] [--number N] [--json out.json]
+
+Both bindings run in one process on the same ``libtvm_ffi_testing.so`` (tvmffi_runtime reuses the
+libtvm_ffi.so that tvm_ffi loaded). Cases are interleaved (ours, theirs, ours, ...) and each
+reports the minimum over the repeats, in ns per call; the ratio is ours / Cython. Absolute
+numbers are noisy on shared machines: compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import timeit
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "generated"), str(ROOT / "runtime")]
+
+import tvm_ffi  # noqa: E402  (first: it loads libtvm_ffi.so; ours reuses it)
+import tvm_ffi.testing as cy  # noqa: E402
+
+import tvmffi_runtime as rt  # noqa: E402
+from tvmffi_testing import testing as gen  # noqa: E402
+
+Case = tuple[str, Callable[[], Any], Callable[[], Any], bool]  # name, ours, cython, is_call
+
+
+def cases() -> list[Case]:
+    g = tvm_ffi.get_global_func
+    c_nop, c_add_one, c_echo = g("testing.nop"), g("testing.add_one"), g("testing.echo")
+    c_float, c_bool = g("testing.schema_id_float"), g("testing.schema_id_bool")
+    c_arr, c_apply = g("testing.schema_id_arr_int"), g("testing.apply")
+    ints = list(range(100))
+    o_pair, c_pair = gen.TestIntPair(1, 2), cy.TestIntPair(1, 2)
+    o_base, c_base = gen.TestObjectBase(v_i64=1, v_str="hello"), cy.TestObjectBase(v_i64=1, v_str="hello")
+    o_holder = gen.TestObjectPtrHolder(value=o_base)
+    c_holder = cy.TestObjectPtrHolder(value=c_base)
+    o_objs = rt.Array([gen.TestIntPair(i, i) for i in range(100)])
+    c_objs = tvm_ffi.convert([cy.TestIntPair(i, i) for i in range(100)])
+    cb = lambda x: x  # noqa: E731
+
+    def o_write() -> None:
+        o_base.v_i64 = 5
+
+    def c_write() -> None:
+        c_base.v_i64 = 5
+
+    return [
+        ("nop()", gen.nop, c_nop, True),
+        ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
+        ('echo("abc")', lambda: gen.echo("abc"), lambda: c_echo("abc"), True),
+        ("float arg", lambda: gen.schema_id_float(1.5), lambda: c_float(1.5), True),
+        ("bool arg", lambda: gen.schema_id_bool(True), lambda: c_bool(True), True),
+        ("Array of 100 ints in/out", lambda: gen.schema_id_arr_int(ints), lambda: c_arr(ints), True),
+        ("TestIntPair(1, 2)", lambda: gen.TestIntPair(1, 2), lambda: cy.TestIntPair(1, 2), True),
+        ("pair.sum()", o_pair.sum, c_pair.sum, True),
+        ("read int field", lambda: o_pair.a, lambda: c_pair.a, False),
+        ("read str field", lambda: o_base.v_str, lambda: c_base.v_str, False),
+        ("read object field", lambda: o_holder.value, lambda: c_holder.value, False),
+        ("write int field", o_write, c_write, True),
+        ("callback from C++", lambda: gen.apply(cb, 1), lambda: c_apply(cb, 1), True),
+        ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),
+    ]
+
+
+def measure(fn: Callable[[], Any], number: int) -> float:
+    return timeit.timeit(fn, number=number) / number * 1e9
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=0, help="calls per repeat (0: auto)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="run only cases whose name contains this text")
+    args = parser.parse_args(argv)
+    rows = []
+    for name, ours, theirs, is_call in cases():
+        if args.only and args.only not in name:
+            continue
+        assert_same = ours(), theirs()  # warm up both (and resolve lazy lookups)
+        del assert_same
+        number = args.number or max(200, int(2e5 / max(1.0, measure(ours, 50) / 100)))
+        number = min(number, 200_000)
+        best_o = best_c = math.inf
+        for _ in range(args.repeat):
+            best_o = min(best_o, measure(ours, number))
+            best_c = min(best_c, measure(theirs, number))
+        rows.append({"case": name, "ours_ns": best_o, "cython_ns": best_c, "ratio": best_o / best_c, "call": is_call})
+    width = max(len(r["case"]) for r in rows)
+    print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}")
+    for r in rows:
+        print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}")
+    calls = [r["ratio"] for r in rows if r["call"]]
+    if calls:
+        geo = math.exp(sum(math.log(x) for x in calls) / len(calls))
+        print(f"geometric mean ratio over call cases: {geo:.2f}; max: {max(calls):.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
