@@ -286,5 +286,78 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)
     files["_lib.py"] = render_lib(env, pkg, libdir, out_dir)
+    if pkg.classes:
+        files["visitors.py"] = render_visitors(env, pkg)
     files["py.typed"] = ""
     return dict(sorted(files.items()))
+
+
+@dataclass(frozen=True)
+class _Hook:
+    suffix: str
+    type_expr: str
+    annotation: str
+    what: str
+
+    def doc(self, verb: str) -> str:
+        return f"{verb} {self.what}."
+
+
+@dataclass(frozen=True)
+class _Base:
+    name: str
+    runtime_base: str
+    prefix: str
+    ret: str
+    body: str
+    verb: str
+    doc: str
+
+
+_BUILTIN_HOOKS = [
+    ("bool", "bool", "a bool"),
+    ("int", "int", "an int"),
+    ("float", "float", "a float"),
+    ("str", "str", "a str"),
+    ("bytes", "bytes", "a bytes value"),
+]
+_BASES = [
+    _Base("Walker", "_rt.WalkerBase", "walk_", "_rt.WalkResult | _rt.VisitInterrupt | None", "return None",
+          "Called for", "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
+          "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``."),
+    _Base("Visitor", "_rt.VisitorBase", "visit_", "_rt.VisitInterrupt | None",
+          "return self.default_visit_children(node)", "Visits",
+          "Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``\n"
+          "or ``self.visit(child)``. Use with ``structural_visit``."),
+    _Base("Mapper", "_rt.MapperBase", "map_", "_t.Any", "return _rt.UNCHANGED", "Maps",
+          "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``."),
+    _Base("Mutator", "_rt.MutatorBase", "mutate_", "_t.Any",
+          "return self.default_maybe_inplace_mutate(node)", "Mutates",
+          "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
+          "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
+          "Use with ``structural_mutate``."),
+]
+
+
+def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
+    from .naming import Scope
+
+    scope = Scope()
+    hooks: list[_Hook] = []
+    for suffix, tp, what in _BUILTIN_HOOKS:
+        scope.claim(suffix)
+        hooks.append(_Hook(suffix, tp, tp, what))
+    for reserved in ("object", "any"):
+        scope.claim(reserved)
+    namespaces = set()
+    # most-derived first reads best; the engine orders by depth anyway
+    for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
+        ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"
+        namespaces.add(cls.namespace)
+        hooks.append(_Hook(scope.claim(cls.snake), ref, ref, f"each ``{cls.type_key}``"))
+    hooks.append(_Hook("object", "_rt.Object", "_rt.Object", "any other object"))
+    hooks.append(_Hook("any", "object", "_t.Any", "any other value"))
+    imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+    return env.get_template("visitors.py.jinja").render(
+        pkg=pkg, hooks=hooks, bases=_BASES, imports=imports, object_hook="walk_object", any_hook="walk_any"
+    )

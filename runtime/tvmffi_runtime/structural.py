@@ -33,7 +33,7 @@ import sys
 import types
 import typing
 from enum import IntEnum
-from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, TypeVar
 
 from . import _core, _lib
 from ._core import DataType, Device, Function, Object, TypeIndex
@@ -1205,7 +1205,10 @@ def _default_maybe_inplace_raw(mutator: _Borrowed, value: Any) -> Any:
 # =============================================================================================
 # Dispatch classes: WalkerBase, VisitorBase, MapperBase, MutatorBase
 # =============================================================================================
-def default_hook(fn: Callable[..., Any]) -> Callable[..., Any]:
+_HookFn = TypeVar("_HookFn", bound=Callable[..., Any])
+
+
+def default_hook(fn: _HookFn) -> _HookFn:
     """Mark a hook as the default behaviour: it is not registered with the engine.
 
     Generated dispatch bases declare one such hook per class; only hooks a subclass overrides

@@ -1,0 +1,166 @@
+"""Generated dispatch bases (pkg.visitors) on the expression-IR fixture: typed hooks, run in the
+library's engine, checked by mypy --strict."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from fixtures import build_expr_ir
+from tvmffi_gen.cli import main
+from tvmffi_gen.verify import run_mypy
+
+PROGRAM = '''
+from __future__ import annotations
+
+import tvmffi_runtime as rt
+from exprpkg.exprir import Add, Call, Func, IntImm, Let, Mul, Var
+from exprpkg.visitors import Mapper, Mutator, Visitor, Walker
+
+
+class Fold(Mapper):
+    """Constant folding, post-order."""
+
+    def map_add(self, node: Add) -> object:
+        a, b = node.a, node.b
+        if isinstance(a, IntImm) and isinstance(b, IntImm):
+            return IntImm(a.value + b.value)
+        return rt.UNCHANGED
+
+    def map_mul(self, node: Mul) -> object:
+        a, b = node.a, node.b
+        if isinstance(a, IntImm) and isinstance(b, IntImm):
+            return IntImm(a.value * b.value)
+        return rt.UNCHANGED
+
+
+class FreeVars(Walker):
+    """Variables used but not bound (Let binds its var: a definition region)."""
+
+    def __init__(self) -> None:
+        self.bound: set[str] = set()
+        self.used: list[str] = []
+
+    def walk_var(self, node: Var, kind: rt.DefRegionKind = rt.DefRegionKind.NONE) -> None:
+        if kind != rt.DefRegionKind.NONE:
+            self.bound.add(node.name)
+        elif node.name not in self.bound:
+            self.used.append(node.name)
+
+
+class CountInts(Walker):
+    def __init__(self) -> None:
+        self.ints = 0
+        self.objects = 0
+
+    def walk_int_imm(self, node: IntImm) -> rt.WalkResult:
+        self.ints += 1
+        return rt.WalkResult.ADVANCE
+
+    def walk_object(self, node: rt.Object) -> None:
+        self.objects += 1
+
+
+class Rename(Mutator):
+    def mutate_var(self, node: Var) -> object:
+        new = self.var_remap_get(node)
+        if new is None:
+            new = Var(node.name + "_r")
+            self.var_remap_set(node, new)
+        return new
+
+
+class Depth(Visitor):
+    def __init__(self) -> None:
+        self.depth = 0
+        self.max_depth = 0
+
+    def visit_let(self, node: Let) -> rt.VisitInterrupt | None:
+        self.depth += 1
+        self.max_depth = max(self.max_depth, self.depth)
+        result = self.default_visit_children(node)
+        self.depth -= 1
+        return result
+
+
+class Boom(Walker):
+    def walk_mul(self, node: Mul) -> None:
+        raise KeyError("boom in a hook")
+
+
+x, y = Var("x"), Var("y")
+expr = Add(Mul(IntImm(2), IntImm(3)), Let(y, IntImm(1), Add(x, y)))
+folded = rt.structural_map(expr, Fold(), rt.WalkOrder.POST_ORDER)
+assert isinstance(folded, Add), folded
+assert isinstance(folded.a, IntImm) and folded.a.value == 6
+free = FreeVars()
+rt.structural_walk(expr, free)
+assert free.used == ["x"] and free.bound == {"y"}, (free.used, free.bound)
+counter = CountInts()
+rt.structural_walk(expr, counter)
+assert counter.ints == 3 and counter.objects >= 5, (counter.ints, counter.objects)
+renamed = rt.structural_mutate(expr, Rename())
+assert isinstance(renamed, Add) and not renamed.same_as(expr)
+depth = Depth()
+rt.structural_visit(Let(x, IntImm(1), Let(y, x, y)), depth)
+assert depth.max_depth == 2
+try:
+    rt.structural_walk(expr, Boom())
+except KeyError as exc:
+    assert "boom" in str(exc)
+else:
+    raise AssertionError("the hook's exception did not propagate")
+print("OK")
+'''
+
+
+@pytest.fixture(scope="module")
+def exprpkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lib = build_expr_ir()
+    root = tmp_path_factory.mktemp("visitors")
+    assert main([str(lib), "-o", str(root / "exprpkg"), "-q"]) == 0
+    return root / "exprpkg"
+
+
+def test_generated_bases_have_one_typed_hook_per_class(exprpkg: Path) -> None:
+    text = (exprpkg / "visitors.py").read_text()
+    for hook in ("walk_add", "walk_int_imm", "visit_let", "map_mul", "mutate_var", "walk_object", "walk_any", "walk_int"):
+        assert f"def {hook}(" in text, hook
+    assert "def walk_var(self, node: _ffi_ns_exprir.Var) -> _rt.WalkResult | _rt.VisitInterrupt | None:" in text
+
+
+def test_program_typechecks_and_runs(exprpkg: Path, tmp_path: Path) -> None:
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PROGRAM))
+    errors, report = run_mypy(exprpkg, extra_files=[prog])
+    assert errors == 0, report
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(exprpkg.parent), str(ROOT / "runtime")])
+    proc = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+def test_wrong_hook_signature_is_a_mypy_error(exprpkg: Path, tmp_path: Path) -> None:
+    prog = tmp_path / "bad.py"
+    prog.write_text(textwrap.dedent('''
+        from exprpkg.exprir import Add
+        from exprpkg.visitors import Walker
+
+        class Bad(Walker):
+            def walk_add(self, node: int) -> None:
+                pass
+    '''))
+    errors, report = run_mypy(exprpkg, extra_files=[prog])
+    assert errors >= 1 and "[override]" in report, report
+
+
+def test_generated_package_passes_mypy_strict(exprpkg: Path) -> None:
+    errors, report = run_mypy(exprpkg)
+    assert errors == 0, report
