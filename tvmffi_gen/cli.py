@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force)
         if args.bundle:
             plan.changed = [c for c in plan.changed if c != snapshot.library]
+        for rel, kept in sorted(plan.merged.items()):
+            log.info(f"kept {kept} member(s) you added in {root / rel}")
+        for rel in plan.orphaned:
+            log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
         if args.check:
             for rel in plan.changed:
                 print(f"would write {root / rel}")

@@ -246,7 +246,7 @@ def _wrap(handle: int, index: int) -> Any:
     conv = _OBJECT_RETURN.get(index)
     if conv is not None:
         return conv(handle)
-    obj = _new(cls)
+    obj: Any = _new(cls)
     obj._h = handle
     obj._t = index
     return obj
@@ -500,8 +500,12 @@ _py_errors_lock = threading.Lock()
 
 def _error_cell(handle: int) -> tuple[str, str, str]:
     cell = _lib.TVMFFIErrorCell.from_address(handle + OBJECT_HEADER_SIZE)
-    dec = lambda ba: _lib.read_byte_array(ba).decode("utf-8", "replace")  # noqa: E731
+    dec = _decode_byte_array
     return dec(cell.kind), dec(cell.message), dec(cell.backtrace)
+
+
+def _decode_byte_array(ba: _lib.TVMFFIByteArray) -> str:
+    return _lib.read_byte_array(ba).decode("utf-8", "replace")
 
 
 def _exception_from_error_handle(handle: int, raised: bool) -> BaseException:
@@ -591,18 +595,18 @@ def _raise_into_native(exc: BaseException) -> None:
 # =============================================================================================
 # A packer writes one Any at ``off`` in ``buf``; it may append owned handles to ``temps``
 # (released after the call) and Python objects to ``keep`` (kept alive during the call).
-Packer = Callable[[Any, int, Any, list], None]
+Packer = Callable[[Any, int, Any, list[Any]], None]
 
 
-def _pack_none(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_none(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_int(buf, off, 0, 0, 0)
 
 
-def _pack_bool(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_bool(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_int(buf, off, 2, 0, 1 if v else 0)
 
 
-def _pack_pyint(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_pyint(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     if _INT64_MIN <= v <= _INT64_MAX:
         _pack_int(buf, off, 1, 0, v)
     else:
@@ -611,11 +615,11 @@ def _pack_pyint(buf: Any, off: int, v: Any, temps: list) -> None:
         _pack_uint(buf, off, TypeIndex.BIG_INT, 0, h)
 
 
-def _pack_float_(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_float_(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_float(buf, off, 3, 0, v)
 
 
-def _pack_str(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_str(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     data = v.encode("utf-8", "surrogateescape")
     n = len(data)
     if n <= 7:
@@ -630,7 +634,7 @@ def _pack_str(buf: Any, off: int, v: Any, temps: list) -> None:
         _pack_uint(buf, off, TypeIndex.RAW_STR, 0, id(data) + _BYTES_DATA)
 
 
-def _pack_bytes(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_bytes(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     data = bytes(v)
     n = len(data)
     if n <= 7:
@@ -642,46 +646,46 @@ def _pack_bytes(buf: Any, off: int, v: Any, temps: list) -> None:
         _pack_uint(buf, off, TypeIndex.BYTE_ARRAY_PTR, 0, ctypes.addressof(ba))
 
 
-def _pack_object(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_object(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_uint(buf, off, v._t, 0, v._h)
 
 
-def _pack_dtype(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_dtype(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_uint(buf, off, TypeIndex.DATA_TYPE, 0, v._packed)
 
 
-def _pack_device(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_device(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     # device_id is an int32: mask it so a negative index packs (and unpacks) as itself
     _pack_uint(buf, off, TypeIndex.DEVICE, 0, (v.device_type & 0xFFFFFFFF) | ((v.index & 0xFFFFFFFF) << 32))
 
 
-def _pack_opaque(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_opaque(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_uint(buf, off, TypeIndex.OPAQUE_PTR, 0, v.value or 0)
 
 
-def _pack_owned_handle(buf: Any, off: int, h: int, temps: list) -> None:
+def _pack_owned_handle(buf: Any, off: int, h: int, temps: list[Any]) -> None:
     temps.append(h)
     _pack_uint(buf, off, _read_type_index(h), 0, h)
 
 
-def _pack_sequence(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_sequence(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_owned_handle(buf, off, _new_container("ffi.Array", v), temps)
 
 
-def _pack_mapping(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_mapping(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     flat = [x for kv in v.items() for x in kv]
     _pack_owned_handle(buf, off, _new_container("ffi.Map", flat), temps)
 
 
-def _pack_callable(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_callable(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_owned_handle(buf, off, _function_handle_from_callable(v, packed=False), temps)
 
 
-def _pack_exception(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_exception(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_owned_handle(buf, off, _new_error_handle(v), temps)
 
 
-def _pack_dlpack(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_dlpack(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     from .tensor import tensor_handle_from_dlpack
 
     _pack_owned_handle(buf, off, tensor_handle_from_dlpack(v), temps)
@@ -759,7 +763,7 @@ def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
         _pack_int(buf, off, 0, 0, 0)
 
 
-def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list) -> None:
+def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     obj = v.__tvm_ffi_object__()
     temps.append(_KeepAlive(obj))
     _pack_object(buf, off, obj, temps)
@@ -786,7 +790,7 @@ def _is_mapping(t: type) -> bool:
     return issubclass(t, Mapping)
 
 
-def pack_value(buf: Any, off: int, v: Any, temps: list) -> None:
+def pack_value(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     """Pack any supported Python value as a TVMFFIAny view at ``off`` in ``buf``."""
     p = _PACKERS.get(type(v)) or _resolve_packer(type(v))
     if p is None:
@@ -794,7 +798,7 @@ def pack_value(buf: Any, off: int, v: Any, temps: list) -> None:
     p(buf, off, v, temps)
 
 
-def release_temps(temps: list) -> None:
+def release_temps(temps: list[Any]) -> None:
     """Release what packers put on ``temps``: owned handles (ints); other entries just drop."""
     for t in temps:
         if type(t) is int:

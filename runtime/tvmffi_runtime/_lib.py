@@ -12,6 +12,10 @@ import os
 import struct
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr
 
 __all__ = [
     "LIB",
@@ -270,12 +274,12 @@ _vp = ctypes.c_void_p
 _i32 = ctypes.c_int32
 
 
-def _proto(name: str, restype: object, argtypes: list[object] | None) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
-    fn = getattr(LIB, name)
+def _proto(name: str, restype: type[Any] | None, argtypes: list[type[Any]] | None) -> CFuncPtr:
+    fn: CFuncPtr = getattr(LIB, name)
     fn.restype = restype
     if argtypes is not None:
         fn.argtypes = argtypes
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 FunctionCall = _proto("TVMFFIFunctionCall", ctypes.c_int, None)
@@ -284,11 +288,11 @@ FunctionCall = _proto("TVMFFIFunctionCall", ctypes.c_int, None)
 _LIB_GIL = ctypes.PyDLL(LIB_PATH, mode=ctypes.RTLD_GLOBAL)
 
 
-def _proto_gil(name: str, restype: object, argtypes: list[object]) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
-    fn = getattr(_LIB_GIL, name)
+def _proto_gil(name: str, restype: type[Any] | None, argtypes: list[type[Any]]) -> CFuncPtr:
+    fn: CFuncPtr = getattr(_LIB_GIL, name)
     fn.restype = restype
     fn.argtypes = argtypes
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 ObjectIncRef = _proto_gil("TVMFFIObjectIncRef", ctypes.c_int, [_vp])

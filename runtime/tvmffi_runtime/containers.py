@@ -285,7 +285,7 @@ _MISSING_OBJ: list[Object] = []
 def _missing_object() -> Object:
     if not _MISSING_OBJ:
         # ffi.MapGetItemOrMissing returns this sentinel for absent keys.
-        m = Map({})
+        m: Map[Any, Any] = Map({})
         _MISSING_OBJ.append(_call("ffi.MapGetItemOrMissing", m, "__tvmffi_runtime_probe__"))
     return _MISSING_OBJ[0]
 
