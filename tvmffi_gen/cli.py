@@ -96,12 +96,12 @@ def generate(
     preload: list[str] | None = None,
     bundle: bool = False,
     snapshot: Snapshot | None = None,
-    warn: object = None,
+    timeout: float = 120.0,
 ) -> tuple[Snapshot, dict[str, str], list[str]]:
     """Snapshot (unless given), model and render; returns (snapshot, files, warnings)."""
     if snapshot is None:
         assert library is not None
-        snapshot = take_snapshot(library, preload or [])
+        snapshot = take_snapshot(library, preload or [], timeout=timeout)
     pkg_name = name or default_package_name(output)
     warnings: list[str] = []
     model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append)
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             raise GenerationError(f"--bundle: the snapshot's library {snapshot.library_path} does not exist")
         log.debug(f"reading the registry of {library or args.from_snapshot}")
         snapshot, files, warnings = generate(
-            library, args.output, args.name, args.prefix, args.preload, args.bundle, snapshot
+            library, args.output, args.name, args.prefix, args.preload, args.bundle, snapshot, args.timeout
         )
         for w in warnings:
             log.warn(w)

@@ -459,6 +459,15 @@ for _name in (
 register_error("InternalError", RuntimeError)
 
 
+def _error_kind_of_class(cls: type[BaseException]) -> str:
+    """The native kind a Python exception class crosses as: the bare name of a builtin class
+    (``ValueError``), else the qualified name (``package.module.QualName``), so that classes of
+    the same name in different modules stay apart."""
+    if cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _error_class(kind: str) -> type[BaseException]:
     cls = _ERROR_KINDS.get(kind)
     if cls is not None:
@@ -560,9 +569,16 @@ def _new_error_handle(exc: BaseException) -> int:
     if isinstance(exc, Error):
         kind, message, bt = exc.kind, exc.message, exc.backtrace
     else:
-        kind = getattr(exc, "kind", None) or type(exc).__name__
-        if type(exc).__name__ not in _ERROR_KINDS:
-            register_error(type(exc).__name__, type(exc))
+        cls = type(exc)
+        own_kind = _error_kind_of_class(cls)
+        registered = _ERROR_KINDS.get(own_kind)
+        # Register the class under its own kind; replace only a class of the same qualified name
+        # (a module reloaded, a class defined anew), never one registered under it explicitly.
+        if registered is not cls and (registered is None or _error_kind_of_class(registered) == own_kind):
+            register_error(own_kind, cls)
+        kind = getattr(exc, "kind", None)
+        if not kind or not isinstance(kind, str):
+            kind = own_kind
         if isinstance(exc, KeyError) and len(exc.args) == 1:
             message = str(exc.args[0])
         else:
@@ -647,7 +663,10 @@ def _pack_bytes(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_object(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_uint(buf, off, v._t, 0, v._h)
+    h = v._h
+    if not h:
+        raise _released_object_error(v)
+    _pack_uint(buf, off, v._t, 0, h)
 
 
 def _pack_dtype(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -692,6 +711,17 @@ def _pack_dlpack(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 _pack_uint = ANY_UINT.pack_into
+
+
+class ReleasedObjectError(ValueError):
+    """An ``Object`` wrapper that no longer holds a reference (it was moved with ``move``, or
+    released) was given where a value is sent to native code."""
+
+
+def _released_object_error(v: Any) -> ReleasedObjectError:
+    return ReleasedObjectError(
+        f"the {type(v).__name__} object was moved or released (its wrapper holds no reference)"
+    )
 
 
 def _read_type_index(handle: int) -> int:
@@ -903,8 +933,10 @@ def _callee_name(name: Any) -> str:
     return str(name) if name else "function"
 
 
-def _pack_error(name: Any, args: Any, off: int, exc: BaseException) -> TypeError:
+def _pack_error(name: Any, args: Any, off: int, exc: BaseException) -> TypeError | ReleasedObjectError:
     i = off // 16
+    if isinstance(exc, ReleasedObjectError):
+        return ReleasedObjectError(f"{_callee_name(name)}: argument {i}: {exc}")
     return TypeError(
         f"{_callee_name(name)}: argument {i} has type {type(args[i]).__name__},"
         " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
@@ -944,7 +976,8 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> 
                 p(buf, off, a, temps)
                 off += 16
         except (TypeError, ValueError, OverflowError, _struct_error) as exc:
-            raise _pack_error(name, args, off, exc) from (exc if str(exc) else None)
+            err = _pack_error(name, args, off, exc)
+            raise err from (exc if str(exc) and type(err) is TypeError else None)
         res = bufs.result
         res.type_index = 0
         try:
@@ -1215,8 +1248,11 @@ def _py_to_owned_any(value: Any, out_addr: int) -> None:
         _pack_int(_out_view(out_addr), 0, 2, 0, 1 if value else 0)
         return
     if isinstance(value, Object) and not isinstance(value, _KeepAlive):
-        _IncRef(value._h)
-        _pack_uint(_out_view(out_addr), 0, value._t, 0, value._h)
+        h = value._h
+        if not h:
+            raise _released_object_error(value)
+        _IncRef(h)
+        _pack_uint(_out_view(out_addr), 0, value._t, 0, h)
         return
     buf = (ctypes.c_char * 16)()
     temps: list[Any] = []

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from typing import Any
 
 from . import _core
@@ -29,46 +28,6 @@ from ._core import Function, Object, ffi_call
 from ._lib import LibraryLoadError, _elf_problem
 
 __all__ = ["Module"]
-
-
-def _truncation_problem(path: str) -> str | None:
-    """Why an ELF file's loadable segments do not fit in it (the loader would die of SIGBUS
-    touching the missing pages), or None. Only checks what it can parse."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(64)
-            size = os.fstat(fh.fileno()).st_size
-            if len(data) < 52 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
-                return None
-            is64 = data[4] == 2
-            end = "<" if data[5] == 1 else ">"
-            if is64:
-                if len(data) < 64:
-                    return "truncated ELF file"
-                phoff, = struct.unpack_from(end + "Q", data, 32)
-                phentsize, phnum = struct.unpack_from(end + "HH", data, 54)
-                ph_fmt, ph_min = end + "IIQQQQ", 40  # type, flags, offset, vaddr, paddr, filesz
-            else:
-                phoff, = struct.unpack_from(end + "I", data, 28)
-                phentsize, phnum = struct.unpack_from(end + "HH", data, 42)
-                ph_fmt, ph_min = end + "IIIII", 20  # type, offset, vaddr, paddr, filesz
-            if phnum == 0:
-                return None
-            if phentsize < ph_min or phoff + phentsize * phnum > size:
-                return f"truncated ELF file ({size} bytes; its program headers end past that)"
-            fh.seek(phoff)
-            table = fh.read(phentsize * phnum)
-    except OSError:
-        return None
-    for i in range(phnum):
-        fields = struct.unpack_from(ph_fmt, table, i * phentsize)
-        if is64:
-            p_type, p_offset, p_filesz = fields[0], fields[2], fields[5]
-        else:
-            p_type, p_offset, p_filesz = fields[0], fields[1], fields[4]
-        if p_type == 1 and p_offset + p_filesz > size:  # PT_LOAD
-            return f"truncated ELF file ({size} bytes; a loadable segment ends at byte {p_offset + p_filesz})"
-    return None
 
 
 def _g(name: str) -> Function:
@@ -98,7 +57,7 @@ class Module(Object):
             raise LibraryLoadError(f"cannot load module {spath}: no such file")
         if os.path.isdir(spath):
             raise LibraryLoadError(f"cannot load module {spath}: it is a directory, not a shared library")
-        problem = _elf_problem(spath) or _truncation_problem(spath)
+        problem = _elf_problem(spath)
         if problem is not None:
             raise LibraryLoadError(f"cannot load module {spath}: {problem}")
         full = os.path.abspath(spath)
