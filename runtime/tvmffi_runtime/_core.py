@@ -576,9 +576,8 @@ def _new_error_handle(exc: BaseException) -> int:
         # (a module reloaded, a class defined anew), never one registered under it explicitly.
         if registered is not cls and (registered is None or _error_kind_of_class(registered) == own_kind):
             register_error(own_kind, cls)
-        kind = getattr(exc, "kind", None)
-        if not kind or not isinstance(kind, str):
-            kind = own_kind
+        given = getattr(exc, "kind", None)  # set on exceptions that came from native code
+        kind = given if isinstance(given, str) and given else own_kind
         if isinstance(exc, KeyError) and len(exc.args) == 1:
             message = str(exc.args[0])
         else:
