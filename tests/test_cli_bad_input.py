@@ -188,3 +188,25 @@ def test_bundle_copies_the_library(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (out / TESTING_LIB.name).read_bytes() == TESTING_LIB.read_bytes()
     assert "BUNDLED_PATH: str | None = _os.path.join(_os.path.dirname(__file__)" in (out / "_lib.py").read_text()
     shutil.rmtree(out)
+
+
+def test_preload_excludes_the_preloaded_library(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures import build_expr_ir
+
+    out = tmp_path / "exprpkg"
+    assert main([str(build_expr_ir()), "-o", str(out), "-q", "--preload", str(TESTING_LIB)]) == 0
+    assert (out / "exprir" / "__init__.py").is_file()
+    assert not (out / "testing").exists()
+
+
+def test_verify_runs_mypy_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "vpkg"
+    status, text = run(capsys, str(TESTING_LIB), "-o", str(out), "--verify")
+    assert status == 0 and "mypy --strict: no errors" in text, text
+    # break the output on purpose: --verify must fail the run and show mypy's error
+    lib_py = out / "_lib.py"
+    lib_py.write_text(lib_py.read_text() + "\nBROKEN: int = 'x'\n")
+    from tvmffi_gen.verify import run_mypy
+
+    errors, report = run_mypy(out)
+    assert errors == 1 and "[assignment]" in report
