@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
-from .naming import RESERVED_CLASS, RESERVED_MODULE, Scope, py_name, snake_case
+from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
 
@@ -292,7 +292,8 @@ class _Builder:
                 path = (*parent.path, seg)
             else:
                 path = ()
-            mod = ModuleModel(ns, ".".join([self.name, *path]), path, scope=Scope(RESERVED_MODULE))
+            reserved = RESERVED_MODULE if ns else RESERVED_ROOT
+            mod = ModuleModel(ns, ".".join([self.name, *path]), path, scope=Scope(reserved))
             self.modules[ns] = mod
         return mod
 
@@ -481,12 +482,13 @@ class _Builder:
         if cls.base.startswith("@"):
             cls.base = self.class_ref(cls.base[1:], mod, runtime=True)
         inherited_fields, inherited_methods = self._inherited(cls)
-        scope = Scope(RESERVED_CLASS, taken=set(inherited_fields) | set(inherited_methods))
+        reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
+        scope = Scope(reserved, taken=set(inherited_fields) | set(inherited_methods))
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
         field_names: list[tuple[FieldSnap, str]] = []
         for f in t.fields:
-            name = py_name(f.name, RESERVED_CLASS)
+            name = py_name(f.name, reserved)
             if name in inherited_fields and name not in scope.taken - set(inherited_fields):
                 scope.taken.add(name)
             else:
@@ -495,7 +497,7 @@ class _Builder:
             member_names.add(name)
         method_names: list[tuple[MethodSnap, str]] = []
         for m in t.methods:
-            name = py_name(m.name, RESERVED_CLASS)
+            name = py_name(m.name, reserved)
             if name in inherited_methods and name not in {n for _, n in field_names}:
                 scope.taken.add(name)
             else:

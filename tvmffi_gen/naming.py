@@ -2,8 +2,10 @@
 
 1. Sanitise: every character that cannot appear in an identifier becomes ``_``; a name that starts
    with a digit gets a leading ``_``; an empty name becomes ``_``.
-2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, or a member
-   the runtime base class already defines gets a trailing ``_``; a dunder name or a name
+2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, an alias
+   generated modules import under (``_t``, ``_rt``, ``_gen``, ...), a file the package root holds
+   (``visitors``, ``_lib``), or a member the runtime base class already defines (for enums also
+   ``name``, ``ordinal``, ``value``) gets a trailing ``_``; a dunder name or a name
    starting with ``_ffi`` (the prefix of generated private helpers) gets a leading ``x``.
 3. Collide: within one scope, names are claimed in precedence order (module scope: subpackages,
    then classes, then functions; class scope: fields, then methods), each kind in sorted registry
@@ -18,6 +20,8 @@ import keyword
 import re
 
 __all__ = [
+    "RESERVED_ENUM",
+    "RESERVED_ROOT",
     "sanitize",
     "py_name",
     "Scope",
@@ -31,7 +35,15 @@ _ANNOTATION_BUILTINS = frozenset(
     {"int", "float", "bool", "str", "bytes", "object", "type", "None", "property", "staticmethod"}
 )  # fmt: skip
 _SOFT_KEYWORDS = frozenset({"match", "case", "_", "type"})
-RESERVED_MODULE = frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | {"annotations"}
+# The aliases every generated module imports under (``import tvmffi_runtime as _rt``, ...).
+_MODULE_ALIASES = frozenset({"_t", "_abc", "_rt", "_gen", "_os", "_lib", "_ctypes", "_default_hook"})
+RESERVED_MODULE = (
+    frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | _MODULE_ALIASES | {"annotations"}
+)
+#: Files the generator writes at the package root, which a namespace must not shadow.
+RESERVED_ROOT = RESERVED_MODULE | {"visitors", "py"}
+#: Members of the runtime's enum bases that an enum entry must not hide.
+RESERVED_ENUM = frozenset({"name", "ordinal", "value"})
 # Members of tvmffi_runtime.Object (and Python object machinery) a generated member must not hide.
 RESERVED_CLASS = RESERVED_MODULE | frozenset(
     {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}

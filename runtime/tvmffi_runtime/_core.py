@@ -509,8 +509,7 @@ _py_errors_lock = threading.Lock()
 
 def _error_cell(handle: int) -> tuple[str, str, str]:
     cell = _lib.TVMFFIErrorCell.from_address(handle + OBJECT_HEADER_SIZE)
-    dec = _decode_byte_array
-    return dec(cell.kind), dec(cell.message), dec(cell.backtrace)
+    return _decode_byte_array(cell.kind), _decode_byte_array(cell.message), _decode_byte_array(cell.backtrace)
 
 
 def _decode_byte_array(ba: _lib.TVMFFIByteArray) -> str:
@@ -662,10 +661,9 @@ def _pack_bytes(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_object(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    h = v._h
-    if not h:
+    if not v._h:  # moved or released: native code would get a null object
         raise _released_object_error(v)
-    _pack_uint(buf, off, v._t, 0, h)
+    _pack_uint(buf, off, v._t, 0, v._h)
 
 
 def _pack_dtype(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -942,18 +940,6 @@ def _pack_error(name: Any, args: Any, off: int, exc: BaseException) -> TypeError
     )
 
 
-def result_value(res: Any) -> Any:
-    """Convert the owned result Any of a call (a TVMFFIAny structure) to a Python value."""
-    tindex = res.type_index
-    if tindex == 1:
-        return res.v_int64
-    if tindex >= 64:
-        return _wrap(res.v_uint64, tindex)
-    if tindex == 0:
-        return None
-    return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
-
-
 def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
     """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
 
@@ -969,10 +955,17 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> 
         off = 0
         try:
             for a in args:
-                p = _PACKERS.get(type(a)) or _resolve_packer(type(a))
-                if p is None:
-                    raise TypeError()  # the message below says it all
-                p(buf, off, a, temps)
+                t = type(a)
+                # the commonest kinds inline (no table lookup, no call); the rest by table
+                if t is int and _INT64_MIN <= a <= _INT64_MAX:
+                    _pack_int(buf, off, 1, 0, a)
+                elif t is float:
+                    _pack_float(buf, off, 3, 0, a)
+                else:
+                    p = _PACKERS.get(t) or _resolve_packer(t)
+                    if p is None:
+                        raise TypeError()  # the message below says it all
+                    p(buf, off, a, temps)
                 off += 16
         except (TypeError, ValueError, OverflowError, _struct_error) as exc:
             err = _pack_error(name, args, off, exc)

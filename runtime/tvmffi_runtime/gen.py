@@ -65,10 +65,24 @@ def read_object(addr: int) -> Any:
 
 
 def read_any(addr: int) -> Any:
-    """The value of a field laid out as a ``TVMFFIAny`` (``Any``, ``String``, ``Bytes``)."""
-    return _core.view_from_buffer(_Any16.from_address(addr), 0)
+    """The value of a field laid out as a ``TVMFFIAny`` (``Any``, ``String``, ``Bytes``).
+
+    Strings are read in place (inline small strings, or the String object's bytes, borrowed
+    while the owning object is alive); everything else is converted like a call argument.
+    """
+    raw = _Any16.from_address(addr)
+    tindex, small_len, value = _unpack_any(raw, 0)
+    if tindex == _SMALL_STR:
+        return raw.raw[8 : 8 + small_len].decode("utf-8", "surrogateescape")
+    if tindex == _STR:
+        cell = _lib.TVMFFIByteArray.from_address(value + _lib.OBJECT_HEADER_SIZE)
+        return ctypes.string_at(cell.data, cell.size).decode("utf-8", "surrogateescape") if cell.size else ""
+    return _core.view_from_buffer(raw, 0)
 
 
+_unpack_any = _lib.ANY_INT.unpack_from
+_SMALL_STR = _core.TypeIndex.SMALL_STR
+_STR = _core.TypeIndex.STR
 _Any16 = ctypes.c_char * 16
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
