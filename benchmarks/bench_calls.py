@@ -50,6 +50,35 @@ def cases() -> list[Case]:
     def c_write() -> None:
         c_base.v_i64 = 5
 
+    # a 10 100-node tree: 100 Arrays of 100 pairs, walked with one typed hook on TestIntPair
+    from tvmffi_testing.visitors import Walker
+
+    o_tree = rt.Array([rt.Array([gen.TestIntPair(i, j) for j in range(100)]) for i in range(100)])
+    c_tree = tvm_ffi.convert([[cy.TestIntPair(i, j) for j in range(100)] for i in range(100)])
+
+    class CountPairs(Walker):
+        def __init__(self) -> None:
+            self.n = 0
+
+        def walk_test_int_pair(self, node: gen.TestIntPair) -> None:
+            self.n += 1
+
+    def o_walk() -> int:
+        w = CountPairs()
+        rt.structural_walk(o_tree, w)
+        return w.n
+
+    def c_walk() -> int:
+        count = [0]
+
+        def on_pair(node: Any) -> None:
+            count[0] += 1
+
+        tvm_ffi.structural_walk(c_tree, [(cy.TestIntPair, on_pair)], order="pre")
+        return count[0]
+
+    assert o_walk() == c_walk() == 10_000
+
     return [
         ("nop()", gen.nop, c_nop, True),
         ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
@@ -65,6 +94,7 @@ def cases() -> list[Case]:
         ("write int field", o_write, c_write, True),
         ("callback from C++", lambda: gen.apply(cb, 1), lambda: c_apply(cb, 1), True),
         ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),
+        ("walk 10 100 nodes, typed hook", o_walk, c_walk, False),
     ]
 
 

@@ -94,6 +94,8 @@ def build_library(
         raise SystemExit(f"link failed:\n{proc.stderr[-4000:]}")
     os.replace(tmp, lib)
     elapsed = time.perf_counter() - start
+    for obj in objects:  # hundreds of MB at -O0; the library is what is cached
+        os.remove(obj)
     stamp.write_text(json.dumps({"compile_seconds": elapsed, "unit_seconds": per_unit, "jobs": jobs}))
     return lib, elapsed, False
 
@@ -145,9 +147,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "config": {
             "namespaces": ns, "types_per_ns": types_per_ns, "funcs_per_ns": funcs_per_ns, "seed": args.seed,
-            "units": args.units, "jobs": args.jobs, **summary, "python": sys.version.split()[0],
-            "cpus": os.cpu_count(),
+            "units": args.units, "jobs": args.jobs, "python": sys.version.split()[0], "cpus": os.cpu_count(),
         },
+        "library_size": summary,
         "compile_seconds": round(compile_s, 2),
         "compile_cached": cached,
         "library": str(lib),
@@ -240,9 +242,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_table(r: dict[str, Any]) -> None:
-    c = r["config"]
+    c, size = r["config"], r["library_size"]
     rows: list[tuple[str, str]] = [
-        ("library", f"{c['types']} types, {c['functions']} functions, {c['fields']} fields, {c['methods']} methods"),
+        ("library", f"{size['types']} types, {size['functions']} functions, {size['fields']} fields, "
+                    f"{size['methods']} methods, {size['namespaces']} type namespaces"),
         ("compile (g++ -O0, not generator)",
          f"{r['compile_seconds']:.1f} s ({c['units']} units, {c['jobs']} jobs{', cached' if r['compile_cached'] else ''})"),
         ("(a) snapshot (child process)", f"{r['snapshot']['seconds']:.2f} s (JSON {r['snapshot']['json_bytes'] / 1e6:.1f} MB)"),

@@ -6,8 +6,8 @@ Python keywords, a function named like a class and functions named like subnames
 constructors. The package generated for it must be ``mypy --strict`` clean, typecheck a user
 program, and work at run time (checked in a fresh interpreter).
 
-The tests at the end (``test_bug_*``) show generator bugs on tiny hand-written snapshots; they
-are ``xfail(strict=True)`` until the generator is fixed.
+The ``test_regression_*`` tests pin generator bugs this fixture found (fixed since), most of them
+on tiny hand-written snapshots that need no compiler.
 """
 
 from __future__ import annotations
@@ -79,7 +79,11 @@ def big_pkg(big_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _env(pkg: Path) -> dict[str, str]:
-    return {"PYTHONPATH": f"{pkg.parent}:{ROOT / 'runtime'}", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return {
+        "PYTHONPATH": f"{pkg.parent}:{ROOT / 'runtime'}",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONDONTWRITEBYTECODE": "1",  # keep the generated folder exactly as generated
+    }
 
 
 def _run(pkg: Path, code: str, *args: str) -> str:
@@ -286,7 +290,7 @@ for key, t in types.items():
             raise AssertionError("a type without __ffi_init__ was constructed")
     if t["keyword"]:
         if t["kind"] == "auto":
-            kw = cls_of(key)(5, def_=4, class_="c", match_=9, type_="T", None_=False, same_as=-3, table={})
+            kw = cls_of(key)(5, def_=4, class_="c", match_=9, type_="T", None_=False, same_as_=-3, table={})
             assert (kw.def_, kw.class_, kw.match_, kw.type_, kw.None_, kw.same_as_) == (4, "c", 9, "T", False, -3)
             dflt = cls_of(key)(5, table={})
             assert (dflt.def_, dflt.class_, dflt.match_, dflt.type_, dflt.None_, dflt.same_as_) == (10, "cls", 3, "ty", True, 0)
@@ -419,8 +423,21 @@ def test_importing_the_root_package_imports_no_namespace(big_pkg: Path) -> None:
     assert _run(big_pkg, code).strip() == "[]"
 
 
+def test_regression_nested_namespaces_are_imported_on_first_use(big_pkg: Path, tmp_path: Path) -> None:
+    """Was: only the root package imported its subpackages on first use, so ``import bigpkg;
+    bigpkg.big.ns0.T0`` was an AttributeError at run time and mypy said ``Module has no attribute
+    "ns0"; maybe "ns0_"?`` [attr-defined]."""
+    code = f"import {PKG}\nobj = {PKG}.big.ns0.T0(1, 'a')\nprint(type(obj).__name__)\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(big_pkg))
+    run_time_ok = proc.returncode == 0 and proc.stdout.strip() == "T0"
+    prog = tmp_path / "attr_prog.py"
+    prog.write_text(code.replace("print(type(obj).__name__)\n", "x: int = obj.id\n"))
+    errors, report = run_mypy(big_pkg, extra_files=[prog])
+    assert run_time_ok and errors == 0, f"run time: {proc.stderr.strip().splitlines()[-1:]}\nmypy: {report}"
+
+
 # --------------------------------------------------------------------------------------------
-# Generator bugs, shown on tiny snapshots (no compiler needed)
+# Regressions: generator bugs found with this fixture, on tiny snapshots (no compiler needed)
 # --------------------------------------------------------------------------------------------
 _INT = {"type": "int"}
 
@@ -452,14 +469,10 @@ def _generate_from(snapshot: Snapshot, tmp_path: Path, name: str = "probepkg") -
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generator bug: module-level names `_t`, `_rt`, `_gen`, `_abc` (the aliases every generated "
-    "module imports) are not reserved, so a function, class or subpackage of that name shadows the "
-    "import: mypy reports [no-redef] and the module fails at import with AttributeError "
-    "(`_ffi_i64 = _gen.read_i64` after `def _gen(...)`).",
-)
-def test_bug_module_import_aliases_are_not_reserved(tmp_path: Path) -> None:
+def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
+    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_gen``, ``_abc`` shadowed the
+    aliases every generated module imports: mypy [no-redef], and the module failed at import with
+    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``)."""
     box = TypeSnap(type_key="probe.Box", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     sub = TypeSnap(type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto",
                    final=True)
@@ -471,13 +484,9 @@ def test_bug_module_import_aliases_are_not_reserved(tmp_path: Path) -> None:
     assert errors == 0, report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generator bug: auto-init parameters are claimed in a scope that does not reserve the module "
-    "aliases, so a field registered as `_gen` becomes `def __init__(self, _gen: int)` and the body "
-    "`_gen.construct_auto(...)` calls the int (mypy [attr-defined]; AttributeError at run time).",
-)
-def test_bug_auto_init_parameter_shadows_module_alias(tmp_path: Path) -> None:
+def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: Path) -> None:
+    """Was: a field registered as ``_gen`` became ``def __init__(self, _gen: int)``, whose body
+    ``_gen.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
     k = TypeSnap(type_key="probe.K", ancestors=["ffi.Object"], fields=[_field("_gen", 24), _field("_rt", 32)],
                  init="auto", final=True)
     pkg = _generate_from(_snapshot([k], []), tmp_path)
@@ -485,28 +494,20 @@ def test_bug_auto_init_parameter_shadows_module_alias(tmp_path: Path) -> None:
     assert errors == 0, report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generator bug: enum entries are claimed without reserving the members of the runtime's "
-    "Enum (`name`, `ordinal`; `value` for IntEnum/StrEnum): an entry `name` becomes "
-    "`name: ClassVar[Shape] = ...`, which mypy rejects ([assignment]: base class Enum defines it as str) "
-    "and which replaces the `name` property of every entry at run time.",
-)
-def test_bug_enum_entry_named_like_enum_member(tmp_path: Path) -> None:
-    shape = TypeSnap(type_key="probe.Shape", ancestors=["ffi.Object", "ffi.Enum"], enum_entries=["name", "ordinal",
-                     "Square"], final=True)
+def test_regression_enum_entries_do_not_hide_enum_members(tmp_path: Path) -> None:
+    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
+    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
+    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+    shape = TypeSnap(type_key="probe.Shape", ancestors=["ffi.Object", "ffi.Enum"],
+                     enum_entries=["name", "ordinal", "value", "Square"], final=True)
     pkg = _generate_from(_snapshot([shape], []), tmp_path)
     errors, report = run_mypy(pkg)
     assert errors == 0, report
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generator bug: a registry namespace `_lib` becomes the subpackage `_lib/`, which shadows the "
-    "generated `_lib.py` (the library loader): `import pkg` then never loads the library and fails "
-    "with ImportError `type '_lib.X' is not registered by the loaded library`.",
-)
-def test_bug_namespace_named_lib_shadows_loader(tmp_path: Path) -> None:
+def test_regression_namespace_named_lib_does_not_shadow_the_loader(tmp_path: Path) -> None:
+    """Was: the namespace ``_lib`` became the subpackage ``_lib/``, which shadowed the generated
+    ``_lib.py`` (the library loader), so ``import pkg`` never loaded the library."""
     x = TypeSnap(type_key="_lib.X", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     pkg = _generate_from(_snapshot([x], []), tmp_path)
     assert (pkg / "_lib.py").is_file()

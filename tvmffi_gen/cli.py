@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         apply_plan(plan)
         if args.bundle:
             shutil.copy2(snapshot.library_path, root / snapshot.library)
-        n_types = sum(len(m.classes) for m in build_model_cache(snapshot, args).modules.values())
+        n_types = sum(1 for t in snapshot.types if not args.prefix or any(
+            t.type_key.startswith(p.rstrip(".") + ".") for p in args.prefix))
         elapsed = time.perf_counter() - start
         log.info(
             f"wrote {root} ({n_types} types, {sum(1 for f in files if f.endswith('.py'))} modules;"
@@ -182,7 +183,3 @@ def main(argv: list[str] | None = None) -> int:
     except (SnapshotError, GenerationError, OutputError) as exc:
         log.error(str(exc))
         return 2
-
-
-def build_model_cache(snapshot: Snapshot, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    return build_model(snapshot, args.name or default_package_name(args.output), args.prefix)

@@ -602,8 +602,17 @@ class _Builder:
             return InitModel("auto", self._auto_init_params(t, mod, members), "")
         return InitModel("none", [], "")
 
+    def _field_py_name(self, owner: str, reg_name: str) -> str | None:
+        cls = self.classes.get(owner)
+        if cls is not None:
+            for fm in cls.fields:
+                if fm.reg_name == reg_name:
+                    return fm.name
+        return None
+
     def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
-        # Fields of the whole chain, ancestors first, as the native auto-init binds them.
+        # Fields of the whole chain, ancestors first, as the native auto-init binds them; each
+        # parameter is named like the field's property.
         chain: list[tuple[str, FieldSnap]] = []
         for anc in t.ancestors:
             snap = self.types.get(anc)
@@ -623,7 +632,8 @@ class _Builder:
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
                 default = lit if lit is not None else "_ffi_MISSING"
-            p = Param(scope.claim(f.name), annotation, default, "kwonly" if f.kw_only else "normal", f.name)
+            p = Param(scope.claim(self._field_py_name(owner, f.name) or f.name), annotation, default,
+                      "kwonly" if f.kw_only else "normal", f.name)
             if f.kw_only:
                 kwonly.append(p)
             elif f.has_default:

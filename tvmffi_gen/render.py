@@ -82,7 +82,15 @@ def _register_line(cls: ClassModel) -> str:
     line = f"@_gen.register({', '.join(args)})"
     if len(line) <= 99:
         return line
-    return "@_gen.register(\n" + "".join(f"    {a},\n" for a in args) + ")"
+    lines = ["@_gen.register("]
+    for a in args:
+        if a.startswith("offsets=") and len(a) + 5 > 99:
+            lines.append("    offsets={")
+            lines += [f'        "{k}": {v},' for k, v in sorted(cls.pod_offsets.items())]
+            lines.append("    },")
+        else:
+            lines.append(f"    {a},")
+    return "\n".join(lines) + "\n)"
 
 
 def _init_signature(cls: ClassModel) -> list[str]:

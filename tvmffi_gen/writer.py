@@ -60,12 +60,17 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
         raise OutputError(f"{path}: unreadable manifest ({exc}); remove it or use another folder") from None
 
 
-def _manifest_text(files: dict[str, str], generator: str) -> str:
-    generated = {
-        rel: {"hash": text_hash(text), "members": member_keys(text)}
-        for rel, text in sorted(files.items())
-        if rel.endswith(".py")
-    }
+def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, Any]) -> str:
+    generated = {}
+    for rel, text in sorted(files.items()):
+        if not rel.endswith(".py"):
+            continue
+        digest = text_hash(text)
+        before = previous.get(rel)
+        if before is not None and before.get("hash") == digest and "members" in before:
+            generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
+        else:
+            generated[rel] = {"hash": digest, "members": member_keys(text)}
     data = {"generator": generator, "files": sorted(files), "generated": generated}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
@@ -106,7 +111,7 @@ def plan_output(root: Path, files: dict[str, str], generator: str, force: bool =
             "your code conflicts with what the library now registers (nothing was written):\n  "
             + "\n  ".join(conflicts)
         )
-    final[MANIFEST] = _manifest_text(files, generator)
+    final[MANIFEST] = _manifest_text(files, generator, previous_gen)
     for rel, text in sorted(final.items()):
         if _read_text(root / rel) != text:
             plan.changed.append(rel)

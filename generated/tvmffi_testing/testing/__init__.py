@@ -110,7 +110,17 @@ __all__ = [
 
 @_gen.register(
     "testing.SchemaAllTypes",
-    offsets={"v_arr_int": 128, "v_arr_str": 136, "v_bool": 24, "v_bytes": 80, "v_float": 40, "v_int": 32, "v_map_str_arr_int": 152, "v_map_str_int": 144, "v_string": 64},
+    offsets={
+        "v_arr_int": 128,
+        "v_arr_str": 136,
+        "v_bool": 24,
+        "v_bytes": 80,
+        "v_float": 40,
+        "v_int": 32,
+        "v_map_str_arr_int": 152,
+        "v_map_str_int": 144,
+        "v_string": 64,
+    },
     constructible=False,
 )
 class SchemaAllTypes(_rt.Object):
