@@ -264,6 +264,14 @@ class _Builder:
         self.warnings: list[str] = []
         self.prefixes = prefixes
         self.types = {t.type_key: t for t in snap.types if self._keep(t.type_key)}
+        if len(self.types) != len({t.type_key for t in snap.types if self._keep(t.type_key)}) or len(
+            [t for t in snap.types if self._keep(t.type_key)]
+        ) != len(self.types):
+            dup = sorted({t.type_key for t in snap.types if [u.type_key for u in snap.types].count(t.type_key) > 1})
+            raise GenerationError(f"snapshot lists type {dup[0]} more than once")
+        for t in self.types.values():
+            if t.type_key in t.ancestors:
+                raise GenerationError(f"type {t.type_key}: lists itself among its ancestors")
         self.functions = [f for f in snap.functions if self._keep(f.name)]
         self.modules: dict[Namespace, ModuleModel] = {}
         self.classes: dict[str, ClassModel] = {}
@@ -467,7 +475,11 @@ class _Builder:
         methods: dict[str, MethodModel] = {}
         chain = []
         key = cls.base_key
+        seen = {cls.type_key}
         while key is not None:
+            if key in seen:
+                raise GenerationError(f"type {cls.type_key}: its ancestors form a cycle through {key}")
+            seen.add(key)
             chain.append(self.classes[key])
             key = self.classes[key].base_key
         for anc in reversed(chain):

@@ -60,8 +60,14 @@ def _environment() -> jinja2.Environment:
         function_signature=_function_signature,
         function_body=_function_body,
         register_line=_register_line,
+        q=q,
     )
     return env
+
+
+def q(text: str) -> str:
+    """A registry name as a Python string literal (escaped: names may hold any character)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
@@ -73,9 +79,9 @@ def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: 
 
 
 def _register_line(cls: ClassModel) -> str:
-    args = [f'"{cls.type_key}"']
+    args = [q(cls.type_key)]
     if cls.pod_offsets:
-        offsets = ", ".join(f'"{k}": {v}' for k, v in sorted(cls.pod_offsets.items()))
+        offsets = ", ".join(f"{q(k)}: {v}" for k, v in sorted(cls.pod_offsets.items()))
         args.append(f"offsets={{{offsets}}}")
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
@@ -86,7 +92,7 @@ def _register_line(cls: ClassModel) -> str:
     for a in args:
         if a.startswith("offsets=") and len(a) + 5 > 99:
             lines.append("    offsets={")
-            lines += [f'        "{k}": {v},' for k, v in sorted(cls.pod_offsets.items())]
+            lines += [f"        {q(k)}: {v}," for k, v in sorted(cls.pod_offsets.items())]
             lines.append("    },")
         else:
             lines.append(f"    {a},")
@@ -127,18 +133,18 @@ def _init_body(cls: ClassModel) -> str:
     assert cls.init is not None
     key = cls.type_key
     if cls.init.kind == "none":
-        return f'_gen.not_constructible(self, "{key}")'
+        return f"_gen.not_constructible(self, {q(key)})"
     params = cls.init.params
     if params and params[0].kind == "varargs":
-        return f'_gen.construct(self, "{key}", args)'
+        return f"_gen.construct(self, {q(key)}, args)"
     if cls.init.kind == "method":
-        return f'_gen.construct(self, "{key}", {_tuple([p.name for p in params])})'
-    pairs = [f'("{p.reg_name}", {p.name})' for p in params]
-    body = f'_gen.construct_auto(self, "{key}", {_tuple(pairs)})'
+        return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
+    pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
+    body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
     if len(body) + 8 <= 99:
         return body
     inner = "".join(f"\n                {pair}," for pair in pairs)
-    return f'_gen.construct_auto(\n            self,\n            "{key}",\n            ({inner}\n            ),\n        )'
+    return f"_gen.construct_auto(\n            self,\n            {q(key)},\n            ({inner}\n            ),\n        )"
 
 
 def _method_signature(m: MethodModel) -> list[str]:
@@ -186,14 +192,14 @@ def _accessor_lines(mod: ModuleModel, pkg_name: str) -> list[str]:
     for c in mod.classes:
         for f in c.fields:
             if f.needs_accessor:
-                lines.append(f'{f.accessor} = _gen.FieldAccess("{c.type_key}", "{f.reg_name}")')
+                lines.append(f"{f.accessor} = _gen.FieldAccess({q(c.type_key)}, {q(f.reg_name)})")
         for m in c.methods:
-            lines.append(f'{m.func_var} = _gen.TypeMethod("{c.type_key}", "{m.reg_name}")')
+            lines.append(f"{m.func_var} = _gen.TypeMethod({q(c.type_key)}, {q(m.reg_name)})")
     for fn in mod.functions:
         if fn.exported:
-            lines.append(f'{fn.func_var} = _gen.ModuleFunction("{pkg_name}._lib", "{fn.reg_name}")')
+            lines.append(f"{fn.func_var} = _gen.ModuleFunction({q(pkg_name + '._lib')}, {q(fn.reg_name)})")
         else:
-            lines.append(f'{fn.func_var} = _gen.GlobalFunction("{fn.reg_name}")')
+            lines.append(f"{fn.func_var} = _gen.GlobalFunction({q(fn.reg_name)})")
     return [_wrap_call(line) for line in lines]
 
 

@@ -7,6 +7,7 @@ Namespaces (imported on first use): ``testing``.
 
 from __future__ import annotations
 
+import ctypes as _ctypes
 import typing as _t
 from collections import abc as _abc
 
