@@ -644,6 +644,8 @@ class _Builder:
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
                 default = lit if lit is not None else "_ffi_MISSING"
+                if default == "None" and annotation != "_t.Any" and not annotation.endswith("| None"):
+                    annotation += " | None"  # a nullable field whose schema does not say Optional
             p = Param(scope.claim(self._field_py_name(owner, f.name) or f.name), annotation, default,
                       "kwonly" if f.kw_only else "normal", f.name)
             if f.kw_only:
