@@ -495,7 +495,8 @@ class _Builder:
             cls.base = self.class_ref(cls.base[1:], mod, runtime=True)
         inherited_fields, inherited_methods = self._inherited(cls)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
-        scope = Scope(reserved, taken=set(inherited_fields) | set(inherited_methods))
+        # the class's own name too: a member named like it would hide it in the class body
+        scope = Scope(reserved, taken=set(inherited_fields) | set(inherited_methods) | {cls.name})
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
         field_names: list[tuple[FieldSnap, str]] = []
