@@ -499,10 +499,12 @@ class _Builder:
         scope = Scope(reserved, taken=set(inherited_fields) | set(inherited_methods) | {cls.name})
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
+        # A member named like an inherited member of the same kind overrides it (keeps the
+        # name); only the first one does, the rest are claimed like any other name.
         field_names: list[tuple[FieldSnap, str]] = []
         for f in t.fields:
             name = py_name(f.name, reserved)
-            if name in inherited_fields and name not in scope.taken - set(inherited_fields):
+            if name in inherited_fields and name not in member_names:
                 scope.taken.add(name)
             else:
                 name = scope.claim(f.name)
@@ -511,7 +513,7 @@ class _Builder:
         method_names: list[tuple[MethodSnap, str]] = []
         for m in t.methods:
             name = py_name(m.name, reserved)
-            if name in inherited_methods and name not in {n for _, n in field_names}:
+            if name in inherited_methods and name not in member_names:
                 scope.taken.add(name)
             else:
                 name = scope.claim(m.name)
