@@ -257,18 +257,7 @@ KNOWN_TYPE_ATTRS = (
 
 def type_attr(type_index: int, name: str) -> Any:
     """Value of type attribute ``name`` for a type index (no inheritance), or None."""
-    data = name.encode()
-    column = _lib.GetTypeAttrColumn(ctypes.byref(_lib.byte_array(data)))
-    if not column:
-        return None
-    col = column.contents
-    slot = type_index - col.begin_index
-    if slot < 0 or slot >= col.size or not col.data:
-        return None
-    cell = col.data[slot]
-    if cell.type_index == TypeIndex.NONE:
-        return None
-    return _any_view_value(cell)
+    return _core.type_attr_value(type_index, name)
 
 
 # ---------------------------------------------------------------------------------------------
