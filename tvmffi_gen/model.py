@@ -496,7 +496,14 @@ class _Builder:
         inherited_fields, inherited_methods = self._inherited(cls)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
         # the class's own name too: a member named like it would hide it in the class body
-        scope = Scope(reserved, taken=set(inherited_fields) | set(inherited_methods) | {cls.name})
+        inherited_entries = set()
+        key = cls.base_key
+        while key is not None:  # enum entries of ancestors are class attributes too
+            inherited_entries.update(n for n, _ in self.classes[key].enum_entries)
+            key = self.classes[key].base_key
+        scope = Scope(
+            reserved, taken=set(inherited_fields) | set(inherited_methods) | inherited_entries | {cls.name}
+        )
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
         # A member named like an inherited member of the same kind overrides it (keeps the
