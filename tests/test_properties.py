@@ -584,16 +584,6 @@ def test_members_named_like_inherited_enum_entries_pass_mypy() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (model): a field or method overriding an inherited one is marked "
-    "`# type: ignore[override]` whenever its type, writability or signature differs, also when "
-    "mypy accepts the override (a read-only property made writable, a narrower field type, a "
-    "covariant return such as Object -> the subclass, a wider parameter); mypy --strict then "
-    "fails with 'Unused \"type: ignore\" comment'. A writable field overridden read-only gets the "
-    "ignore on the `def` line while mypy reports 'Read-only property cannot override read-write "
-    "property' on the `@property` line.",
-)
 def test_compatible_overrides_pass_mypy() -> None:
     p_ref, c_ref, obj = {"type": "a.P"}, {"type": "a.C"}, {"type": "ffi.Object"}
 

@@ -245,6 +245,12 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         all_names=all_names,
         accessors=_accessor_lines(mod, pkg.name),
         uses_missing=uses_missing,
+        # mypy reports some incompatible overrides on the decorator line and some on the def
+        # line, and accepts some overrides our check cannot prove compatible: the ignores we
+        # emit may be unused, which --strict would otherwise report.
+        has_override_ignores=any(
+            f.override_ignore for c in mod.classes for f in c.fields
+        ) or any(m.override_ignore for c in mod.classes for m in c.methods),
     )
     return _wrap_all(text)
 
