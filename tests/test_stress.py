@@ -101,6 +101,7 @@ def worker(tid):
         mine = T.TestIntPair(tid, -tid)
         auto = T.TestCxxAutoInitSimple(tid, 0)
         closure = rt.Function.from_callable(lambda x: x * 2 + tid)
+        rt.Function.register_global(f"stress.thread{tid}", closure)
         barrier.wait()
         for i in range(ITERS):
             r = apply(shared_fn, tid, i, shared_pair)
@@ -126,6 +127,11 @@ def worker(tid):
             assert T.add_one(i) == i + 1
             assert T.echo(mine).same_as(mine)
             assert T.schema_id_string(s) == s
+            if i % 16 == 0:  # global registry: own entry, and one shared entry every thread replaces
+                assert rt.get_global_func(f"stress.thread{tid}")(i) == i * 2 + tid
+                rt.Function.register_global("stress.shared", lambda x, t=tid: x * 100 + t, override=True)
+                got = rt.get_global_func("stress.shared")(i)
+                assert got // 100 == i and 0 <= got % 100 < N_THREADS, got
             if i % 4 == 0:  # errors both ways; each thread must get back its own exception
                 mine_exc = ThreadError(tid, i)
                 try:
@@ -159,7 +165,8 @@ assert not errors, errors[0]
 del worker, threads
 gc.collect()
 assert use_count(shared_pair) == uc_pair, (use_count(shared_pair), uc_pair)
-assert len(_core._CALLBACKS) == n_callbacks, (len(_core._CALLBACKS), n_callbacks)
+# the registry still holds one closure per thread and the last "stress.shared" callback
+assert len(_core._CALLBACKS) == n_callbacks + N_THREADS + 1, (len(_core._CALLBACKS), n_callbacks)
 print("OK", sum(done), sum(callback_calls))
 """
 
@@ -195,7 +202,6 @@ q = queue.Queue(maxsize=64)
 refs = []  # weak references to every object handed over
 errors = []
 consumed = [0] * CONSUMERS
-dropped_on = {}  # id of a dropped wrapper's producer thread -> consumer thread names
 
 def producer(pid):
     try:
