@@ -263,11 +263,11 @@ class _Builder:
         self.warn_cb = warn
         self.warnings: list[str] = []
         self.prefixes = prefixes
-        self.types = {t.type_key: t for t in snap.types if self._keep(t.type_key)}
-        if len(self.types) != len({t.type_key for t in snap.types if self._keep(t.type_key)}) or len(
-            [t for t in snap.types if self._keep(t.type_key)]
-        ) != len(self.types):
-            dup = sorted({t.type_key for t in snap.types if [u.type_key for u in snap.types].count(t.type_key) > 1})
+        kept = [t for t in snap.types if self._keep(t.type_key)]
+        self.types = {t.type_key: t for t in kept}
+        if len(self.types) != len(kept):
+            keys = [t.type_key for t in kept]
+            dup = sorted(k for k in self.types if keys.count(k) > 1)
             raise GenerationError(f"snapshot lists type {dup[0]} more than once")
         for t in self.types.values():
             if t.type_key in t.ancestors:

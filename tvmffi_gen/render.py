@@ -227,7 +227,6 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         return [
             _Import(pkg.modules[ns].py_module, pkg.module_alias(ns))
             for ns in sorted(namespaces)
-            if ns != mod.namespace or True
         ]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})

@@ -91,9 +91,10 @@ def plan_output(root: Path, files: dict[str, str], generator: str, force: bool =
     final = dict(files)
     plan = Plan(root, final, previous=previous_files)
     conflicts: list[str] = []
+    on_disk = {rel: _read_text(root / rel) for rel in [*files, MANIFEST]}  # each file read once
     for rel, text in sorted(files.items()):
         target = root / rel
-        current = _read_text(target)
+        current = on_disk[rel]
         if current is None or current == text:
             continue
         before = previous_gen.get(rel)
@@ -113,7 +114,7 @@ def plan_output(root: Path, files: dict[str, str], generator: str, force: bool =
         )
     final[MANIFEST] = _manifest_text(files, generator, previous_gen)
     for rel, text in sorted(final.items()):
-        if _read_text(root / rel) != text:
+        if on_disk[rel] != text:
             plan.changed.append(rel)
     for rel in sorted(set(previous_files) - set(files)):
         target = root / rel
