@@ -210,14 +210,9 @@ def _init_handle(type_key: str) -> ctypes.c_void_p:
     if c is not None:
         return c
     index = type_key_to_index(type_key)
-    f: Any = None
-    if index is not None:
-        f = type_method(index, "__ffi_init__")
-        if f is None:
-            from .reflection import type_attr
-
-            f = type_attr(index, "__ffi_init__")
-    if not isinstance(f, Function):
+    # type_method finds an explicit refl::init method or the auto-init type attribute
+    f = None if index is None else type_method(index, "__ffi_init__")
+    if f is None:
         raise TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
     _INIT_KEEP.append(f)
     c = _INITS[type_key] = f.c_handle
