@@ -4,7 +4,7 @@ Every case runs in a child process (so pytest's own allocations do not blur the 
 loop runs a warm-up, then ``gc.collect()``, then the measured iterations, then ``gc.collect()``
 again; the child reports the RSS growth (``/proc/self/statm``), the ``testing.object_use_count``
 of a sentinel object passed through every iteration, the number of live Python callbacks
-(``_core._CALLBACKS``), the number of gc-tracked Python objects, and how many iterations ran.
+(``_core.live_callbacks()``), the number of gc-tracked Python objects, and how many iterations ran.
 Every iteration also checks the values it gets back, so a loop that goes wrong fails loudly.
 
 Payloads are deliberately large (1 KB strings and tensors, 1 KB error messages) so that keeping
@@ -67,7 +67,7 @@ def rss():
 def measure(loop, n, warm, sentinel):
     assert loop(warm) == warm
     gc.collect()
-    uc0, cb0 = use_count(sentinel), len(_core._CALLBACKS)
+    uc0, cb0 = use_count(sentinel), _core.live_callbacks()
     objs0 = len(gc.get_objects())
     rss0 = rss()
     t0 = time.perf_counter()
@@ -81,7 +81,7 @@ def measure(loop, n, warm, sentinel):
         "use_count_before": uc0,
         "use_count_after": use_count(sentinel),
         "callbacks_before": cb0,
-        "callbacks_after": len(_core._CALLBACKS),
+        "callbacks_after": _core.live_callbacks(),
         "py_objects_growth": len(gc.get_objects()) - objs0,
         "py_errors": len(_core._PY_ERRORS),
         "py_errors_limit": _core._PY_ERRORS_LIMIT,

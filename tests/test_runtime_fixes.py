@@ -137,7 +137,7 @@ def test_elf_problem_accepts_real_libraries() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# b. An Object wrapper that gave its reference away (move, __del__) packed as a null object.
+# b. An Object wrapper that gave its reference away (move, or released) packed as a null object.
 # --------------------------------------------------------------------------------------------
 _RELEASED_PRELUDE = f"""
 rt.load_library({str(TESTING_LIB)!r})
@@ -152,6 +152,12 @@ def attempt(what, fn):
     else:
         print("RESULT", what, "| no error")
     sys.stdout.flush()
+
+
+def release(obj):
+    # what the wrapper's death does, while the wrapper itself stays reachable
+    h, obj._h = obj._h, 0
+    rt._core._DecRef(h)
 """
 
 
@@ -168,7 +174,7 @@ def test_released_object_argument_is_refused_naming_its_position() -> None:
     results = _released_results(
         """
         a = rt.Array([1, 2])
-        a.__del__()
+        release(a)
         attempt("first", lambda: nop(a))
         attempt("third", lambda: nop(1, "x", a))
         b = rt.Array([3])
@@ -186,7 +192,7 @@ def test_released_object_inside_a_container_argument() -> None:
     results = _released_results(
         """
         a = rt.Array([1, 2])
-        a.__del__()
+        release(a)
         attempt("nested", lambda: nop(1, [0, a]))
         """
     )
@@ -199,7 +205,7 @@ def test_released_object_returned_from_a_callback() -> None:
     results = _released_results(
         """
         a = rt.Array([1, 2])
-        a.__del__()
+        release(a)
         attempt("returned", lambda: apply(lambda: a))
         """
     )
@@ -210,7 +216,8 @@ def test_released_object_returned_from_a_callback() -> None:
 def test_released_object_error_is_a_value_error() -> None:
     assert issubclass(_core.ReleasedObjectError, ValueError)
     a = rt.Array([1])
-    a.__del__()
+    h, a._h = a._h, 0
+    _core._DecRef(h)
     buf = (__import__("ctypes").c_char * 16)()
     with pytest.raises(ValueError, match="moved or released"):
         _core.pack_value(buf, 0, a, [])

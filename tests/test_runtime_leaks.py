@@ -108,14 +108,14 @@ def test_no_leak(fns, case):
     loop, n = cases[case]
     loop(2_000)  # warm caches, free lists and allocator arenas
     gc.collect()
-    callbacks_before = len(_core._CALLBACKS)  # includes `identity`, alive during the loop
+    callbacks_before = _core.live_callbacks()  # includes `identity`, alive during the loop
     before = rss()
     loop(n)
     gc.collect()
     grown = rss() - before
     assert grown < RSS_LIMIT, f"{case}: RSS grew by {grown / 1e6:.1f} MB over {n} calls"
     assert fns["use_count"](pair) == 2  # `pair` and the one held by the test Array `arr`
-    assert len(_core._CALLBACKS) == callbacks_before  # per-call Functions were all released
+    assert _core.live_callbacks() == callbacks_before  # per-call Functions were all released
     assert len(_core._PY_ERRORS) <= _core._PY_ERRORS_LIMIT
 
 

@@ -415,7 +415,7 @@ def test_function_from_callable_keeps_the_callable_alive_while_referenced(g):
     gc.collect()
     assert f() == 1
     assert g("testing.apply")(f) == 2
-    before = len(_core._CALLBACKS)
+    before = _core.live_callbacks()
     del f
     gc.collect()
-    assert len(_core._CALLBACKS) == before - 1  # released with the last reference
+    assert _core.live_callbacks() == before - 1  # released with the last reference

@@ -91,7 +91,7 @@ def fail(exc):  # a Python exception crossing native code, raised on 8 threads a
 
 gc.collect()
 uc_pair = use_count(shared_pair)
-n_callbacks = len(_core._CALLBACKS)
+n_callbacks = _core.live_callbacks()
 barrier = threading.Barrier(N_THREADS)
 errors = []
 done = [0] * N_THREADS
@@ -166,7 +166,7 @@ del worker, threads
 gc.collect()
 assert use_count(shared_pair) == uc_pair, (use_count(shared_pair), uc_pair)
 # the registry still holds one closure per thread and the last "stress.shared" callback
-assert len(_core._CALLBACKS) == n_callbacks + N_THREADS + 1, (len(_core._CALLBACKS), n_callbacks)
+assert _core.live_callbacks() == n_callbacks + N_THREADS + 1, (_core.live_callbacks(), n_callbacks)
 print("OK", sum(done), sum(callback_calls))
 """
 
@@ -197,7 +197,7 @@ use_count = rt.get_global_func("testing.object_use_count")
 sentinel = T.TestIntPair(1, 1)
 gc.collect()
 uc0 = use_count(sentinel)
-cb0 = len(_core._CALLBACKS)
+cb0 = _core.live_callbacks()
 q = queue.Queue(maxsize=64)
 refs = []  # weak references to every object handed over
 errors = []
@@ -270,7 +270,7 @@ gc.collect()
 alive = sum(1 for r in refs if r() is not None)
 assert alive == 0, f"{alive} handed-over objects are still alive"
 assert use_count(sentinel) == uc0, (use_count(sentinel), uc0)
-assert len(_core._CALLBACKS) == cb0, (len(_core._CALLBACKS), cb0)
+assert _core.live_callbacks() == cb0, (_core.live_callbacks(), cb0)
 print("OK", sum(consumed), len(refs))
 """
 
@@ -323,7 +323,7 @@ def test_cycle_through_own_bound_method_is_collected(fns: dict[str, rt.Function]
     payload = _new_pair(fns)
     gc.collect()
     baseline_uc = use_count(payload)
-    baseline_cb = len(_core._CALLBACKS)
+    baseline_cb = _core.live_callbacks()
     holder = _CallbackHolder(payload)
     assert apply(holder.fn, 1) == 11
     assert apply(holder.arr[0], 2) == 12
@@ -334,7 +334,7 @@ def test_cycle_through_own_bound_method_is_collected(fns: dict[str, rt.Function]
     gc.collect()
     assert ref() is None, "the holder in a cycle through its own callback was not collected"
     assert use_count(payload) == baseline_uc
-    assert len(_core._CALLBACKS) == baseline_cb
+    assert _core.live_callbacks() == baseline_cb
 
 
 @pytest.mark.xfail(
@@ -369,7 +369,7 @@ def test_python_cycles_holding_native_objects_are_collected(fns: dict[str, rt.Fu
     payload = _new_pair(fns)
     gc.collect()
     baseline_uc = use_count(payload)
-    baseline_cb = len(_core._CALLBACKS)
+    baseline_cb = _core.live_callbacks()
 
     def unrelated(x: int) -> int:
         return x * 2
@@ -384,13 +384,13 @@ def test_python_cycles_holding_native_objects_are_collected(fns: dict[str, rt.Fu
     a.self = a  # type: ignore[attr-defined]
     assert apply(a.arr[1], 4) == 8  # type: ignore[attr-defined]
     assert use_count(payload) == baseline_uc + 2
-    assert len(_core._CALLBACKS) == baseline_cb + 1
+    assert _core.live_callbacks() == baseline_cb + 1
     refs = [weakref.ref(a), weakref.ref(b), weakref.ref(a.arr)]  # type: ignore[attr-defined]
     del a, b
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
     assert use_count(payload) == baseline_uc
-    assert len(_core._CALLBACKS) == baseline_cb
+    assert _core.live_callbacks() == baseline_cb
 
 
 # =============================================================================================

@@ -74,6 +74,24 @@ def _statement_key(node: cst.CSTNode) -> str:
     return f"stmt {_norm(_code(node))}"
 
 
+def _with_attribute_docs(keys: list[str]) -> list[str]:
+    """Keys of a body, a docstring right after an assignment keyed by that assignment (an
+    attribute docstring belongs to its attribute, not to the class)."""
+    out = list(keys)
+    for i in range(1, len(out)):
+        if out[i] == "docstring" and keys[i - 1].startswith("assign "):
+            out[i] = f"docstring of {keys[i - 1]}"
+    return out
+
+
+def _ast_keys(body: list[ast.stmt]) -> list[str]:
+    return _with_attribute_docs([_ast_key(n) for n in body])
+
+
+def _statement_keys(body: list[cst.CSTNode]) -> list[str]:
+    return _with_attribute_docs([_statement_key(n) for n in body])
+
+
 def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
     if isinstance(node, cst.Module):
         return list(node.body)
@@ -84,11 +102,11 @@ def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
 def member_keys(text: str) -> list[str]:
     """Keys of the members of a generated file: module statements and class members
     (``ClassName::key``), as recorded in the manifest."""
-    keys: list[str] = []
-    for stmt in ast.parse(text).body:
-        keys.append(_ast_key(stmt))
+    body = ast.parse(text).body
+    keys = _ast_keys(body)
+    for stmt in body:
         if isinstance(stmt, ast.ClassDef):
-            keys += [f"{stmt.name}::{_ast_key(m)}" for m in stmt.body]
+            keys += [f"{stmt.name}::{k}" for k in _ast_keys(stmt.body)]
     return keys
 
 
@@ -103,9 +121,11 @@ class _Merge:
     ) -> list[cst.CSTNode]:
         prefix = f"{scope}::" if scope else ""
         out = list(new)
-        new_keys = [_statement_key(n) for n in new]
+        new_keys = _statement_keys(new)
+        out_keys = list(new_keys)
+        user_keys = _statement_keys(user)
         for i, node in enumerate(user):
-            key = _statement_key(node)
+            key = user_keys[i]
             if prefix + key in self.generated:
                 continue  # the generator's own member: the new version replaces it
             if key in new_keys:
@@ -119,11 +139,11 @@ class _Merge:
             # place it after the nearest preceding user-file member that is in the output
             anchor = -1
             for j in range(i - 1, -1, -1):
-                prev = _statement_key(user[j])
-                if prev in [_statement_key(n) for n in out]:
-                    anchor = [_statement_key(n) for n in out].index(prev)
+                if user_keys[j] in out_keys:
+                    anchor = out_keys.index(user_keys[j])
                     break
             out.insert(anchor + 1, node)
+            out_keys.insert(anchor + 1, key)
             self.kept += 1
         return out
 
@@ -148,8 +168,9 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     for name, user_cls in user_classes.items():
         if f"class {name}" not in merge.generated:
             continue  # the user's own class: kept whole at module level below
+        user_body = _body(user_cls)
         user_members = [
-            m for m in _body(user_cls) if f"{name}::{_statement_key(m)}" not in merge.generated
+            m for m, k in zip(user_body, _statement_keys(user_body)) if f"{name}::{k}" not in merge.generated
         ]
         if name not in new_classes:
             if user_members:

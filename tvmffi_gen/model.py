@@ -31,15 +31,17 @@ __all__ = [
 Namespace = tuple[str, ...]
 LINE_LENGTH = 99
 
-# Direct reads of POD fields from object memory: (static type index, size, schema) -> reader
-_POD_READERS = {
-    (1, 8, "int"): "_ffi_i64",
-    (1, 4, "int"): "_ffi_i32",
-    (3, 8, "float"): "_ffi_f64",
-    (3, 4, "float"): "_ffi_f32",
-    (2, 1, "bool"): "_ffi_bool",
+# Fields read straight from object memory by a runtime descriptor (``_gen.field``), by layout:
+# POD fields by (static type index, size, schema); an ObjectRef is one pointer; String, Bytes
+# and Any are laid out as a TVMFFIAny.
+_POD_KINDS = {
+    (1, 8, "int"): "i64",
+    (1, 4, "int"): "i32",
+    (3, 8, "float"): "f64",
+    (3, 4, "float"): "f32",
+    (2, 1, "bool"): "bool",
 }
-_POD_WRITERS = {"_ffi_i64": "_gen.write_i64", "_ffi_f64": "_gen.write_f64", "_ffi_bool": "_gen.write_bool"}
+_IN_PLACE_KINDS = ("i64", "f64", "bool")  # written in memory by the runtime (others: registry)
 _SETTER_IS_FUNCTION = 1 << 11
 # Runtime base classes for core types a generated class may derive from.
 _RUNTIME_BASES = {
@@ -123,16 +125,15 @@ class FieldModel:
     setter_type: str
     writable: bool
     doc: str
-    pod_reader: str | None
+    kind: str | None  # layout read from memory by ``_gen.field`` (None: through the registry)
+    write: str | None  # None (read-only), "in_place" or "registry"
     offset: int
     accessor: str  # module-level lazy accessor name (reads and writes through the registry)
     override_ignore: bool = False
-    direct_reader: str | None = None  # reads an object or Any-laid-out field from memory
-    direct_writer: str | None = None  # writes a POD field in place
 
     @property
     def needs_accessor(self) -> bool:
-        return not (self.pod_reader or self.direct_reader) or (self.writable and not self.direct_writer)
+        return self.kind is None
 
 
 @dataclass
@@ -535,7 +536,7 @@ class _Builder:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
         cls.pod_offsets = {
-            f.reg_name: f.offset for f in cls.fields if f.pod_reader or f.direct_reader or f.direct_writer
+            f.reg_name: f.offset for f in cls.fields if f.kind
         }
 
     def _field(
@@ -553,13 +554,16 @@ class _Builder:
         ref = self._type(f.schema, context)
         getter = ann.annotate(ref, "return")
         setter = ann.annotate(ref, "param")
-        reader = _POD_READERS.get((f.static_type_index, f.size, ref.key))
-        direct = None
-        if reader is None and f.size == 8 and f.static_type_index >= 64:
-            direct = "_gen.read_object"  # an ObjectRef: one pointer, null for None
-        elif reader is None and f.size == 16 and ref.key in ("ffi.String", "ffi.Bytes", "Any"):
-            direct = "_gen.read_any"  # laid out as a TVMFFIAny
-        writer = _POD_WRITERS.get(reader or "") if f.writable and not f.flags & _SETTER_IS_FUNCTION else None
+        kind = _POD_KINDS.get((f.static_type_index, f.size, ref.key))
+        if kind is None and f.size == 8 and f.static_type_index >= 64:
+            kind = "object"  # an ObjectRef: one pointer, null for None
+        elif kind is None and f.size == 16 and ref.key in ("ffi.String", "ffi.Bytes", "Any"):
+            kind = "any"  # laid out as a TVMFFIAny
+        write = None
+        if f.writable:
+            # in place as the registry setter would, unless the setter is a function of its own
+            in_place = kind in _IN_PLACE_KINDS and not f.flags & _SETTER_IS_FUNCTION
+            write = "in_place" if in_place else "registry"
         doc = _doc(f.doc, f"Registry field: ``{t.type_key}.{f.name}``" + ("" if f.writable else " (read-only)") + ".")
         fm = FieldModel(
             name=name,
@@ -568,10 +572,9 @@ class _Builder:
             setter_type=setter,
             writable=f.writable,
             doc=doc,
-            pod_reader=reader,
+            kind=kind,
+            write=write,
             offset=f.offset,
-            direct_reader=direct,
-            direct_writer=writer,
             accessor=f"_ffi_field_{cls.name}_{name}",
         )
         base = inherited.get(name)

@@ -15,7 +15,9 @@ from importlib import resources
 import jinja2
 
 from .model import (
+    LINE_LENGTH,
     ClassModel,
+    FieldModel,
     FunctionModel,
     MethodModel,
     ModuleModel,
@@ -60,6 +62,7 @@ def _environment() -> jinja2.Environment:
         function_signature=_function_signature,
         function_body=_function_body,
         register_line=_register_line,
+        field_lines=_field_lines,
         q=q,
     )
     return env
@@ -76,6 +79,28 @@ def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: 
         # mypy reports an incompatible override on the line of the ``def``
         lines[0] += "  # type: ignore[override]"
     return lines
+
+
+def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
+    """A field read from memory: a class attribute holding its runtime descriptor."""
+    if f.write is None:
+        ann = f"_gen.ReadOnlyField[{f.getter_type}]"
+    else:
+        ann = f"_gen.Field[{f.getter_type}, {f.setter_type}]"
+    assert f.kind is not None
+    args = [q(cls.type_key), q(f.reg_name), q(f.kind), str(f.offset)]
+    if f.write is not None:
+        args.append(f"write={q(f.write)}")
+    # mypy reports an incompatible redefinition on the first line of the statement
+    ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
+    head = f"    {f.name}: {ann} = _gen.field("
+    line = f"{head}{', '.join(args)}){ignore}"
+    if len(line) - len(ignore) <= LINE_LENGTH:
+        return [line]
+    inner = f"        {', '.join(args)}"
+    if len(inner) <= LINE_LENGTH:
+        return [head + ignore, inner, "    )"]
+    return [head + ignore, *[f"        {a}," for a in args], "    )"]
 
 
 def _register_line(cls: ClassModel) -> str:
@@ -185,21 +210,17 @@ def _function_body(f: FunctionModel) -> str:
 
 def _accessor_lines(mod: ModuleModel, pkg_name: str) -> list[str]:
     lines: list[str] = []
-    readers = sorted({f.pod_reader for c in mod.classes for f in c.fields if f.pod_reader})
-    names = {"_ffi_i64": "read_i64", "_ffi_i32": "read_i32", "_ffi_f64": "read_f64", "_ffi_f32": "read_f32", "_ffi_bool": "read_bool"}
-    for r in readers:
-        lines.append(f"{r} = _gen.{names[r]}")
     for c in mod.classes:
         for f in c.fields:
             if f.needs_accessor:
                 lines.append(f"{f.accessor} = _gen.FieldAccess({q(c.type_key)}, {q(f.reg_name)})")
         for m in c.methods:
-            lines.append(f"{m.func_var} = _gen.TypeMethod({q(c.type_key)}, {q(m.reg_name)})")
+            lines.append(f"{m.func_var} = _gen.method({q(c.type_key)}, {q(m.reg_name)})")
     for fn in mod.functions:
         if fn.exported:
-            lines.append(f"{fn.func_var} = _gen.ModuleFunction({q(pkg_name + '._lib')}, {q(fn.reg_name)})")
+            lines.append(f"{fn.func_var} = _gen.module_function({q(pkg_name + '._lib')}, {q(fn.reg_name)})")
         else:
-            lines.append(f"{fn.func_var} = _gen.GlobalFunction({q(fn.reg_name)})")
+            lines.append(f"{fn.func_var} = _gen.global_function({q(fn.reg_name)})")
     return [_wrap_call(line) for line in lines]
 
 

@@ -50,10 +50,10 @@ def testing_dll_test_add_with_docstring(_0: int, _1: int, /) -> int:
     return result
 
 
-_ffi_fn_testing_dll_schema_id_int = _gen.ModuleFunction(
+_ffi_fn_testing_dll_schema_id_int = _gen.module_function(
     "tvmffi_testing._lib", "testing_dll_schema_id_int",
 )
-_ffi_fn_testing_dll_test_add_with_docstring = _gen.ModuleFunction(
+_ffi_fn_testing_dll_test_add_with_docstring = _gen.module_function(
     "tvmffi_testing._lib", "testing_dll_test_add_with_docstring",
 )
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import os
 import threading
 import traceback
+import weakref
 from struct import error as _struct_error
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 from . import _lib
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT, OBJECT_HEADER_SIZE
@@ -52,7 +54,19 @@ _FunctionCall = _lib.FunctionCall
 _BYTES_DATA = bytes.__basicsize__ - 1
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-_SMALL_STR = ctypes.Structure  # placeholder name for readability below
+
+# The compiled fast path (``_accel.c``), when it was built; TVMFFI_RUNTIME_PURE=1 turns it off.
+_accel: Any = None
+if not os.environ.get("TVMFFI_RUNTIME_PURE"):
+    try:
+        from . import _accel
+    except ImportError:  # built without a C compiler: everything runs on ctypes
+        _accel = None
+
+
+def accelerated() -> bool:
+    """Whether the compiled fast path is in use (False: pure ctypes)."""
+    return _accel is not None
 
 
 class TypeIndex:
@@ -96,16 +110,40 @@ _SMALL_STR_PACK = __import__("struct").Struct("=iI8s").pack_into
 # =============================================================================================
 # Objects and the type-index → class table
 # =============================================================================================
-class Object:
+class _PyObjectBase:
+    """Holds the handle (``_h``) and type index (``_t``) and releases the reference on death.
+
+    The compiled ``_accel.ObjectBase`` does the same in C (no Python-level ``__del__``).
+    """
+
+    __slots__ = ("_h", "_t")
+    _h: int
+    _t: int
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", 0)
+        if h:
+            self._h = 0
+            try:
+                _DecRef(h)
+            except Exception:  # interpreter shutdown: the library may already be gone
+                pass
+
+
+if TYPE_CHECKING:
+    _ObjectBase = _PyObjectBase
+else:
+    _ObjectBase = _PyObjectBase if _accel is None else _accel.ObjectBase
+
+
+class Object(_ObjectBase):
     """A reference-counted TVM FFI object. The wrapper owns exactly one reference.
 
     Equality and hashing are by identity of the underlying object (``same_as``); containers
     override equality with element-wise comparison.
     """
 
-    __slots__ = ("_h", "_t", "__weakref__")
-    _h: int
-    _t: int
+    __slots__ = ("__weakref__",)
     #: Registered type key of this class (``ffi.Object`` for the root).
     _type_key: ClassVar[str] = "ffi.Object"
     _type_index: ClassVar[int] = TypeIndex.OBJECT
@@ -124,15 +162,6 @@ class Object:
             raise TypeError(f"{type(self)._type_key}.__ffi_init__ returned {type(made).__name__}")
         self._h, self._t = made._h, made._t
         made._h = 0
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", 0)
-        if h:
-            self._h = 0
-            try:
-                _DecRef(h)
-            except Exception:  # interpreter shutdown: the library may already be gone
-                pass
 
     @property
     def type_index(self) -> int:
@@ -930,17 +959,23 @@ def _callee_name(name: Any) -> str:
     return str(name) if name else "function"
 
 
-def _pack_error(name: Any, args: Any, off: int, exc: BaseException) -> TypeError | ReleasedObjectError:
-    i = off // 16
+def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
+    """The exception for argument ``i`` (``value``) that its packer refused with ``exc``."""
+    if not isinstance(exc, (TypeError, ValueError, OverflowError, _struct_error)):
+        return exc  # not a conversion problem: it propagates as it is
     if isinstance(exc, ReleasedObjectError):
         return ReleasedObjectError(f"{_callee_name(name)}: argument {i}: {exc}")
-    return TypeError(
-        f"{_callee_name(name)}: argument {i} has type {type(args[i]).__name__},"
+    err = TypeError(
+        f"{_callee_name(name)}: argument {i} has type {type(value).__name__},"
         " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
     )
+    if str(exc):
+        err.__cause__ = exc
+    err.__suppress_context__ = True
+    return err
 
 
-def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
+def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
     """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
 
     ``name`` (a string, or the Function itself) is only used to word argument errors.
@@ -968,8 +1003,7 @@ def ffi_call(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> 
                     p(buf, off, a, temps)
                 off += 16
         except (TypeError, ValueError, OverflowError, _struct_error) as exc:
-            err = _pack_error(name, args, off, exc)
-            raise err from (exc if str(exc) and type(err) is TypeError else None)
+            raise _pack_error(name, args[off // 16], off // 16, exc)  # noqa: B904 (cause set there)
         res = bufs.result
         res.type_index = 0
         try:
@@ -1009,6 +1043,8 @@ class Function(Object):
         )
 
     def __call__(self, *args: Any) -> Any:
+        if _accel is not None:
+            return _accel.call(self._h, args, self)
         try:
             c = self._c
         except AttributeError:
@@ -1041,22 +1077,19 @@ class Function(Object):
     @staticmethod
     def from_packed(f: Callable[[list[Any]], Any]) -> Function:
         """A Function that passes its converted arguments to ``f`` as one list."""
-        h = _function_handle_from_callable(f, packed=True)
-        return _named(_wrap(h, TypeIndex.FUNCTION), f)
+        return _named(_callback_function(f, _MODE_PACKED), f)
 
     @staticmethod
     def from_typed(f: Callable[..., Any]) -> Function:
         """A Function that checks and converts its arguments from ``f``'s annotations."""
         from ._typed import typed_adapter
 
-        h = _function_handle_from_callable(typed_adapter(f), packed=False)
-        return _named(_wrap(h, TypeIndex.FUNCTION), f)
+        return _named(_callback_function(typed_adapter(f), _MODE_PLAIN), f)
 
     @staticmethod
     def from_callable(f: Callable[..., Any]) -> Function:
         """A Function that calls ``f`` with converted arguments, without checking them."""
-        h = _function_handle_from_callable(f, packed=False)
-        return _named(_wrap(h, TypeIndex.FUNCTION), f)
+        return _named(_callback_function(f, _MODE_PLAIN), f)
 
     @staticmethod
     def from_type_key_method(type_key: str, name: str) -> Function:
@@ -1211,10 +1244,106 @@ def _bigint_handle(value: int) -> int:
 # =============================================================================================
 # Python callables as Functions
 # =============================================================================================
-# Callables kept alive while native code holds the Function: key -> (callable, packed?)
-_CALLBACKS: dict[int, tuple[Callable[..., Any], bool]] = {}
+_MODE_PLAIN, _MODE_PACKED, _MODE_WALK = 0, 1, 2
+
+
+class _CallbackEntry:
+    """A callable that native Functions call (pure-ctypes path), by key in ``_CALLBACKS``.
+
+    ``fn`` is None while the Python wrapper that made the Function lives: the wrapper holds the
+    callable (so the GC sees the edge) and ``wrapper`` reaches it. When the wrapper dies while
+    native code still holds the Function, the entry takes the callable over (``fn``).
+    """
+
+    __slots__ = ("fn", "packed", "wrapper")
+
+    def __init__(self, fn: Callable[..., Any] | None, packed: bool) -> None:
+        self.fn = fn
+        self.packed = packed
+        self.wrapper: Callable[[], Any] | None = None
+
+    def callable(self) -> Callable[..., Any]:
+        fn = self.fn
+        if fn is None:
+            w = self.wrapper() if self.wrapper is not None else None
+            fn = getattr(w, "_cb", None)
+            if fn is None:
+                raise RuntimeError("the Python callable of this Function has been released")
+        return fn
+
+
+_CALLBACKS: dict[int, _CallbackEntry] = {}
 _callback_ids = iter(range(1, 1 << 62))
 _callbacks_lock = threading.Lock()
+
+
+def live_callbacks() -> int:
+    """How many native Functions made from Python callables are alive (leak checks)."""
+    return len(_CALLBACKS) if _accel is None else int(_accel.live_callbacks())
+
+
+class _CallbackFunction(Function):
+    """A Function made from a Python callable by this process; holds the callable itself.
+
+    The callable is reachable from this wrapper (so a cycle through it is collectable); only
+    when the wrapper dies while native code still holds the Function does the native side
+    take its own reference to the callable.
+    """
+
+    __slots__ = ("_cb", "_cbr")
+    _cb: Callable[..., Any]
+    _cbr: Any  # the native resource (accelerated) or the _CallbackEntry (pure ctypes)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", 0)
+        try:
+            if h and ctypes.c_uint32.from_address(h).value > 1:  # others hold it natively
+                if _accel is not None:
+                    _accel.keep_callback(self._cbr)
+                else:
+                    self._cbr.fn = self._cb
+        except Exception:  # interpreter shutdown
+            return
+        if _accel is None:
+            self._h = 0
+            if h:
+                _DecRef(h)
+
+
+def _callback_function(f: Callable[..., Any], mode: int) -> Function:
+    """A Function wrapper around a new native Function that calls ``f``."""
+    if isinstance(f, Function):
+        return f
+    if not callable(f):
+        raise TypeError(f"{f!r} is not callable")
+    w: _CallbackFunction = _new(_CallbackFunction)
+    if _accel is not None:
+        h, w._cbr = _accel.function_create(f, mode, False)
+    else:
+        key, w._cbr = _new_callback_entry(None, mode == _MODE_PACKED)
+        h = _create_function(key)
+        w._cbr.wrapper = weakref.ref(w)
+    w._cb = f
+    w._h = h
+    w._t = TypeIndex.FUNCTION
+    return w
+
+
+def _new_callback_entry(fn: Callable[..., Any] | None, packed: bool) -> tuple[int, _CallbackEntry]:
+    entry = _CallbackEntry(fn, packed)
+    with _callbacks_lock:
+        key = next(_callback_ids)
+        _CALLBACKS[key] = entry
+    return key, entry
+
+
+def _create_function(key: int) -> int:
+    out = _c_void_p()
+    rc = _lib.FunctionCreate(key, _SAFE_CALL_TRAMPOLINE, _DELETER_TRAMPOLINE, _byref(out))
+    if rc != 0:
+        _delete_callback(key)
+        raise _fetch_error()
+    return out.value  # type: ignore[return-value]
 
 
 _OWNED_SCRATCH = threading.local()
@@ -1264,7 +1393,8 @@ def _out_view(addr: int) -> Any:
 
 def _safe_call(self_key: int, args_addr: int, nargs: int, result_addr: int) -> int:
     try:
-        fn, packed = _CALLBACKS[self_key]
+        entry = _CALLBACKS[self_key]
+        fn, packed = entry.callable(), entry.packed
         if nargs:
             raw = (ctypes.c_char * (16 * nargs)).from_address(args_addr)
             pyargs = [view_from_buffer(raw, 16 * i) for i in range(nargs)]
@@ -1294,24 +1424,86 @@ _DELETER_TRAMPOLINE = _lib.DELETER(_delete_callback)
 
 
 def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:
+    """An owned handle of a new native Function calling ``f`` that owns ``f`` itself (for a
+    callable passed straight to native code, with no wrapper to hold it)."""
     if isinstance(f, Function):
         _IncRef(f._h)
         return f._h
     if not callable(f):
         raise TypeError(f"{f!r} is not callable")
-    with _callbacks_lock:
-        key = next(_callback_ids)
-        _CALLBACKS[key] = (f, packed)
-    out = _c_void_p()
-    rc = _lib.FunctionCreate(key, _SAFE_CALL_TRAMPOLINE, _DELETER_TRAMPOLINE, _byref(out))
-    if rc != 0:
-        _delete_callback(key)
-        raise _fetch_error()
-    return out.value  # type: ignore[return-value]
+    if _accel is not None:
+        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN, True)[0]  # type: ignore[no-any-return]
+    key, _ = _new_callback_entry(f, packed)
+    return _create_function(key)
 
 
 _TYPE_CLASSES[TypeIndex.OBJECT] = Object
 _TYPE_CLASSES[TypeIndex.FUNCTION] = Function
+
+
+# =============================================================================================
+# The compiled fast path: the same conversions, with the general cases handed back to Python
+# =============================================================================================
+def _slow_pack_at(addr: int, value: Any, temps: list[Any]) -> None:
+    p = _PACKERS.get(type(value)) or _resolve_packer(type(value))
+    if p is None:
+        raise TypeError()  # _pack_error words it
+    p(_Any16.from_address(addr), 0, value, temps)
+
+
+def _view_at(addr: int) -> Any:
+    return view_from_buffer(_Any16.from_address(addr), 0)
+
+
+def _owned_at(addr: int) -> Any:
+    return owned_from_buffer(bytes(_Any16.from_address(addr)), 0)
+
+
+#: structural.py installs how a walk handler's non-None result is written (value, address).
+_WALK_RESULT: list[Callable[[Any, int], None]] = []
+
+
+def _walk_result_at(value: Any, addr: int) -> None:
+    _WALK_RESULT[0](value, addr)
+
+
+def _init_accel() -> None:
+    addresses = {
+        name: ctypes.cast(getattr(_lib.LIB, name), _c_void_p).value
+        for name in (
+            "TVMFFIFunctionCall",
+            "TVMFFIObjectIncRef",
+            "TVMFFIObjectDecRef",
+            "TVMFFIFunctionCreate",
+            "TVMFFIErrorMoveFromRaised",
+            "TVMFFIErrorSetRaisedFromCStr",
+        )
+    }
+    _accel.init(
+        addresses,
+        {
+            "class_cache": _CLASS_CACHE,
+            "object_return": _OBJECT_RETURN,
+            "class_for_index": class_for_index,
+            "pack_slow": _slow_pack_at,
+            "pack_error": _pack_error,
+            "fetch_error": _fetch_error,
+            "view_slow": _view_at,
+            "owned_slow": _owned_at,
+            "to_owned": _py_to_owned_any,
+            "raise_into_native": _raise_into_native,
+            "release_temps": release_temps,
+            "walk_result": _walk_result_at,
+            "released_error": ReleasedObjectError,
+        },
+    )
+
+
+if _accel is not None:
+    _init_accel()
+    ffi_call: Callable[..., Any] = _accel.call
+else:
+    ffi_call = _ffi_call_py
 
 
 # =============================================================================================

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, overload
 
 from . import _core, _lib
 from ._core import Function, Object, _c_void_p, ffi_call, type_key_to_index, type_method
@@ -19,7 +19,13 @@ __all__ = [
     "MISSING",
     "GlobalFunction",
     "TypeMethod",
+    "global_function",
+    "method",
+    "module_function",
     "FieldAccess",
+    "Field",
+    "ReadOnlyField",
+    "field",
     "construct",
     "construct_auto",
     "not_constructible",
@@ -126,7 +132,12 @@ read_bool = ctypes.c_bool.from_address
 
 
 class GlobalFunction:
-    """A global function resolved on first call (keeps package import fast)."""
+    """A global function resolved on first call (keeps package import fast).
+
+    Generated code gets its functions from :func:`global_function` (and :func:`method`,
+    :func:`module_function`), which return the compiled ``LazyFunction`` when it is built:
+    these classes are the pure-ctypes path and say how each kind of function is found.
+    """
 
     __slots__ = ("name", "_c", "_f")
 
@@ -135,14 +146,17 @@ class GlobalFunction:
         self._c: ctypes.c_void_p | None = None
         self._f: Function | None = None
 
-    def _resolve(self) -> ctypes.c_void_p:
+    def _lookup(self) -> Function:
         f = _core.get_global_func(self.name, allow_missing=True)
         if f is None:
             raise NotImplementedError(
                 f"global function {self.name!r} is not registered: the loaded library no longer"
                 " provides it (regenerate the package)"
             )
-        self._f = f
+        return f
+
+    def _resolve(self) -> ctypes.c_void_p:
+        f = self._f = self._lookup()
         self._c = f.c_handle
         return self._c
 
@@ -163,7 +177,7 @@ class TypeMethod(GlobalFunction):
         self.type_key = type_key
         self.method = name
 
-    def _resolve(self) -> ctypes.c_void_p:
+    def _lookup(self) -> Function:
         index = type_key_to_index(self.type_key)
         f = None if index is None else type_method(index, self.method)
         if f is None:
@@ -171,9 +185,29 @@ class TypeMethod(GlobalFunction):
                 f"method {self.method!r} of {self.type_key!r} is not registered in the loaded"
                 " library (regenerate the package)"
             )
-        self._f = f
-        self._c = f.c_handle
-        return self._c
+        return f
+
+
+def _fast(slow: GlobalFunction) -> Callable[..., Any]:
+    """The compiled lazy function for ``slow`` (same lookup), or ``slow`` itself."""
+    if _core._accel is None:
+        return slow
+    return _core._accel.LazyFunction(slow.name, slow._lookup)  # type: ignore[no-any-return]
+
+
+def global_function(name: str) -> Callable[..., Any]:
+    """The global function ``name``, looked up on first call."""
+    return _fast(GlobalFunction(name))
+
+
+def method(type_key: str, name: str) -> Callable[..., Any]:
+    """The reflected method ``name`` of ``type_key``, looked up on first call."""
+    return _fast(TypeMethod(type_key, name))
+
+
+def module_function(lib_module: str, name: str) -> Callable[..., Any]:
+    """The function ``name`` that the library of ``lib_module`` exports, looked up on first call."""
+    return _fast(ModuleFunction(lib_module, name))
 
 
 class FieldAccess:
@@ -199,6 +233,133 @@ class FieldAccess:
     def set(self, obj: Object, value: Any) -> None:
         acc = self._acc or self._resolve()
         acc.set(obj, value)
+
+
+_G = TypeVar("_G")
+_S = TypeVar("_S")
+_FieldT = TypeVar("_FieldT", bound="ReadOnlyField[Any]")
+
+
+def _read_i64(addr: int) -> int:
+    return read_i64(addr).value
+
+
+def _read_i32(addr: int) -> int:
+    return read_i32(addr).value
+
+
+def _read_f64(addr: int) -> float:
+    return read_f64(addr).value
+
+
+def _read_f32(addr: int) -> float:
+    return read_f32(addr).value
+
+
+def _read_bool(addr: int) -> bool:
+    return read_bool(addr).value
+
+
+_FIELD_READERS: dict[str, Callable[[int], Any]] = {
+    "i64": _read_i64,
+    "i32": _read_i32,
+    "f64": _read_f64,
+    "f32": _read_f32,
+    "bool": _read_bool,
+    "object": read_object,
+    "any": read_any,
+}
+_FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
+
+
+class ReadOnlyField(Generic[_G]):
+    """A field of a generated class, read straight from object memory at its reflected offset.
+
+    ``kind`` says how it is laid out: ``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``
+    (an ObjectRef pointer) or ``any`` (a ``TVMFFIAny``: Any, String, Bytes). This is the
+    pure-ctypes implementation; :func:`field` gives the compiled one when it is built, with
+    the same behaviour. Generated classes annotate fields with this type (and :class:`Field`).
+    """
+
+    __slots__ = ("qualname", "kind", "offset", "_read", "_setter")
+
+    def __init__(self, qualname: str, kind: str, offset: int, setter: Any = None, doc: Any = None) -> None:
+        if kind not in _FIELD_READERS:
+            raise ValueError(f"Field {qualname}: unknown kind {kind}")
+        if setter is True and kind not in _FIELD_WRITERS:
+            raise ValueError(f"Field {qualname}: kind {kind} cannot be written in place")
+        self.qualname = qualname
+        self.kind = kind
+        self.offset = offset
+        self._read = _FIELD_READERS[kind]
+        self._setter = setter
+
+    def _address(self, obj: Any) -> int:
+        h = obj._h
+        if not h:
+            raise _core.ReleasedObjectError(
+                f"cannot access field {self.qualname}: the {type(obj).__name__} object was moved or released"
+            )
+        return h + self.offset  # type: ignore[no-any-return]
+
+    @overload
+    def __get__(self: _FieldT, obj: None, owner: Any = None) -> _FieldT: ...
+
+    @overload
+    def __get__(self, obj: Object, owner: Any = None) -> _G: ...
+
+    def __get__(self, obj: Object | None, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return self._read(self._address(obj))
+
+    if not TYPE_CHECKING:  # a data descriptor at run time, read-only to the type checker
+
+        def __set__(self, obj, value):
+            setter = self._setter
+            if setter is None:
+                raise AttributeError(f"field {self.qualname} is read-only")
+            if setter is True:
+                _FIELD_WRITERS[self.kind](self._address(obj), value)
+            else:
+                setter(obj, value)
+
+        def __delete__(self, obj):
+            raise AttributeError(f"field {self.qualname} cannot be deleted")
+
+    def __repr__(self) -> str:
+        ro = ", read-only" if self._setter is None else ""
+        return f"<field {self.qualname} ({self.kind}, offset {self.offset}{ro})>"
+
+
+class Field(ReadOnlyField[_G], Generic[_G, _S]):
+    """A writable field: reads give ``_G``, writes take ``_S`` (see :class:`ReadOnlyField`)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        def __set__(self, obj: Object, value: _S) -> None: ...
+
+
+def field(type_key: str, name: str, kind: str, offset: int, write: str | None = None) -> Any:
+    """The descriptor of field ``name`` of ``type_key``, laid out as ``kind`` at ``offset``.
+
+    ``write`` is None for a read-only field, ``"in_place"`` to store int64/double/bool values in
+    memory (what the registry setter does), or ``"registry"`` to call the registry setter.
+    """
+    qualname = f"{type_key}.{name}"
+    setter: Any = None
+    if write == "in_place":
+        setter = True
+    elif write == "registry":
+        setter = FieldAccess(type_key, name).set
+    elif write is not None:
+        raise ValueError(f"field {qualname}: write must be None, 'in_place' or 'registry', not {write!r}")
+    accel = _core._accel
+    if accel is not None:
+        return accel.Field(qualname, kind, offset, setter)
+    return (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter)
 
 
 _INITS: dict[str, ctypes.c_void_p] = {}
@@ -398,16 +559,14 @@ class ModuleFunction(GlobalFunction):
         super().__init__(name)
         self.lib_module = lib_module
 
-    def _resolve(self) -> ctypes.c_void_p:
+    def _lookup(self) -> Function:
         module = importlib.import_module(self.lib_module).module
         f = module.get_function_or_none(self.name)
         if f is None:
             raise NotImplementedError(
                 f"the library no longer exports {self.name!r} (regenerate the package)"
             )
-        self._f = f
-        self._c = f.c_handle
-        return self._c
+        return f  # type: ignore[no-any-return]
 
 
 _ = _c_void_p

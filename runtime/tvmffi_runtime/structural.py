@@ -882,7 +882,7 @@ class _Borrowed(Object):
     __slots__ = ()
 
     def __del__(self) -> None:
-        pass
+        self._h = 0  # not ours to release (the base would release a non-zero handle)
 
 
 def _borrowed(handle: int) -> _Borrowed:

@@ -35,4 +35,4 @@ def add_one_cpu(
     _ffi_fn_add_one_cpu(_0, _1)
 
 
-_ffi_fn_add_one_cpu = _gen.ModuleFunction("add_one_pkg._lib", "add_one_cpu")
+_ffi_fn_add_one_cpu = _gen.module_function("add_one_pkg._lib", "add_one_cpu")

@@ -129,46 +129,82 @@ class SchemaAllTypes(_rt.Object):
 
     __slots__ = ()
 
+    v_bool: _gen.Field[bool, bool] = _gen.field(
+        "testing.SchemaAllTypes", "v_bool", "bool", 24, write="in_place"
+    )
+    """bool field
+
+    Registry field: ``testing.SchemaAllTypes.v_bool``.
+    """
+
+    v_int: _gen.Field[int, int] = _gen.field(
+        "testing.SchemaAllTypes", "v_int", "i64", 32, write="in_place"
+    )
+    """int field
+
+    Registry field: ``testing.SchemaAllTypes.v_int``.
+    """
+
+    v_float: _gen.Field[float, float] = _gen.field(
+        "testing.SchemaAllTypes", "v_float", "f64", 40, write="in_place"
+    )
+    """float field
+
+    Registry field: ``testing.SchemaAllTypes.v_float``.
+    """
+
+    v_string: _gen.Field[str, str] = _gen.field(
+        "testing.SchemaAllTypes", "v_string", "any", 64, write="registry"
+    )
+    """string field
+
+    Registry field: ``testing.SchemaAllTypes.v_string``.
+    """
+
+    v_bytes: _gen.Field[bytes, bytes] = _gen.field(
+        "testing.SchemaAllTypes", "v_bytes", "any", 80, write="registry"
+    )
+    """bytes field
+
+    Registry field: ``testing.SchemaAllTypes.v_bytes``.
+    """
+
+    v_arr_int: _gen.Field[_rt.Array[int], _abc.Sequence[int]] = _gen.field(
+        "testing.SchemaAllTypes", "v_arr_int", "object", 128, write="registry"
+    )
+    """array<int>
+
+    Registry field: ``testing.SchemaAllTypes.v_arr_int``.
+    """
+
+    v_arr_str: _gen.Field[_rt.Array[str], _abc.Sequence[str]] = _gen.field(
+        "testing.SchemaAllTypes", "v_arr_str", "object", 136, write="registry"
+    )
+    """array<str>
+
+    Registry field: ``testing.SchemaAllTypes.v_arr_str``.
+    """
+
+    v_map_str_int: _gen.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _gen.field(
+        "testing.SchemaAllTypes", "v_map_str_int", "object", 144, write="registry"
+    )
+    """map<str,int>
+
+    Registry field: ``testing.SchemaAllTypes.v_map_str_int``.
+    """
+
+    v_map_str_arr_int: _gen.Field[_rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]] = _gen.field(
+        "testing.SchemaAllTypes", "v_map_str_arr_int", "object", 152, write="registry"
+    )
+    """map<str,array<int>>
+
+    Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``.
+    """
+
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: ``testing.SchemaAllTypes`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.SchemaAllTypes")
-
-    @property
-    def v_bool(self) -> bool:
-        """bool field
-
-        Registry field: ``testing.SchemaAllTypes.v_bool``.
-        """
-        return _ffi_bool(self._h + 24).value
-
-    @v_bool.setter
-    def v_bool(self, value: bool) -> None:
-        _gen.write_bool(self._h + 24, value)
-
-    @property
-    def v_int(self) -> int:
-        """int field
-
-        Registry field: ``testing.SchemaAllTypes.v_int``.
-        """
-        return _ffi_i64(self._h + 32).value
-
-    @v_int.setter
-    def v_int(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def v_float(self) -> float:
-        """float field
-
-        Registry field: ``testing.SchemaAllTypes.v_float``.
-        """
-        return _ffi_f64(self._h + 40).value
-
-    @v_float.setter
-    def v_float(self, value: float) -> None:
-        _gen.write_f64(self._h + 40, value)
 
     @property
     def v_device(self) -> _rt.Device:
@@ -197,32 +233,6 @@ class SchemaAllTypes(_rt.Object):
         _ffi_field_SchemaAllTypes_v_dtype.set(self, value)
 
     @property
-    def v_string(self) -> str:
-        """string field
-
-        Registry field: ``testing.SchemaAllTypes.v_string``.
-        """
-        value: str = _gen.read_any(self._h + 64)
-        return value
-
-    @v_string.setter
-    def v_string(self, value: str) -> None:
-        _ffi_field_SchemaAllTypes_v_string.set(self, value)
-
-    @property
-    def v_bytes(self) -> bytes:
-        """bytes field
-
-        Registry field: ``testing.SchemaAllTypes.v_bytes``.
-        """
-        value: bytes = _gen.read_any(self._h + 80)
-        return value
-
-    @v_bytes.setter
-    def v_bytes(self, value: bytes) -> None:
-        _ffi_field_SchemaAllTypes_v_bytes.set(self, value)
-
-    @property
     def v_opt_int(self) -> int | None:
         """optional int
 
@@ -247,58 +257,6 @@ class SchemaAllTypes(_rt.Object):
     @v_opt_str.setter
     def v_opt_str(self, value: str | None) -> None:
         _ffi_field_SchemaAllTypes_v_opt_str.set(self, value)
-
-    @property
-    def v_arr_int(self) -> _rt.Array[int]:
-        """array<int>
-
-        Registry field: ``testing.SchemaAllTypes.v_arr_int``.
-        """
-        value: _rt.Array[int] = _gen.read_object(self._h + 128)
-        return value
-
-    @v_arr_int.setter
-    def v_arr_int(self, value: _abc.Sequence[int]) -> None:
-        _ffi_field_SchemaAllTypes_v_arr_int.set(self, value)
-
-    @property
-    def v_arr_str(self) -> _rt.Array[str]:
-        """array<str>
-
-        Registry field: ``testing.SchemaAllTypes.v_arr_str``.
-        """
-        value: _rt.Array[str] = _gen.read_object(self._h + 136)
-        return value
-
-    @v_arr_str.setter
-    def v_arr_str(self, value: _abc.Sequence[str]) -> None:
-        _ffi_field_SchemaAllTypes_v_arr_str.set(self, value)
-
-    @property
-    def v_map_str_int(self) -> _rt.Map[str, int]:
-        """map<str,int>
-
-        Registry field: ``testing.SchemaAllTypes.v_map_str_int``.
-        """
-        value: _rt.Map[str, int] = _gen.read_object(self._h + 144)
-        return value
-
-    @v_map_str_int.setter
-    def v_map_str_int(self, value: _abc.Mapping[str, int]) -> None:
-        _ffi_field_SchemaAllTypes_v_map_str_int.set(self, value)
-
-    @property
-    def v_map_str_arr_int(self) -> _rt.Map[str, _rt.Array[int]]:
-        """map<str,array<int>>
-
-        Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``.
-        """
-        value: _rt.Map[str, _rt.Array[int]] = _gen.read_object(self._h + 152)
-        return value
-
-    @v_map_str_arr_int.setter
-    def v_map_str_arr_int(self, value: _abc.Mapping[str, _abc.Sequence[int]]) -> None:
-        _ffi_field_SchemaAllTypes_v_map_str_arr_int.set(self, value)
 
     @property
     def v_variant(self) -> str | _rt.Array[int] | _rt.Map[str, int]:
@@ -379,25 +337,20 @@ class TestCompare(_rt.Object):
 
     __slots__ = ()
 
+    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCompare", "key", "i64", 24)
+    """Registry field: ``testing.TestCompare.key`` (read-only)."""
+
+    name: _gen.ReadOnlyField[str] = _gen.field("testing.TestCompare", "name", "any", 32)
+    """Registry field: ``testing.TestCompare.name`` (read-only)."""
+
+    ignored_field: _gen.ReadOnlyField[int] = _gen.field(
+        "testing.TestCompare", "ignored_field", "i64", 48
+    )
+    """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
+
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
         """Construct through ``testing.TestCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCompare", (_0, _1, _2))
-
-    @property
-    def key(self) -> int:
-        """Registry field: ``testing.TestCompare.key`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def name(self) -> str:
-        """Registry field: ``testing.TestCompare.name`` (read-only)."""
-        value: str = _gen.read_any(self._h + 32)
-        return value
-
-    @property
-    def ignored_field(self) -> int:
-        """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
-        return _ffi_i64(self._h + 48).value
 
 
 @_gen.register("testing.TestCustomCompare", offsets={"key": 24, "label": 32})
@@ -406,20 +359,15 @@ class TestCustomCompare(_rt.Object):
 
     __slots__ = ()
 
+    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCustomCompare", "key", "i64", 24)
+    """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
+
+    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestCustomCompare", "label", "any", 32)
+    """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
+
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomCompare", (_0, _1))
-
-    @property
-    def key(self) -> int:
-        """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def label(self) -> str:
-        """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
-        value: str = _gen.read_any(self._h + 32)
-        return value
 
 
 @_gen.register("testing.TestCustomHash", offsets={"key": 24, "label": 32})
@@ -428,20 +376,15 @@ class TestCustomHash(_rt.Object):
 
     __slots__ = ()
 
+    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCustomHash", "key", "i64", 24)
+    """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
+
+    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestCustomHash", "label", "any", 32)
+    """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
+
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestCustomHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomHash", (_0, _1))
-
-    @property
-    def key(self) -> int:
-        """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def label(self) -> str:
-        """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
-        value: str = _gen.read_any(self._h + 32)
-        return value
 
 
 @_gen.register("testing.TestCxxAutoInit", offsets={"a": 24, "b": 32, "c": 40, "d": 48})
@@ -450,46 +393,30 @@ class TestCxxAutoInit(_rt.Object):
 
     __slots__ = ()
 
+    a: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInit", "a", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInit.a``."""
+
+    b: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInit", "b", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInit.b``."""
+
+    c: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInit", "c", "i64", 40, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInit.c``."""
+
+    d: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInit", "d", "i64", 48, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInit.d``."""
+
     def __init__(self, a: int, d: int = 99, *, c: int) -> None:
         """Construct through ``testing.TestCxxAutoInit``'s reflected auto-init (omitted arguments take the native defaults).
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
-
-    @property
-    def a(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInit.a``."""
-        return _ffi_i64(self._h + 24).value
-
-    @a.setter
-    def a(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def b(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInit.b``."""
-        return _ffi_i64(self._h + 32).value
-
-    @b.setter
-    def b(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def c(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInit.c``."""
-        return _ffi_i64(self._h + 40).value
-
-    @c.setter
-    def c(self, value: int) -> None:
-        _gen.write_i64(self._h + 40, value)
-
-    @property
-    def d(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInit.d``."""
-        return _ffi_i64(self._h + 48).value
-
-    @d.setter
-    def d(self, value: int) -> None:
-        _gen.write_i64(self._h + 48, value)
 
 
 @_gen.register("testing.TestCxxAutoInitAllInitOff", offsets={"x": 24, "y": 32, "z": 40})
@@ -498,37 +425,25 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     __slots__ = ()
 
+    x: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitAllInitOff", "x", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
+
+    y: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitAllInitOff", "y", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
+
+    z: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitAllInitOff", "z", "i64", 40, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
+
     def __init__(self) -> None:
         """Construct through ``testing.TestCxxAutoInitAllInitOff``'s reflected auto-init (omitted arguments take the native defaults).
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
-
-    @property
-    def x(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
-        return _ffi_i64(self._h + 24).value
-
-    @x.setter
-    def x(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def y(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
-        return _ffi_i64(self._h + 32).value
-
-    @y.setter
-    def y(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def z(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
-        return _ffi_i64(self._h + 40).value
-
-    @z.setter
-    def z(self, value: int) -> None:
-        _gen.write_i64(self._h + 40, value)
 
 
 @_gen.register(
@@ -539,6 +454,31 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
 
     __slots__ = ()
+
+    p_required: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitKwOnlyDefaults", "p_required", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
+
+    p_default: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitKwOnlyDefaults", "p_default", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
+
+    k_required: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitKwOnlyDefaults", "k_required", "i64", 40, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
+
+    k_default: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitKwOnlyDefaults", "k_default", "i64", 48, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
+
+    hidden: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitKwOnlyDefaults", "hidden", "i64", 56, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
 
     def __init__(
         self,
@@ -561,51 +501,6 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
             ),
         )
 
-    @property
-    def p_required(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
-        return _ffi_i64(self._h + 24).value
-
-    @p_required.setter
-    def p_required(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def p_default(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
-        return _ffi_i64(self._h + 32).value
-
-    @p_default.setter
-    def p_default(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def k_required(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
-        return _ffi_i64(self._h + 40).value
-
-    @k_required.setter
-    def k_required(self, value: int) -> None:
-        _gen.write_i64(self._h + 40, value)
-
-    @property
-    def k_default(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
-        return _ffi_i64(self._h + 48).value
-
-    @k_default.setter
-    def k_default(self, value: int) -> None:
-        _gen.write_i64(self._h + 48, value)
-
-    @property
-    def hidden(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
-        return _ffi_i64(self._h + 56).value
-
-    @hidden.setter
-    def hidden(self, value: int) -> None:
-        _gen.write_i64(self._h + 56, value)
-
 
 @_gen.register(
     "testing.TestCxxAutoInitParent",
@@ -615,6 +510,16 @@ class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
 
     __slots__ = ()
+
+    parent_required: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitParent", "parent_required", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
+
+    parent_default: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitParent", "parent_default", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
     def __init__(self, parent_required: int, parent_default: int = 5) -> None:
         """Construct through ``testing.TestCxxAutoInitParent``'s reflected auto-init (omitted arguments take the native defaults).
@@ -628,24 +533,6 @@ class TestCxxAutoInitParent(_rt.Object):
             ),
         )
 
-    @property
-    def parent_required(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
-        return _ffi_i64(self._h + 24).value
-
-    @parent_required.setter
-    def parent_required(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def parent_default(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
-        return _ffi_i64(self._h + 32).value
-
-    @parent_default.setter
-    def parent_default(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
 
 @_gen.register("testing.TestCxxAutoInitSimple", offsets={"x": 24, "y": 32})
 class TestCxxAutoInitSimple(_rt.Object):
@@ -653,28 +540,20 @@ class TestCxxAutoInitSimple(_rt.Object):
 
     __slots__ = ()
 
+    x: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitSimple", "x", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
+
+    y: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitSimple", "y", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
+
     def __init__(self, x: int, y: int) -> None:
         """Construct through ``testing.TestCxxAutoInitSimple``'s reflected auto-init (omitted arguments take the native defaults).
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
-
-    @property
-    def x(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
-        return _ffi_i64(self._h + 24).value
-
-    @x.setter
-    def x(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def y(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
-        return _ffi_i64(self._h + 32).value
-
-    @y.setter
-    def y(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
 
 
 @_gen.register("testing.TestCxxClassBase", offsets={"v_i32": 32, "v_i64": 24})
@@ -683,28 +562,20 @@ class TestCxxClassBase(_rt.Object):
 
     __slots__ = ()
 
+    v_i64: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxClassBase", "v_i64", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxClassBase.v_i64``."""
+
+    v_i32: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxClassBase", "v_i32", "i32", 32, write="registry"
+    )
+    """Registry field: ``testing.TestCxxClassBase.v_i32``."""
+
     def __init__(self, v_i64: int, v_i32: int) -> None:
         """Construct through ``testing.TestCxxClassBase``'s reflected auto-init (omitted arguments take the native defaults).
         """
         _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
-
-    @property
-    def v_i64(self) -> int:
-        """Registry field: ``testing.TestCxxClassBase.v_i64``."""
-        return _ffi_i64(self._h + 24).value
-
-    @v_i64.setter
-    def v_i64(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def v_i32(self) -> int:
-        """Registry field: ``testing.TestCxxClassBase.v_i32``."""
-        return _ffi_i32(self._h + 32).value
-
-    @v_i32.setter
-    def v_i32(self, value: int) -> None:
-        _ffi_field_TestCxxClassBase_v_i32.set(self, value)
 
 
 @_gen.register("testing.TestCxxClassHiddenField", offsets={"v_i32": 40, "v_i64": 24})
@@ -712,6 +583,16 @@ class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
     __slots__ = ()
+
+    v_i64: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxClassHiddenField", "v_i64", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
+
+    v_i32: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxClassHiddenField", "v_i32", "i32", 40, write="registry"
+    )
+    """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
         """Construct through ``testing.TestCxxClassHiddenField``'s reflected auto-init (omitted arguments take the native defaults).
@@ -725,24 +606,6 @@ class TestCxxClassHiddenField(_rt.Object):
             ),
         )
 
-    @property
-    def v_i64(self) -> int:
-        """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
-        return _ffi_i64(self._h + 24).value
-
-    @v_i64.setter
-    def v_i64(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def v_i32(self) -> int:
-        """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
-        return _ffi_i32(self._h + 40).value
-
-    @v_i32.setter
-    def v_i32(self, value: int) -> None:
-        _ffi_field_TestCxxClassHiddenField_v_i32.set(self, value)
-
 
 @_gen.register("testing.TestCxxClassPolymorphic", offsets={"v_i64": 24})
 class TestCxxClassPolymorphic(_rt.Object):
@@ -750,19 +613,15 @@ class TestCxxClassPolymorphic(_rt.Object):
 
     __slots__ = ()
 
+    v_i64: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxClassPolymorphic", "v_i64", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
+
     def __init__(self, v_i64: int) -> None:
         """Construct through ``testing.TestCxxClassPolymorphic``'s reflected auto-init (omitted arguments take the native defaults).
         """
         _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
-
-    @property
-    def v_i64(self) -> int:
-        """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
-        return _ffi_i64(self._h + 24).value
-
-    @v_i64.setter
-    def v_i64(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
 
 
 @_gen.register("testing.TestCxxEnumHolder", offsets={"opcode": 32, "priority": 24})
@@ -770,6 +629,16 @@ class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
     __slots__ = ()
+
+    priority: _gen.Field[TestCxxIntEnum, TestCxxIntEnum] = _gen.field(
+        "testing.TestCxxEnumHolder", "priority", "object", 24, write="registry"
+    )
+    """Registry field: ``testing.TestCxxEnumHolder.priority``."""
+
+    opcode: _gen.Field[TestCxxStrEnum, TestCxxStrEnum] = _gen.field(
+        "testing.TestCxxEnumHolder", "opcode", "object", 32, write="registry"
+    )
+    """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
         """Construct through ``testing.TestCxxEnumHolder``'s reflected auto-init (omitted arguments take the native defaults).
@@ -783,26 +652,6 @@ class TestCxxEnumHolder(_rt.Object):
             ),
         )
 
-    @property
-    def priority(self) -> TestCxxIntEnum:
-        """Registry field: ``testing.TestCxxEnumHolder.priority``."""
-        value: TestCxxIntEnum = _gen.read_object(self._h + 24)
-        return value
-
-    @priority.setter
-    def priority(self, value: TestCxxIntEnum) -> None:
-        _ffi_field_TestCxxEnumHolder_priority.set(self, value)
-
-    @property
-    def opcode(self) -> TestCxxStrEnum:
-        """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
-        value: TestCxxStrEnum = _gen.read_object(self._h + 32)
-        return value
-
-    @opcode.setter
-    def opcode(self, value: TestCxxStrEnum) -> None:
-        _ffi_field_TestCxxEnumHolder_opcode.set(self, value)
-
 
 @_gen.register(
     "testing.TestCxxInitSubset",
@@ -812,6 +661,21 @@ class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
 
     __slots__ = ()
+
+    required_field: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxInitSubset", "required_field", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxInitSubset.required_field``."""
+
+    optional_field: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxInitSubset", "optional_field", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
+
+    note: _gen.Field[str, str] = _gen.field(
+        "testing.TestCxxInitSubset", "note", "any", 40, write="registry"
+    )
+    """Registry field: ``testing.TestCxxInitSubset.note``."""
 
     def __init__(self, required_field: int) -> None:
         """Construct through ``testing.TestCxxInitSubset``'s reflected auto-init (omitted arguments take the native defaults).
@@ -824,40 +688,24 @@ class TestCxxInitSubset(_rt.Object):
             ),
         )
 
-    @property
-    def required_field(self) -> int:
-        """Registry field: ``testing.TestCxxInitSubset.required_field``."""
-        return _ffi_i64(self._h + 24).value
-
-    @required_field.setter
-    def required_field(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def optional_field(self) -> int:
-        """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
-        return _ffi_i64(self._h + 32).value
-
-    @optional_field.setter
-    def optional_field(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def note(self) -> str:
-        """Registry field: ``testing.TestCxxInitSubset.note``."""
-        value: str = _gen.read_any(self._h + 40)
-        return value
-
-    @note.setter
-    def note(self, value: str) -> None:
-        _ffi_field_TestCxxInitSubset_note.set(self, value)
-
 
 @_gen.register("testing.TestCxxKwOnly", offsets={"w": 48, "x": 24, "y": 32, "z": 40})
 class TestCxxKwOnly(_rt.Object):
     """Registry type: ``testing.TestCxxKwOnly``."""
 
     __slots__ = ()
+
+    x: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "x", "i64", 24, write="in_place")
+    """Registry field: ``testing.TestCxxKwOnly.x``."""
+
+    y: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "y", "i64", 32, write="in_place")
+    """Registry field: ``testing.TestCxxKwOnly.y``."""
+
+    z: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "z", "i64", 40, write="in_place")
+    """Registry field: ``testing.TestCxxKwOnly.z``."""
+
+    w: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "w", "i64", 48, write="in_place")
+    """Registry field: ``testing.TestCxxKwOnly.w``."""
 
     def __init__(self, *, x: int, y: int, z: int, w: int = 100) -> None:
         """Construct through ``testing.TestCxxKwOnly``'s reflected auto-init (omitted arguments take the native defaults).
@@ -873,42 +721,6 @@ class TestCxxKwOnly(_rt.Object):
             ),
         )
 
-    @property
-    def x(self) -> int:
-        """Registry field: ``testing.TestCxxKwOnly.x``."""
-        return _ffi_i64(self._h + 24).value
-
-    @x.setter
-    def x(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def y(self) -> int:
-        """Registry field: ``testing.TestCxxKwOnly.y``."""
-        return _ffi_i64(self._h + 32).value
-
-    @y.setter
-    def y(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
-
-    @property
-    def z(self) -> int:
-        """Registry field: ``testing.TestCxxKwOnly.z``."""
-        return _ffi_i64(self._h + 40).value
-
-    @z.setter
-    def z(self, value: int) -> None:
-        _gen.write_i64(self._h + 40, value)
-
-    @property
-    def w(self) -> int:
-        """Registry field: ``testing.TestCxxKwOnly.w``."""
-        return _ffi_i64(self._h + 48).value
-
-    @w.setter
-    def w(self, value: int) -> None:
-        _gen.write_i64(self._h + 48, value)
-
 
 @_gen.register("testing.TestCxxNoAutoInit", offsets={"x": 24, "y": 32}, constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
@@ -916,28 +728,20 @@ class TestCxxNoAutoInit(_rt.Object):
 
     __slots__ = ()
 
+    x: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxNoAutoInit", "x", "i64", 24, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxNoAutoInit.x``."""
+
+    y: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxNoAutoInit", "y", "i64", 32, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxNoAutoInit.y``."""
+
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: ``testing.TestCxxNoAutoInit`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestCxxNoAutoInit")
-
-    @property
-    def x(self) -> int:
-        """Registry field: ``testing.TestCxxNoAutoInit.x``."""
-        return _ffi_i64(self._h + 24).value
-
-    @x.setter
-    def x(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def y(self) -> int:
-        """Registry field: ``testing.TestCxxNoAutoInit.y``."""
-        return _ffi_i64(self._h + 32).value
-
-    @y.setter
-    def y(self, value: int) -> None:
-        _gen.write_i64(self._h + 32, value)
 
 
 @_gen.register("testing.TestDeepCopyEdges", offsets={"v_any": 24, "v_obj": 40})
@@ -945,6 +749,16 @@ class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
     __slots__ = ()
+
+    v_any: _gen.Field[_t.Any, _t.Any] = _gen.field(
+        "testing.TestDeepCopyEdges", "v_any", "any", 24, write="registry"
+    )
+    """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
+
+    v_obj: _gen.Field[_rt.Object, _rt.Object] = _gen.field(
+        "testing.TestDeepCopyEdges", "v_obj", "object", 40, write="registry"
+    )
+    """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
         """Construct through ``testing.TestDeepCopyEdges``'s reflected auto-init (omitted arguments take the native defaults).
@@ -958,26 +772,6 @@ class TestDeepCopyEdges(_rt.Object):
             ),
         )
 
-    @property
-    def v_any(self) -> _t.Any:
-        """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
-        value: _t.Any = _gen.read_any(self._h + 24)
-        return value
-
-    @v_any.setter
-    def v_any(self, value: _t.Any) -> None:
-        _ffi_field_TestDeepCopyEdges_v_any.set(self, value)
-
-    @property
-    def v_obj(self) -> _rt.Object:
-        """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
-        value: _rt.Object = _gen.read_object(self._h + 40)
-        return value
-
-    @v_obj.setter
-    def v_obj(self, value: _rt.Object) -> None:
-        _ffi_field_TestDeepCopyEdges_v_obj.set(self, value)
-
 
 @_gen.register("testing.TestEqWithoutHash", offsets={"key": 24, "label": 32})
 class TestEqWithoutHash(_rt.Object):
@@ -985,20 +779,15 @@ class TestEqWithoutHash(_rt.Object):
 
     __slots__ = ()
 
+    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestEqWithoutHash", "key", "i64", 24)
+    """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
+
+    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestEqWithoutHash", "label", "any", 32)
+    """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
+
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestEqWithoutHash", (_0, _1))
-
-    @property
-    def key(self) -> int:
-        """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def label(self) -> str:
-        """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
-        value: str = _gen.read_any(self._h + 32)
-        return value
 
 
 @_gen.register("testing.TestFrozenCxx", constructible=False)
@@ -1019,25 +808,20 @@ class TestHash(_rt.Object):
 
     __slots__ = ()
 
+    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestHash", "key", "i64", 24)
+    """Registry field: ``testing.TestHash.key`` (read-only)."""
+
+    name: _gen.ReadOnlyField[str] = _gen.field("testing.TestHash", "name", "any", 32)
+    """Registry field: ``testing.TestHash.name`` (read-only)."""
+
+    hash_ignored: _gen.ReadOnlyField[int] = _gen.field(
+        "testing.TestHash", "hash_ignored", "i64", 48
+    )
+    """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
+
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
         """Construct through ``testing.TestHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestHash", (_0, _1, _2))
-
-    @property
-    def key(self) -> int:
-        """Registry field: ``testing.TestHash.key`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def name(self) -> str:
-        """Registry field: ``testing.TestHash.name`` (read-only)."""
-        value: str = _gen.read_any(self._h + 32)
-        return value
-
-    @property
-    def hash_ignored(self) -> int:
-        """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
-        return _ffi_i64(self._h + 48).value
 
 
 @_gen.register("testing.TestIntPair", offsets={"a": 24, "b": 32})
@@ -1046,25 +830,21 @@ class TestIntPair(_rt.Object):
 
     __slots__ = ()
 
+    a: _gen.ReadOnlyField[int] = _gen.field("testing.TestIntPair", "a", "i64", 24)
+    """Field `a`
+
+    Registry field: ``testing.TestIntPair.a`` (read-only).
+    """
+
+    b: _gen.ReadOnlyField[int] = _gen.field("testing.TestIntPair", "b", "i64", 32)
+    """Field `b`
+
+    Registry field: ``testing.TestIntPair.b`` (read-only).
+    """
+
     def __init__(self, _0: int, _1: int, /) -> None:
         """Construct through ``testing.TestIntPair.__ffi_init__``."""
         _gen.construct(self, "testing.TestIntPair", (_0, _1))
-
-    @property
-    def a(self) -> int:
-        """Field `a`
-
-        Registry field: ``testing.TestIntPair.a`` (read-only).
-        """
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def b(self) -> int:
-        """Field `b`
-
-        Registry field: ``testing.TestIntPair.b`` (read-only).
-        """
-        return _ffi_i64(self._h + 32).value
 
     def sum(self) -> int:
         """Method to compute sum of a and b
@@ -1081,14 +861,12 @@ class TestNonCopyable(_rt.Object):
 
     __slots__ = ()
 
+    value: _gen.ReadOnlyField[int] = _gen.field("testing.TestNonCopyable", "value", "i64", 24)
+    """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
+
     def __init__(self, _0: int, /) -> None:
         """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
         _gen.construct(self, "testing.TestNonCopyable", (_0,))
-
-    @property
-    def value(self) -> int:
-        """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
 
 
 @_gen.register("testing.TestObjectBase", offsets={"v_f64": 32, "v_i64": 24, "v_str": 40})
@@ -1096,6 +874,22 @@ class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
     __slots__ = ()
+
+    v_i64: _gen.Field[int, int] = _gen.field(
+        "testing.TestObjectBase", "v_i64", "i64", 24, write="in_place"
+    )
+    """i64 field
+
+    Registry field: ``testing.TestObjectBase.v_i64``.
+    """
+
+    v_f64: _gen.ReadOnlyField[float] = _gen.field("testing.TestObjectBase", "v_f64", "f64", 32)
+    """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
+
+    v_str: _gen.Field[str, str] = _gen.field(
+        "testing.TestObjectBase", "v_str", "any", 40, write="registry"
+    )
+    """Registry field: ``testing.TestObjectBase.v_str``."""
 
     def __init__(self, v_i64: int = 10, v_f64: float = 10.0, v_str: str = "hello") -> None:
         """Construct through ``testing.TestObjectBase``'s reflected auto-init (omitted arguments take the native defaults).
@@ -1109,33 +903,6 @@ class TestObjectBase(_rt.Object):
                 ("v_str", v_str),
             ),
         )
-
-    @property
-    def v_i64(self) -> int:
-        """i64 field
-
-        Registry field: ``testing.TestObjectBase.v_i64``.
-        """
-        return _ffi_i64(self._h + 24).value
-
-    @v_i64.setter
-    def v_i64(self, value: int) -> None:
-        _gen.write_i64(self._h + 24, value)
-
-    @property
-    def v_f64(self) -> float:
-        """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
-        return _ffi_f64(self._h + 32).value
-
-    @property
-    def v_str(self) -> str:
-        """Registry field: ``testing.TestObjectBase.v_str``."""
-        value: str = _gen.read_any(self._h + 40)
-        return value
-
-    @v_str.setter
-    def v_str(self, value: str) -> None:
-        _ffi_field_TestObjectBase_v_str.set(self, value)
 
     def add_i64(self, _0: int, /) -> int:
         """add_i64 method
@@ -1151,6 +918,16 @@ class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
     __slots__ = ()
+
+    value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field(
+        "testing.TestObjectPtrHolder", "value", "object", 24, write="registry"
+    )
+    """Registry field: ``testing.TestObjectPtrHolder.value``."""
+
+    optional_value: _gen.Field[TestObjectBase | None, TestObjectBase | None] = _gen.field(
+        "testing.TestObjectPtrHolder", "optional_value", "object", 32, write="registry"
+    )
+    """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
 
     def __init__(
         self,
@@ -1168,26 +945,6 @@ class TestObjectPtrHolder(_rt.Object):
             ),
         )
 
-    @property
-    def value(self) -> TestObjectBase:
-        """Registry field: ``testing.TestObjectPtrHolder.value``."""
-        value: TestObjectBase = _gen.read_object(self._h + 24)
-        return value
-
-    @value.setter
-    def value(self, value: TestObjectBase) -> None:
-        _ffi_field_TestObjectPtrHolder_value.set(self, value)
-
-    @property
-    def optional_value(self) -> TestObjectBase | None:
-        """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
-        value: TestObjectBase | None = _gen.read_object(self._h + 32)
-        return value
-
-    @optional_value.setter
-    def optional_value(self, value: TestObjectBase | None) -> None:
-        _ffi_field_TestObjectPtrHolder_optional_value.set(self, value)
-
 
 @_gen.register("testing.TestUnregisteredBaseObject", offsets={"v1": 24})
 class TestUnregisteredBaseObject(_rt.Object):
@@ -1195,17 +952,15 @@ class TestUnregisteredBaseObject(_rt.Object):
 
     __slots__ = ()
 
+    v1: _gen.ReadOnlyField[int] = _gen.field("testing.TestUnregisteredBaseObject", "v1", "i64", 24)
+    """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
+
     def __init__(self, _0: int, /) -> None:
         """Constructor of TestUnregisteredBaseObject
 
         Construct through ``testing.TestUnregisteredBaseObject.__ffi_init__``.
         """
         _gen.construct(self, "testing.TestUnregisteredBaseObject", (_0,))
-
-    @property
-    def v1(self) -> int:
-        """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
 
     def get_v1_plus_one(self) -> int:
         """Get (v1 + 1) from TestUnregisteredBaseObject
@@ -1222,16 +977,15 @@ class TestVisitHook(_rt.Object):
 
     __slots__ = ()
 
+    child: _gen.ReadOnlyField[_rt.Object] = _gen.field(
+        "testing.TestVisitHook", "child", "object", 24
+    )
+    """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
+
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: ``testing.TestVisitHook`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestVisitHook")
-
-    @property
-    def child(self) -> _rt.Object:
-        """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
-        value: _rt.Object = _gen.read_object(self._h + 24)
-        return value
 
 
 @_gen.register("testing.TestVisitRegions", offsets={"ordinary": 40, "pattern": 32, "simple": 24})
@@ -1239,6 +993,17 @@ class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
     __slots__ = ()
+
+    simple: _gen.ReadOnlyField[int] = _gen.field("testing.TestVisitRegions", "simple", "i64", 24)
+    """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
+
+    pattern: _gen.ReadOnlyField[int] = _gen.field("testing.TestVisitRegions", "pattern", "i64", 32)
+    """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
+
+    ordinary: _gen.ReadOnlyField[int] = _gen.field(
+        "testing.TestVisitRegions", "ordinary", "i64", 40
+    )
+    """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
 
     def __init__(self, simple: int, pattern: int, ordinary: int) -> None:
         """Construct through ``testing.TestVisitRegions``'s reflected auto-init (omitted arguments take the native defaults).
@@ -1253,27 +1018,22 @@ class TestVisitRegions(_rt.Object):
             ),
         )
 
-    @property
-    def simple(self) -> int:
-        """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
-        return _ffi_i64(self._h + 24).value
-
-    @property
-    def pattern(self) -> int:
-        """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
-        return _ffi_i64(self._h + 32).value
-
-    @property
-    def ordinary(self) -> int:
-        """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
-        return _ffi_i64(self._h + 40).value
-
 
 @_gen.register("testing.TestCxxAutoInitChild", offsets={"child_kw_only": 48, "child_required": 40})
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
     __slots__ = ()
+
+    child_required: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitChild", "child_required", "i64", 40, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
+
+    child_kw_only: _gen.Field[int, int] = _gen.field(
+        "testing.TestCxxAutoInitChild", "child_kw_only", "i64", 48, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
 
     def __init__(
         self,
@@ -1296,30 +1056,22 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
             ),
         )
 
-    @property
-    def child_required(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
-        return _ffi_i64(self._h + 40).value
-
-    @child_required.setter
-    def child_required(self, value: int) -> None:
-        _gen.write_i64(self._h + 40, value)
-
-    @property
-    def child_kw_only(self) -> int:
-        """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
-        return _ffi_i64(self._h + 48).value
-
-    @child_kw_only.setter
-    def child_kw_only(self, value: int) -> None:
-        _gen.write_i64(self._h + 48, value)
-
 
 @_gen.register("testing.TestCxxClassDerived", offsets={"v_f32": 48, "v_f64": 40})
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
     __slots__ = ()
+
+    v_f64: _gen.Field[float, float] = _gen.field(
+        "testing.TestCxxClassDerived", "v_f64", "f64", 40, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
+
+    v_f32: _gen.Field[float, float] = _gen.field(
+        "testing.TestCxxClassDerived", "v_f32", "f32", 48, write="registry"
+    )
+    """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
     def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
         """Construct through ``testing.TestCxxClassDerived``'s reflected auto-init (omitted arguments take the native defaults).
@@ -1334,24 +1086,6 @@ class TestCxxClassDerived(TestCxxClassBase):
                 ("v_f32", v_f32),
             ),
         )
-
-    @property
-    def v_f64(self) -> float:
-        """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
-        return _ffi_f64(self._h + 40).value
-
-    @v_f64.setter
-    def v_f64(self, value: float) -> None:
-        _gen.write_f64(self._h + 40, value)
-
-    @property
-    def v_f32(self) -> float:
-        """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
-        return _ffi_f32(self._h + 48).value
-
-    @v_f32.setter
-    def v_f32(self, value: float) -> None:
-        _ffi_field_TestCxxClassDerived_v_f32.set(self, value)
 
 
 @_gen.register("testing.TestEnumVariant", constructible=False)
@@ -1375,6 +1109,16 @@ class TestObjectDerived(TestObjectBase):
 
     __slots__ = ()
 
+    v_map: _gen.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _gen.field(
+        "testing.TestObjectDerived", "v_map", "object", 56, write="registry"
+    )
+    """Registry field: ``testing.TestObjectDerived.v_map``."""
+
+    v_array: _gen.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _gen.field(
+        "testing.TestObjectDerived", "v_array", "object", 64, write="registry"
+    )
+    """Registry field: ``testing.TestObjectDerived.v_array``."""
+
     def __init__(
         self,
         v_map: _abc.Mapping[_t.Any, _t.Any],
@@ -1397,26 +1141,6 @@ class TestObjectDerived(TestObjectBase):
             ),
         )
 
-    @property
-    def v_map(self) -> _rt.Map[_t.Any, _t.Any]:
-        """Registry field: ``testing.TestObjectDerived.v_map``."""
-        value: _rt.Map[_t.Any, _t.Any] = _gen.read_object(self._h + 56)
-        return value
-
-    @v_map.setter
-    def v_map(self, value: _abc.Mapping[_t.Any, _t.Any]) -> None:
-        _ffi_field_TestObjectDerived_v_map.set(self, value)
-
-    @property
-    def v_array(self) -> _rt.Array[_t.Any]:
-        """Registry field: ``testing.TestObjectDerived.v_array``."""
-        value: _rt.Array[_t.Any] = _gen.read_object(self._h + 64)
-        return value
-
-    @v_array.setter
-    def v_array(self, value: _abc.Sequence[_t.Any]) -> None:
-        _ffi_field_TestObjectDerived_v_array.set(self, value)
-
 
 @_gen.register("testing.TestUnregisteredObject", offsets={"v2": 32})
 class TestUnregisteredObject(TestUnregisteredBaseObject):
@@ -1424,17 +1148,15 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
     __slots__ = ()
 
+    v2: _gen.ReadOnlyField[int] = _gen.field("testing.TestUnregisteredObject", "v2", "i64", 32)
+    """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
+
     def __init__(self, _0: int, _1: int, /) -> None:
         """Constructor of TestUnregisteredObject
 
         Construct through ``testing.TestUnregisteredObject.__ffi_init__``.
         """
         _gen.construct(self, "testing.TestUnregisteredObject", (_0, _1))
-
-    @property
-    def v2(self) -> int:
-        """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
-        return _ffi_i64(self._h + 32).value
 
     def get_v2_plus_two(self) -> int:
         """Get (v2 + 2) from TestUnregisteredObject
@@ -1450,6 +1172,16 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
     __slots__ = ()
+
+    v_str: _gen.Field[str, str] = _gen.field(
+        "testing.TestCxxClassDerivedDerived", "v_str", "any", 56, write="registry"
+    )
+    """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
+
+    v_bool: _gen.Field[bool, bool] = _gen.field(
+        "testing.TestCxxClassDerivedDerived", "v_bool", "bool", 72, write="in_place"
+    )
+    """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
 
     def __init__(
         self,
@@ -1474,25 +1206,6 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
                 ("v_str", v_str),
             ),
         )
-
-    @property
-    def v_str(self) -> str:
-        """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
-        value: str = _gen.read_any(self._h + 56)
-        return value
-
-    @v_str.setter
-    def v_str(self, value: str) -> None:
-        _ffi_field_TestCxxClassDerivedDerived_v_str.set(self, value)
-
-    @property
-    def v_bool(self) -> bool:
-        """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
-        return _ffi_bool(self._h + 72).value
-
-    @v_bool.setter
-    def v_bool(self, value: bool) -> None:
-        _gen.write_bool(self._h + 72, value)
 
 
 @_gen.register("testing.TestCxxIntEnum", constructible=False)
@@ -1874,124 +1587,89 @@ def test_raise_error(_0: str, _1: str, /) -> None:
     _ffi_fn_test_raise_error(_0, _1)
 
 
-_ffi_bool = _gen.read_bool
-_ffi_f32 = _gen.read_f32
-_ffi_f64 = _gen.read_f64
-_ffi_i32 = _gen.read_i32
-_ffi_i64 = _gen.read_i64
 _ffi_field_SchemaAllTypes_v_device = _gen.FieldAccess("testing.SchemaAllTypes", "v_device")
 _ffi_field_SchemaAllTypes_v_dtype = _gen.FieldAccess("testing.SchemaAllTypes", "v_dtype")
-_ffi_field_SchemaAllTypes_v_string = _gen.FieldAccess("testing.SchemaAllTypes", "v_string")
-_ffi_field_SchemaAllTypes_v_bytes = _gen.FieldAccess("testing.SchemaAllTypes", "v_bytes")
 _ffi_field_SchemaAllTypes_v_opt_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_int")
 _ffi_field_SchemaAllTypes_v_opt_str = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_str")
-_ffi_field_SchemaAllTypes_v_arr_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_arr_int")
-_ffi_field_SchemaAllTypes_v_arr_str = _gen.FieldAccess("testing.SchemaAllTypes", "v_arr_str")
-_ffi_field_SchemaAllTypes_v_map_str_int = _gen.FieldAccess(
-    "testing.SchemaAllTypes", "v_map_str_int",
-)
-_ffi_field_SchemaAllTypes_v_map_str_arr_int = _gen.FieldAccess(
-    "testing.SchemaAllTypes", "v_map_str_arr_int",
-)
 _ffi_field_SchemaAllTypes_v_variant = _gen.FieldAccess("testing.SchemaAllTypes", "v_variant")
 _ffi_field_SchemaAllTypes_v_opt_arr_variant = _gen.FieldAccess(
     "testing.SchemaAllTypes", "v_opt_arr_variant",
 )
-_ffi_method_SchemaAllTypes_add_int = _gen.TypeMethod("testing.SchemaAllTypes", "add_int")
-_ffi_method_SchemaAllTypes_append_int = _gen.TypeMethod("testing.SchemaAllTypes", "append_int")
-_ffi_method_SchemaAllTypes_maybe_concat = _gen.TypeMethod("testing.SchemaAllTypes", "maybe_concat")
-_ffi_method_SchemaAllTypes_merge_map = _gen.TypeMethod("testing.SchemaAllTypes", "merge_map")
-_ffi_method_SchemaAllTypes_make_with = _gen.TypeMethod("testing.SchemaAllTypes", "make_with")
-_ffi_field_TestCxxClassBase_v_i32 = _gen.FieldAccess("testing.TestCxxClassBase", "v_i32")
-_ffi_field_TestCxxClassHiddenField_v_i32 = _gen.FieldAccess(
-    "testing.TestCxxClassHiddenField", "v_i32",
-)
-_ffi_field_TestCxxEnumHolder_priority = _gen.FieldAccess("testing.TestCxxEnumHolder", "priority")
-_ffi_field_TestCxxEnumHolder_opcode = _gen.FieldAccess("testing.TestCxxEnumHolder", "opcode")
-_ffi_field_TestCxxInitSubset_note = _gen.FieldAccess("testing.TestCxxInitSubset", "note")
-_ffi_field_TestDeepCopyEdges_v_any = _gen.FieldAccess("testing.TestDeepCopyEdges", "v_any")
-_ffi_field_TestDeepCopyEdges_v_obj = _gen.FieldAccess("testing.TestDeepCopyEdges", "v_obj")
-_ffi_method_TestIntPair_sum = _gen.TypeMethod("testing.TestIntPair", "sum")
-_ffi_field_TestObjectBase_v_str = _gen.FieldAccess("testing.TestObjectBase", "v_str")
-_ffi_method_TestObjectBase_add_i64 = _gen.TypeMethod("testing.TestObjectBase", "add_i64")
-_ffi_field_TestObjectPtrHolder_value = _gen.FieldAccess("testing.TestObjectPtrHolder", "value")
-_ffi_field_TestObjectPtrHolder_optional_value = _gen.FieldAccess(
-    "testing.TestObjectPtrHolder", "optional_value",
-)
-_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.TypeMethod(
+_ffi_method_SchemaAllTypes_add_int = _gen.method("testing.SchemaAllTypes", "add_int")
+_ffi_method_SchemaAllTypes_append_int = _gen.method("testing.SchemaAllTypes", "append_int")
+_ffi_method_SchemaAllTypes_maybe_concat = _gen.method("testing.SchemaAllTypes", "maybe_concat")
+_ffi_method_SchemaAllTypes_merge_map = _gen.method("testing.SchemaAllTypes", "merge_map")
+_ffi_method_SchemaAllTypes_make_with = _gen.method("testing.SchemaAllTypes", "make_with")
+_ffi_method_TestIntPair_sum = _gen.method("testing.TestIntPair", "sum")
+_ffi_method_TestObjectBase_add_i64 = _gen.method("testing.TestObjectBase", "add_i64")
+_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.method(
     "testing.TestUnregisteredBaseObject", "get_v1_plus_one",
 )
-_ffi_field_TestCxxClassDerived_v_f32 = _gen.FieldAccess("testing.TestCxxClassDerived", "v_f32")
-_ffi_field_TestObjectDerived_v_map = _gen.FieldAccess("testing.TestObjectDerived", "v_map")
-_ffi_field_TestObjectDerived_v_array = _gen.FieldAccess("testing.TestObjectDerived", "v_array")
-_ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.TypeMethod(
+_ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.method(
     "testing.TestUnregisteredObject", "get_v2_plus_two",
 )
-_ffi_field_TestCxxClassDerivedDerived_v_str = _gen.FieldAccess(
-    "testing.TestCxxClassDerivedDerived", "v_str",
-)
-_ffi_fn_TestIntPairSum = _gen.GlobalFunction("testing.TestIntPairSum")
-_ffi_fn_add_one = _gen.GlobalFunction("testing.add_one")
-_ffi_fn_apply = _gen.GlobalFunction("testing.apply")
-_ffi_fn_echo = _gen.GlobalFunction("testing.echo")
-_ffi_fn_enum_variant_get = _gen.GlobalFunction("testing.enum_variant_get")
-_ffi_fn_get_add_one_c_symbol = _gen.GlobalFunction("testing.get_add_one_c_symbol")
-_ffi_fn_get_mlir_add_one_c_symbol = _gen.GlobalFunction("testing.get_mlir_add_one_c_symbol")
-_ffi_fn_make_array_with_mixed = _gen.GlobalFunction("testing.make_array_with_mixed")
-_ffi_fn_make_array_with_tensor = _gen.GlobalFunction("testing.make_array_with_tensor")
-_ffi_fn_make_dict_with_tensor = _gen.GlobalFunction("testing.make_dict_with_tensor")
-_ffi_fn_make_empty_array_with_tensor_input = _gen.GlobalFunction(
+_ffi_fn_TestIntPairSum = _gen.global_function("testing.TestIntPairSum")
+_ffi_fn_add_one = _gen.global_function("testing.add_one")
+_ffi_fn_apply = _gen.global_function("testing.apply")
+_ffi_fn_echo = _gen.global_function("testing.echo")
+_ffi_fn_enum_variant_get = _gen.global_function("testing.enum_variant_get")
+_ffi_fn_get_add_one_c_symbol = _gen.global_function("testing.get_add_one_c_symbol")
+_ffi_fn_get_mlir_add_one_c_symbol = _gen.global_function("testing.get_mlir_add_one_c_symbol")
+_ffi_fn_make_array_with_mixed = _gen.global_function("testing.make_array_with_mixed")
+_ffi_fn_make_array_with_tensor = _gen.global_function("testing.make_array_with_tensor")
+_ffi_fn_make_dict_with_tensor = _gen.global_function("testing.make_dict_with_tensor")
+_ffi_fn_make_empty_array_with_tensor_input = _gen.global_function(
     "testing.make_empty_array_with_tensor_input",
 )
-_ffi_fn_make_list_with_tensor = _gen.GlobalFunction("testing.make_list_with_tensor")
-_ffi_fn_make_map_with_tensor = _gen.GlobalFunction("testing.make_map_with_tensor")
-_ffi_fn_make_nested_array_with_tensor = _gen.GlobalFunction(
+_ffi_fn_make_list_with_tensor = _gen.global_function("testing.make_list_with_tensor")
+_ffi_fn_make_map_with_tensor = _gen.global_function("testing.make_map_with_tensor")
+_ffi_fn_make_nested_array_with_tensor = _gen.global_function(
     "testing.make_nested_array_with_tensor",
 )
-_ffi_fn_make_nested_map_with_tensor = _gen.GlobalFunction("testing.make_nested_map_with_tensor")
-_ffi_fn_make_unregistered_object = _gen.GlobalFunction("testing.make_unregistered_object")
-_ffi_fn_make_visit_region_graph = _gen.GlobalFunction("testing.make_visit_region_graph")
-_ffi_fn_nop = _gen.GlobalFunction("testing.nop")
-_ffi_fn_object_use_count = _gen.GlobalFunction("testing.object_use_count")
-_ffi_fn_optional_tensor_view_has_value = _gen.GlobalFunction(
+_ffi_fn_make_nested_map_with_tensor = _gen.global_function("testing.make_nested_map_with_tensor")
+_ffi_fn_make_unregistered_object = _gen.global_function("testing.make_unregistered_object")
+_ffi_fn_make_visit_region_graph = _gen.global_function("testing.make_visit_region_graph")
+_ffi_fn_nop = _gen.global_function("testing.nop")
+_ffi_fn_object_use_count = _gen.global_function("testing.object_use_count")
+_ffi_fn_optional_tensor_view_has_value = _gen.global_function(
     "testing.optional_tensor_view_has_value",
 )
-_ffi_fn_run_check_signal = _gen.GlobalFunction("testing.run_check_signal")
-_ffi_fn_schema_arr_map_opt = _gen.GlobalFunction("testing.schema_arr_map_opt")
-_ffi_fn_schema_id_any = _gen.GlobalFunction("testing.schema_id_any")
-_ffi_fn_schema_id_arr = _gen.GlobalFunction("testing.schema_id_arr")
-_ffi_fn_schema_id_arr_int = _gen.GlobalFunction("testing.schema_id_arr_int")
-_ffi_fn_schema_id_arr_obj = _gen.GlobalFunction("testing.schema_id_arr_obj")
-_ffi_fn_schema_id_arr_str = _gen.GlobalFunction("testing.schema_id_arr_str")
-_ffi_fn_schema_id_bool = _gen.GlobalFunction("testing.schema_id_bool")
-_ffi_fn_schema_id_bytes = _gen.GlobalFunction("testing.schema_id_bytes")
-_ffi_fn_schema_id_device = _gen.GlobalFunction("testing.schema_id_device")
-_ffi_fn_schema_id_dict_str_int = _gen.GlobalFunction("testing.schema_id_dict_str_int")
-_ffi_fn_schema_id_dict_str_str = _gen.GlobalFunction("testing.schema_id_dict_str_str")
-_ffi_fn_schema_id_dltensor = _gen.GlobalFunction("testing.schema_id_dltensor")
-_ffi_fn_schema_id_dtype = _gen.GlobalFunction("testing.schema_id_dtype")
-_ffi_fn_schema_id_float = _gen.GlobalFunction("testing.schema_id_float")
-_ffi_fn_schema_id_func = _gen.GlobalFunction("testing.schema_id_func")
-_ffi_fn_schema_id_func_typed = _gen.GlobalFunction("testing.schema_id_func_typed")
-_ffi_fn_schema_id_int = _gen.GlobalFunction("testing.schema_id_int")
-_ffi_fn_schema_id_list_int = _gen.GlobalFunction("testing.schema_id_list_int")
-_ffi_fn_schema_id_list_obj = _gen.GlobalFunction("testing.schema_id_list_obj")
-_ffi_fn_schema_id_list_str = _gen.GlobalFunction("testing.schema_id_list_str")
-_ffi_fn_schema_id_map = _gen.GlobalFunction("testing.schema_id_map")
-_ffi_fn_schema_id_map_str_int = _gen.GlobalFunction("testing.schema_id_map_str_int")
-_ffi_fn_schema_id_map_str_obj = _gen.GlobalFunction("testing.schema_id_map_str_obj")
-_ffi_fn_schema_id_map_str_str = _gen.GlobalFunction("testing.schema_id_map_str_str")
-_ffi_fn_schema_id_object = _gen.GlobalFunction("testing.schema_id_object")
-_ffi_fn_schema_id_opt_int = _gen.GlobalFunction("testing.schema_id_opt_int")
-_ffi_fn_schema_id_opt_obj = _gen.GlobalFunction("testing.schema_id_opt_obj")
-_ffi_fn_schema_id_opt_str = _gen.GlobalFunction("testing.schema_id_opt_str")
-_ffi_fn_schema_id_string = _gen.GlobalFunction("testing.schema_id_string")
-_ffi_fn_schema_id_tensor = _gen.GlobalFunction("testing.schema_id_tensor")
-_ffi_fn_schema_id_variant_int_str = _gen.GlobalFunction("testing.schema_id_variant_int_str")
-_ffi_fn_schema_no_args = _gen.GlobalFunction("testing.schema_no_args")
-_ffi_fn_schema_no_args_no_return = _gen.GlobalFunction("testing.schema_no_args_no_return")
-_ffi_fn_schema_no_return = _gen.GlobalFunction("testing.schema_no_return")
-_ffi_fn_schema_packed = _gen.GlobalFunction("testing.schema_packed")
-_ffi_fn_schema_tensor_view_input = _gen.GlobalFunction("testing.schema_tensor_view_input")
-_ffi_fn_schema_variant_mix = _gen.GlobalFunction("testing.schema_variant_mix")
-_ffi_fn_test_raise_error = _gen.GlobalFunction("testing.test_raise_error")
+_ffi_fn_run_check_signal = _gen.global_function("testing.run_check_signal")
+_ffi_fn_schema_arr_map_opt = _gen.global_function("testing.schema_arr_map_opt")
+_ffi_fn_schema_id_any = _gen.global_function("testing.schema_id_any")
+_ffi_fn_schema_id_arr = _gen.global_function("testing.schema_id_arr")
+_ffi_fn_schema_id_arr_int = _gen.global_function("testing.schema_id_arr_int")
+_ffi_fn_schema_id_arr_obj = _gen.global_function("testing.schema_id_arr_obj")
+_ffi_fn_schema_id_arr_str = _gen.global_function("testing.schema_id_arr_str")
+_ffi_fn_schema_id_bool = _gen.global_function("testing.schema_id_bool")
+_ffi_fn_schema_id_bytes = _gen.global_function("testing.schema_id_bytes")
+_ffi_fn_schema_id_device = _gen.global_function("testing.schema_id_device")
+_ffi_fn_schema_id_dict_str_int = _gen.global_function("testing.schema_id_dict_str_int")
+_ffi_fn_schema_id_dict_str_str = _gen.global_function("testing.schema_id_dict_str_str")
+_ffi_fn_schema_id_dltensor = _gen.global_function("testing.schema_id_dltensor")
+_ffi_fn_schema_id_dtype = _gen.global_function("testing.schema_id_dtype")
+_ffi_fn_schema_id_float = _gen.global_function("testing.schema_id_float")
+_ffi_fn_schema_id_func = _gen.global_function("testing.schema_id_func")
+_ffi_fn_schema_id_func_typed = _gen.global_function("testing.schema_id_func_typed")
+_ffi_fn_schema_id_int = _gen.global_function("testing.schema_id_int")
+_ffi_fn_schema_id_list_int = _gen.global_function("testing.schema_id_list_int")
+_ffi_fn_schema_id_list_obj = _gen.global_function("testing.schema_id_list_obj")
+_ffi_fn_schema_id_list_str = _gen.global_function("testing.schema_id_list_str")
+_ffi_fn_schema_id_map = _gen.global_function("testing.schema_id_map")
+_ffi_fn_schema_id_map_str_int = _gen.global_function("testing.schema_id_map_str_int")
+_ffi_fn_schema_id_map_str_obj = _gen.global_function("testing.schema_id_map_str_obj")
+_ffi_fn_schema_id_map_str_str = _gen.global_function("testing.schema_id_map_str_str")
+_ffi_fn_schema_id_object = _gen.global_function("testing.schema_id_object")
+_ffi_fn_schema_id_opt_int = _gen.global_function("testing.schema_id_opt_int")
+_ffi_fn_schema_id_opt_obj = _gen.global_function("testing.schema_id_opt_obj")
+_ffi_fn_schema_id_opt_str = _gen.global_function("testing.schema_id_opt_str")
+_ffi_fn_schema_id_string = _gen.global_function("testing.schema_id_string")
+_ffi_fn_schema_id_tensor = _gen.global_function("testing.schema_id_tensor")
+_ffi_fn_schema_id_variant_int_str = _gen.global_function("testing.schema_id_variant_int_str")
+_ffi_fn_schema_no_args = _gen.global_function("testing.schema_no_args")
+_ffi_fn_schema_no_args_no_return = _gen.global_function("testing.schema_no_args_no_return")
+_ffi_fn_schema_no_return = _gen.global_function("testing.schema_no_return")
+_ffi_fn_schema_packed = _gen.global_function("testing.schema_packed")
+_ffi_fn_schema_tensor_view_input = _gen.global_function("testing.schema_tensor_view_input")
+_ffi_fn_schema_variant_mix = _gen.global_function("testing.schema_variant_mix")
+_ffi_fn_test_raise_error = _gen.global_function("testing.test_raise_error")

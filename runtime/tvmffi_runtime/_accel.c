@@ -1,0 +1,998 @@
+/*
+ * tvmffi_runtime._accel: the optional compiled fast path of the ctypes runtime.
+ *
+ * The runtime is complete in Python over ctypes; this module only takes over the paths a
+ * ctypes call cannot make fast: packing arguments and calling TVMFFIFunctionCall, turning
+ * results into Python values, Python callbacks called from native code, reading and writing
+ * fields in object memory, and releasing object handles. Everything it cannot do quickly it
+ * hands back to the Python functions given to init(), so the two paths convert identically.
+ *
+ * It links against nothing but Python: the TVM FFI entry points arrive as addresses from the
+ * ctypes-loaded libtvm_ffi, and the few C ABI structures it touches are declared below
+ * (c_api.h: TVMFFIAny, the TVMFFIObject header, TVMFFIByteArray).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* The C ABI of TVM FFI (stable; mirrored in _lib.py, which checks the sizes)                 */
+/* ---------------------------------------------------------------------------------------- */
+typedef struct {
+  int32_t type_index;
+  uint32_t small_len;
+  union {
+    int64_t v_int64;
+    double v_float64;
+    void* v_ptr;
+    char v_bytes[8];
+  };
+} FFIAny;
+
+typedef struct {
+  uint64_t combined_ref_count;
+  int32_t type_index;
+  uint32_t padding;
+  void* deleter;
+} FFIObjectHeader;
+
+typedef struct {
+  const char* data;
+  size_t size;
+} FFIByteArray;
+
+enum {
+  TI_NONE = 0, TI_INT = 1, TI_BOOL = 2, TI_FLOAT = 3, TI_RAW_STR = 8, TI_SMALL_STR = 11,
+  TI_SMALL_BYTES = 12, TI_OBJECT_BEGIN = 64, TI_STR = 65, TI_BYTES = 66
+};
+
+typedef int (*SafeCall)(void*, const FFIAny*, int32_t, FFIAny*);
+static int (*ffi_call)(void*, FFIAny*, int32_t, FFIAny*);
+static int (*ffi_incref)(void*);
+static int (*ffi_decref)(void*);
+static int (*ffi_function_create)(void*, SafeCall, void (*)(void*), void**);
+static void (*ffi_error_move_from_raised)(void**);
+static void (*ffi_error_set_raised_from_cstr)(const char*, const char*);
+
+/* Python hooks given to init(): the general (slow) conversions of the Python runtime. */
+static PyObject* class_cache;       /* dict: type index -> wrapper class */
+static PyObject* object_return;     /* dict: type index -> converter(handle) for str, bytes... */
+static PyObject* hook_class_for_index;
+static PyObject* hook_pack_slow;    /* (address, value, temps) -> None */
+static PyObject* hook_pack_error;   /* (name, value, position, exc) -> exception to raise */
+static PyObject* hook_fetch_error;  /* () -> exception of the raised native error */
+static PyObject* hook_view_slow;    /* (address) -> value of a borrowed Any */
+static PyObject* hook_owned_slow;   /* (address) -> value of an owned Any (takes it over) */
+static PyObject* hook_to_owned;     /* (value, address) -> None: write an owned Any */
+static PyObject* hook_raise_into_native; /* (exc) -> None */
+static PyObject* hook_release_temps;     /* (temps) -> None */
+static PyObject* hook_walk_result;  /* (value, address) -> None: a walk handler's result */
+static PyObject* released_error;    /* ReleasedObjectError class */
+static int initialised = 0;
+
+static Py_ssize_t live_callbacks = 0; /* Python callables native Functions can call */
+
+/* ---------------------------------------------------------------------------------------- */
+/* ObjectBase: the handle-owning base of every Object wrapper                                 */
+/* ---------------------------------------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  void* h;   /* owned TVMFFIObject*, or NULL once moved / released */
+  int32_t t; /* its type index */
+} ObjectBase;
+
+static PyTypeObject ObjectBaseType;
+
+static void object_base_dealloc(PyObject* self) {
+  ObjectBase* o = (ObjectBase*)self;
+  void* h = o->h;
+  o->h = NULL;
+  if (h != NULL) ffi_decref(h);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject* get_handle(PyObject* self, void* closure) {
+  return PyLong_FromVoidPtr(((ObjectBase*)self)->h);
+}
+
+static int set_handle(PyObject* self, PyObject* value, void* closure) {
+  if (value == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "cannot delete _h");
+    return -1;
+  }
+  void* h = PyLong_AsVoidPtr(value);
+  if (h == NULL && PyErr_Occurred()) return -1;
+  ((ObjectBase*)self)->h = h;
+  return 0;
+}
+
+static PyObject* get_tindex(PyObject* self, void* closure) {
+  return PyLong_FromLong(((ObjectBase*)self)->t);
+}
+
+static int set_tindex(PyObject* self, PyObject* value, void* closure) {
+  if (value == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "cannot delete _t");
+    return -1;
+  }
+  long t = PyLong_AsLong(value);
+  if (t == -1 && PyErr_Occurred()) return -1;
+  ((ObjectBase*)self)->t = (int32_t)t;
+  return 0;
+}
+
+static PyGetSetDef object_base_getset[] = {
+    {"_h", get_handle, set_handle, "address of the owned TVMFFIObject (0 when released)", NULL},
+    {"_t", get_tindex, set_tindex, "type index of the object", NULL},
+    {NULL}};
+
+static PyTypeObject ObjectBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.ObjectBase",
+    .tp_basicsize = sizeof(ObjectBase),
+    .tp_dealloc = object_base_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Owns one reference to a TVM FFI object; released when the wrapper dies.",
+    .tp_getset = object_base_getset,
+    /* no tp_new: object.__new__ (inherited) makes wrappers, as the pure-Python runtime does */
+};
+
+static inline int is_object(PyObject* v) { return PyObject_TypeCheck(v, &ObjectBaseType); }
+
+/* ---------------------------------------------------------------------------------------- */
+/* Native values -> Python                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+static PyObject* str_of_cell(void* h) {
+  FFIByteArray* ba = (FFIByteArray*)((char*)h + sizeof(FFIObjectHeader));
+  return PyUnicode_DecodeUTF8(ba->data, (Py_ssize_t)ba->size, "surrogateescape");
+}
+
+/* Wrap an owned object handle in its Python class (or value); takes over the reference. */
+static PyObject* wrap_owned(void* h, int32_t ti) {
+  if (ti == TI_STR || ti == TI_BYTES) {
+    FFIByteArray* ba = (FFIByteArray*)((char*)h + sizeof(FFIObjectHeader));
+    PyObject* r = ti == TI_STR ? PyUnicode_DecodeUTF8(ba->data, (Py_ssize_t)ba->size, "surrogateescape")
+                               : PyBytes_FromStringAndSize(ba->data, (Py_ssize_t)ba->size);
+    ffi_decref(h);
+    return r;
+  }
+  PyObject* key = PyLong_FromLong(ti);
+  if (key == NULL) goto fail;
+  /* types that come back as plain values (BigInt, Error, ...) first, like _core._wrap */
+  PyObject* conv = PyDict_GetItemWithError(object_return, key); /* borrowed */
+  if (conv != NULL) {
+    Py_DECREF(key);
+    PyObject* addr = PyLong_FromVoidPtr(h);
+    if (addr == NULL) goto fail;
+    PyObject* r = PyObject_CallOneArg(conv, addr); /* takes over the reference */
+    Py_DECREF(addr);
+    return r;
+  }
+  PyObject* owned_cls = NULL;
+  PyObject* cls = PyErr_Occurred() ? NULL : PyDict_GetItemWithError(class_cache, key); /* borrowed */
+  if (cls == NULL) {
+    if (PyErr_Occurred()) {
+      Py_DECREF(key);
+      goto fail;
+    }
+    owned_cls = PyObject_CallOneArg(hook_class_for_index, key);
+    if (owned_cls == NULL) {
+      Py_DECREF(key);
+      goto fail;
+    }
+    cls = owned_cls;
+  }
+  Py_DECREF(key);
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType)) {
+    PyErr_Format(PyExc_TypeError, "wrapper class for type index %d is not an Object class", (int)ti);
+    Py_XDECREF(owned_cls);
+    goto fail;
+  }
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  PyObject* o = tp->tp_alloc(tp, 0);
+  Py_XDECREF(owned_cls);
+  if (o == NULL) goto fail;
+  ((ObjectBase*)o)->h = h;
+  ((ObjectBase*)o)->t = ti;
+  return o;
+fail:
+  ffi_decref(h);
+  return NULL;
+}
+
+/* An owned Any (a call result) as a Python value; takes over its reference. */
+static PyObject* owned_to_py(FFIAny* a) {
+  switch (a->type_index) {
+    case TI_NONE: Py_RETURN_NONE;
+    case TI_INT: return PyLong_FromLongLong(a->v_int64);
+    case TI_BOOL: return PyBool_FromLong(a->v_int64 != 0);
+    case TI_FLOAT: return PyFloat_FromDouble(a->v_float64);
+    case TI_SMALL_STR: return PyUnicode_DecodeUTF8(a->v_bytes, a->small_len, "surrogateescape");
+    case TI_SMALL_BYTES: return PyBytes_FromStringAndSize(a->v_bytes, a->small_len);
+    default: break;
+  }
+  if (a->type_index >= TI_OBJECT_BEGIN) return wrap_owned(a->v_ptr, a->type_index);
+  PyObject* addr = PyLong_FromVoidPtr(a);
+  if (addr == NULL) return NULL;
+  PyObject* r = PyObject_CallOneArg(hook_owned_slow, addr);
+  Py_DECREF(addr);
+  return r;
+}
+
+/* A borrowed Any (callback argument, field) as a Python value; objects get a new reference. */
+static PyObject* view_to_py(const FFIAny* a) {
+  switch (a->type_index) {
+    case TI_NONE: Py_RETURN_NONE;
+    case TI_INT: return PyLong_FromLongLong(a->v_int64);
+    case TI_BOOL: return PyBool_FromLong(a->v_int64 != 0);
+    case TI_FLOAT: return PyFloat_FromDouble(a->v_float64);
+    case TI_SMALL_STR: return PyUnicode_DecodeUTF8(a->v_bytes, a->small_len, "surrogateescape");
+    case TI_SMALL_BYTES: return PyBytes_FromStringAndSize(a->v_bytes, a->small_len);
+    case TI_STR: return str_of_cell(a->v_ptr);
+    default: break;
+  }
+  if (a->type_index >= TI_OBJECT_BEGIN) {
+    ffi_incref(a->v_ptr);
+    return wrap_owned(a->v_ptr, a->type_index);
+  }
+  PyObject* addr = PyLong_FromVoidPtr((void*)a);
+  if (addr == NULL) return NULL;
+  PyObject* r = PyObject_CallOneArg(hook_view_slow, addr);
+  Py_DECREF(addr);
+  return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Python -> native values                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+/* Pack the kinds every call sees as a view; 1 when the value needs the general packer. */
+static int pack_fast(FFIAny* out, PyObject* v) {
+  PyTypeObject* t = Py_TYPE(v);
+  out->small_len = 0;
+  if (t == &PyLong_Type) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) return 1;
+    out->type_index = TI_INT;
+    out->v_int64 = x;
+    return 0;
+  }
+  if (t == &PyFloat_Type) {
+    out->type_index = TI_FLOAT;
+    out->v_float64 = PyFloat_AS_DOUBLE(v);
+    return 0;
+  }
+  if (v == Py_None) {
+    out->type_index = TI_NONE;
+    out->v_int64 = 0;
+    return 0;
+  }
+  if (t == &PyBool_Type) {
+    out->type_index = TI_BOOL;
+    out->v_int64 = v == Py_True;
+    return 0;
+  }
+  if (t == &PyUnicode_Type) {
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+    if (s == NULL) { /* lone surrogates: the general packer encodes with surrogateescape */
+      PyErr_Clear();
+      return 1;
+    }
+    if (n <= 7) {
+      out->type_index = TI_SMALL_STR;
+      out->small_len = (uint32_t)n;
+      out->v_int64 = 0;
+      memcpy(out->v_bytes, s, (size_t)n);
+      return 0;
+    }
+    if (memchr(s, 0, (size_t)n) != NULL) return 1; /* embedded NUL: needs a String object */
+    out->type_index = TI_RAW_STR;                   /* borrowed: the str outlives the call */
+    out->v_ptr = (void*)s;
+    return 0;
+  }
+  if (is_object(v)) {
+    ObjectBase* o = (ObjectBase*)v;
+    if (o->h == NULL) return 1; /* moved or released: the general packer words the error */
+    out->type_index = o->t;
+    out->v_ptr = o->h;
+    return 0;
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Calling                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+#define STACK_ARGS 8
+
+/* After a failed native call: the Python exception to raise (set), returning NULL. */
+static PyObject* raise_native_error(void) {
+  if (PyErr_Occurred()) {
+    /* a signal handler ran inside the call (PyErr_CheckSignals through the env hook) and left
+       its exception set; the native side raised EnvErrorAlreadySet: drop that one */
+    void* err = NULL;
+    ffi_error_move_from_raised(&err);
+    if (err != NULL) ffi_decref(err);
+    return NULL;
+  }
+  PyObject* exc = PyObject_CallNoArgs(hook_fetch_error);
+  if (exc == NULL) return NULL;
+  PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+  Py_DECREF(exc);
+  return NULL;
+}
+
+static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name) {
+  FFIAny stack[STACK_ARGS];
+  FFIAny* buf = stack;
+  PyObject* temps = NULL;
+  PyObject* out = NULL;
+  if (n > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "too many arguments");
+    return NULL;
+  }
+  if (n > STACK_ARGS) {
+    buf = (FFIAny*)PyMem_Malloc(sizeof(FFIAny) * (size_t)n);
+    if (buf == NULL) return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (pack_fast(&buf[i], args[i]) == 0) continue;
+    if (temps == NULL && (temps = PyList_New(0)) == NULL) goto done;
+    PyObject* addr = PyLong_FromVoidPtr(&buf[i]);
+    if (addr == NULL) goto done;
+    PyObject* r = PyObject_CallFunctionObjArgs(hook_pack_slow, addr, args[i], temps, NULL);
+    Py_DECREF(addr);
+    if (r == NULL) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_NormalizeException(&type, &value, &tb);
+      if (tb != NULL) PyException_SetTraceback(value, tb);
+      PyObject* pos = PyLong_FromSsize_t(i);
+      PyObject* exc = pos == NULL ? NULL
+                                  : PyObject_CallFunctionObjArgs(hook_pack_error, name ? name : Py_None,
+                                                                 args[i], pos, value, NULL);
+      Py_XDECREF(pos);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      if (exc != NULL) {
+        PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+      }
+      goto done;
+    }
+    Py_DECREF(r);
+  }
+  {
+    FFIAny result;
+    result.type_index = TI_NONE;
+    result.small_len = 0;
+    result.v_int64 = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ffi_call(fh, buf, (int32_t)n, &result);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+      raise_native_error();
+    } else if (PyErr_Occurred()) { /* a signal handler ran, but the call finished */
+      if (result.type_index >= TI_OBJECT_BEGIN) ffi_decref(result.v_ptr);
+    } else {
+      out = owned_to_py(&result);
+    }
+  }
+done:
+  if (temps != NULL) {
+    if (PyList_GET_SIZE(temps) != 0) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyObject* r = PyObject_CallOneArg(hook_release_temps, temps);
+      if (r == NULL) PyErr_WriteUnraisable(hook_release_temps);
+      Py_XDECREF(r);
+      PyErr_Restore(type, value, tb);
+    }
+    Py_DECREF(temps);
+  }
+  if (buf != stack) PyMem_Free(buf);
+  return out;
+}
+
+static void* handle_of(PyObject* h) {
+  if (PyLong_Check(h)) return PyLong_AsVoidPtr(h);
+  if (is_object(h)) return ((ObjectBase*)h)->h;
+  PyObject* value = PyObject_GetAttrString(h, "value"); /* a ctypes c_void_p */
+  if (value == NULL) return NULL;
+  void* p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
+  Py_DECREF(value);
+  return p;
+}
+
+/* call(handle, args, name=None): what _core.ffi_call does, for any handle form. */
+static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 2 || nargs > 3) {
+    PyErr_SetString(PyExc_TypeError, "call(handle, args, name=None)");
+    return NULL;
+  }
+  void* fh = handle_of(args[0]);
+  if (fh == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "call: null function handle");
+    return NULL;
+  }
+  PyObject* seq = PySequence_Fast(args[1], "call: arguments must be a sequence");
+  if (seq == NULL) return NULL;
+  PyObject* r = call_packed(fh, PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq),
+                            nargs == 3 ? args[2] : Py_None);
+  Py_DECREF(seq);
+  return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* LazyFunction: a global function / method resolved on first call, then called directly     */
+/* ---------------------------------------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  void* fh;
+  PyObject* name;
+  PyObject* resolver; /* () -> Function */
+  PyObject* function; /* the resolved Function (keeps fh alive) */
+  vectorcallfunc vectorcall;
+} LazyFunction;
+
+static int lazy_resolve(LazyFunction* self) {
+  PyObject* f = PyObject_CallNoArgs(self->resolver);
+  if (f == NULL) return -1;
+  if (!is_object(f) || ((ObjectBase*)f)->h == NULL) {
+    PyErr_Format(PyExc_TypeError, "resolving %R did not give a Function", self->name);
+    Py_DECREF(f);
+    return -1;
+  }
+  Py_XSETREF(self->function, f);
+  self->fh = ((ObjectBase*)f)->h;
+  return 0;
+}
+
+static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  LazyFunction* self = (LazyFunction*)callable;
+  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+    PyErr_Format(PyExc_TypeError, "%U takes no keyword arguments", self->name);
+    return NULL;
+  }
+  if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
+  return call_packed(self->fh, args, PyVectorcall_NARGS(nargsf), self->name);
+}
+
+static PyObject* lazy_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static char* kwlist[] = {"name", "resolver", NULL};
+  PyObject *name, *resolver;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO:LazyFunction", kwlist, &name, &resolver)) return NULL;
+  LazyFunction* self = (LazyFunction*)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  Py_INCREF(name);
+  Py_INCREF(resolver);
+  self->name = name;
+  self->resolver = resolver;
+  self->vectorcall = lazy_vectorcall;
+  return (PyObject*)self;
+}
+
+static int lazy_traverse(LazyFunction* self, visitproc visit, void* arg) {
+  Py_VISIT(self->resolver);
+  Py_VISIT(self->function);
+  return 0;
+}
+
+static int lazy_clear(LazyFunction* self) {
+  Py_CLEAR(self->resolver);
+  Py_CLEAR(self->function);
+  self->fh = NULL;
+  return 0;
+}
+
+static void lazy_dealloc(LazyFunction* self) {
+  PyObject_GC_UnTrack(self);
+  lazy_clear(self);
+  Py_CLEAR(self->name);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* lazy_get_function(LazyFunction* self, void* closure) {
+  if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
+  Py_INCREF(self->function);
+  return self->function;
+}
+
+static PyObject* lazy_repr(LazyFunction* self) {
+  return PyUnicode_FromFormat("<function %U%s>", self->name, self->fh ? "" : " (unresolved)");
+}
+
+static PyMemberDef lazy_members[] = {
+    {"name", T_OBJECT, offsetof(LazyFunction, name), READONLY, "registry name"},
+    {NULL}};
+
+static PyGetSetDef lazy_getset[] = {
+    {"function", (getter)lazy_get_function, NULL, "the resolved Function (resolves it)", NULL},
+    {NULL}};
+
+static PyTypeObject LazyFunctionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.LazyFunction",
+    .tp_basicsize = sizeof(LazyFunction),
+    .tp_dealloc = (destructor)lazy_dealloc,
+    .tp_vectorcall_offset = offsetof(LazyFunction, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = (reprfunc)lazy_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "LazyFunction(name, resolver): resolves the Function on first call, then calls it directly.",
+    .tp_traverse = (traverseproc)lazy_traverse,
+    .tp_clear = (inquiry)lazy_clear,
+    .tp_members = lazy_members,
+    .tp_getset = lazy_getset,
+    .tp_new = lazy_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Python callables as native Functions                                                       */
+/* ---------------------------------------------------------------------------------------- */
+enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2 };
+
+/* The resource of a native Function made from a Python callable. ``fn`` is borrowed from the
+   Python Function wrapper that created it (so the GC sees it) until ``strong`` is set: then the
+   resource owns a reference (set when native code keeps the Function beyond its wrapper). */
+typedef struct {
+  PyObject* fn;
+  int mode;
+  int strong;
+} Callback;
+
+static int interpreter_gone(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+  return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
+static void set_raised_from_current(void) {
+  /* the current Python exception becomes the raised native error */
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+  PyObject* r = value == NULL ? NULL : PyObject_CallOneArg(hook_raise_into_native, value);
+  if (r == NULL) {
+    PyErr_Clear();
+    ffi_error_set_raised_from_cstr("RuntimeError", "error while converting a Python exception");
+  }
+  Py_XDECREF(r);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+}
+
+/* Write a Python value as an owned Any (a callback's result). */
+static int py_to_owned(PyObject* v, FFIAny* out) {
+  if (v == Py_None) {
+    out->type_index = TI_NONE;
+    out->small_len = 0;
+    out->v_int64 = 0;
+    return 0;
+  }
+  PyTypeObject* t = Py_TYPE(v);
+  if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type) {
+    if (pack_fast(out, v) == 0) return 0;
+  } else if (is_object(v) && ((ObjectBase*)v)->h != NULL) {
+    out->type_index = ((ObjectBase*)v)->t;
+    out->small_len = 0;
+    out->v_ptr = ((ObjectBase*)v)->h;
+    ffi_incref(out->v_ptr);
+    return 0;
+  }
+  PyObject* addr = PyLong_FromVoidPtr(out);
+  if (addr == NULL) return -1;
+  PyObject* r = PyObject_CallFunctionObjArgs(hook_to_owned, v, addr, NULL);
+  Py_DECREF(addr);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFIAny* result) {
+  if (interpreter_gone()) {
+    ffi_error_set_raised_from_cstr("RuntimeError", "the Python interpreter has shut down");
+    return -1;
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Callback* cb = (Callback*)self;
+  PyObject* fn = cb->fn;
+  Py_INCREF(fn);
+  PyObject* stack[STACK_ARGS];
+  PyObject** pyargs = stack;
+  int32_t made = 0;
+  int rc = -1;
+  PyObject* value = NULL;
+  if (nargs > STACK_ARGS) {
+    pyargs = (PyObject**)PyMem_Malloc(sizeof(PyObject*) * (size_t)nargs);
+    if (pyargs == NULL) {
+      PyErr_NoMemory();
+      goto error;
+    }
+  }
+  for (; made < nargs; ++made) {
+    pyargs[made] = view_to_py(&args[made]);
+    if (pyargs[made] == NULL) goto error;
+  }
+  if (cb->mode == CB_PACKED) {
+    PyObject* list = PyList_New(nargs);
+    if (list == NULL) goto error;
+    for (int32_t i = 0; i < nargs; ++i) {
+      PyList_SET_ITEM(list, i, pyargs[i]);
+      pyargs[i] = NULL;
+    }
+    made = 0;
+    value = PyObject_CallOneArg(fn, list);
+    Py_DECREF(list);
+  } else {
+    value = PyObject_Vectorcall(fn, pyargs, (size_t)nargs, NULL);
+  }
+  if (value == NULL) goto error;
+  if (cb->mode == CB_WALK) {
+    result->type_index = TI_NONE;
+    result->small_len = 0;
+    result->v_int64 = 0;
+    if (value != Py_None) {
+      PyObject* addr = PyLong_FromVoidPtr(result);
+      PyObject* r = addr == NULL ? NULL : PyObject_CallFunctionObjArgs(hook_walk_result, value, addr, NULL);
+      Py_XDECREF(addr);
+      if (r == NULL) goto error;
+      Py_DECREF(r);
+    }
+  } else if (py_to_owned(value, result) < 0) {
+    goto error;
+  }
+  rc = 0;
+  goto done;
+error:
+  set_raised_from_current();
+done:
+  Py_XDECREF(value);
+  for (int32_t i = 0; i < made; ++i) Py_XDECREF(pyargs[i]);
+  if (pyargs != stack) PyMem_Free(pyargs);
+  Py_DECREF(fn);
+  PyGILState_Release(gil);
+  return rc;
+}
+
+static void callback_delete(void* self) {
+  Callback* cb = (Callback*)self;
+  if (interpreter_gone()) return; /* nothing Python can be touched any more: leave it */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (cb->strong) Py_DECREF(cb->fn);
+  live_callbacks--;
+  PyMem_RawFree(cb);
+  PyGILState_Release(gil);
+}
+
+/* function_create(fn, mode, strong) -> (handle, resource address) */
+static PyObject* accel_function_create(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "function_create(fn, mode, strong)");
+    return NULL;
+  }
+  PyObject* fn = args[0];
+  long mode = PyLong_AsLong(args[1]);
+  int strong = PyObject_IsTrue(args[2]);
+  if ((mode == -1 && PyErr_Occurred()) || strong < 0) return NULL;
+  if (!PyCallable_Check(fn)) {
+    PyErr_Format(PyExc_TypeError, "%R is not callable", fn);
+    return NULL;
+  }
+  Callback* cb = (Callback*)PyMem_RawMalloc(sizeof(Callback));
+  if (cb == NULL) return PyErr_NoMemory();
+  cb->fn = fn;
+  cb->mode = (int)mode;
+  cb->strong = strong;
+  if (strong) Py_INCREF(fn);
+  void* out = NULL;
+  if (ffi_function_create(cb, callback_safe_call, callback_delete, &out) != 0) {
+    if (strong) Py_DECREF(fn);
+    PyMem_RawFree(cb);
+    return raise_native_error();
+  }
+  live_callbacks++;
+  return Py_BuildValue("(NN)", PyLong_FromVoidPtr(out), PyLong_FromVoidPtr(cb));
+}
+
+/* keep_callback(resource): the resource takes its own reference to the callable (its Python
+   wrapper is going away while native code still holds the Function). Idempotent. */
+static PyObject* accel_keep_callback(PyObject* mod, PyObject* arg) {
+  Callback* cb = (Callback*)PyLong_AsVoidPtr(arg);
+  if (cb == NULL) return NULL;
+  if (!cb->strong) {
+    Py_INCREF(cb->fn);
+    cb->strong = 1;
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* accel_live_callbacks(PyObject* mod, PyObject* unused) {
+  return PyLong_FromSsize_t(live_callbacks);
+}
+
+/* strong_count(handle): the strong reference count of a native object. */
+static PyObject* accel_strong_count(PyObject* mod, PyObject* arg) {
+  FFIObjectHeader* h = (FFIObjectHeader*)PyLong_AsVoidPtr(arg);
+  if (h == NULL) return NULL;
+  return PyLong_FromUnsignedLong((unsigned long)(__atomic_load_n(&h->combined_ref_count, __ATOMIC_RELAXED) & 0xFFFFFFFFu));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Field: a descriptor reading (and writing) one field in object memory                       */
+/* ---------------------------------------------------------------------------------------- */
+enum { F_I64, F_I32, F_F64, F_F32, F_BOOL, F_OBJECT, F_ANY };
+static const char* field_kinds[] = {"i64", "i32", "f64", "f32", "bool", "object", "any", NULL};
+
+typedef struct {
+  PyObject_HEAD
+  int kind;
+  Py_ssize_t offset;
+  PyObject* qualname; /* "type_key.field" for messages */
+  PyObject* setter;   /* None: read-only; True: in place (POD); else callable (obj, value) */
+  PyObject* doc;
+} Field;
+
+static char* field_base(Field* f, PyObject* obj) {
+  if (!is_object(obj)) {
+    PyErr_Format(PyExc_TypeError, "field %U: %R is not a TVM FFI object", f->qualname, obj);
+    return NULL;
+  }
+  char* h = (char*)((ObjectBase*)obj)->h;
+  if (h == NULL) {
+    PyErr_Format(released_error, "cannot access field %U: the %s object was moved or released",
+                 f->qualname, Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  return h + f->offset;
+}
+
+static PyObject* field_get(Field* f, PyObject* obj, PyObject* type) {
+  if (obj == NULL || obj == Py_None) {
+    Py_INCREF(f);
+    return (PyObject*)f;
+  }
+  char* p = field_base(f, obj);
+  if (p == NULL) return NULL;
+  switch (f->kind) {
+    case F_I64: return PyLong_FromLongLong(*(int64_t*)p);
+    case F_I32: return PyLong_FromLong(*(int32_t*)p);
+    case F_F64: return PyFloat_FromDouble(*(double*)p);
+    case F_F32: return PyFloat_FromDouble(*(float*)p);
+    case F_BOOL: return PyBool_FromLong(*(uint8_t*)p != 0);
+    case F_OBJECT: {
+      FFIObjectHeader* h = *(FFIObjectHeader**)p;
+      if (h == NULL) Py_RETURN_NONE;
+      ffi_incref(h);
+      return wrap_owned(h, h->type_index);
+    }
+    default: return view_to_py((const FFIAny*)p);
+  }
+}
+
+static int field_set(Field* f, PyObject* obj, PyObject* value) {
+  if (value == NULL) {
+    PyErr_Format(PyExc_AttributeError, "field %U cannot be deleted", f->qualname);
+    return -1;
+  }
+  if (f->setter == Py_None) {
+    PyErr_Format(PyExc_AttributeError, "field %U is read-only", f->qualname);
+    return -1;
+  }
+  if (f->setter != Py_True) {
+    PyObject* r = PyObject_CallFunctionObjArgs(f->setter, obj, value, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+  }
+  char* p = field_base(f, obj);
+  if (p == NULL) return -1;
+  switch (f->kind) {
+    case F_I64: {
+      PyObject* i = PyNumber_Index(value);
+      if (i == NULL) return -1;
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+      if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%S does not fit the int64 field", i);
+        Py_DECREF(i);
+        return -1;
+      }
+      Py_DECREF(i);
+      if (x == -1 && PyErr_Occurred()) return -1;
+      *(int64_t*)p = x;
+      return 0;
+    }
+    case F_F64: {
+      if (!PyFloat_Check(value) && (PyBool_Check(value) || !PyLong_Check(value))) {
+        PyErr_Format(PyExc_TypeError, "expected float, got %s", Py_TYPE(value)->tp_name);
+        return -1;
+      }
+      double x = PyFloat_AsDouble(value);
+      if (x == -1.0 && PyErr_Occurred()) return -1;
+      *(double*)p = x;
+      return 0;
+    }
+    case F_BOOL: {
+      if (!PyBool_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "expected bool, got %s", Py_TYPE(value)->tp_name);
+        return -1;
+      }
+      *(uint8_t*)p = value == Py_True;
+      return 0;
+    }
+    default:
+      PyErr_Format(PyExc_AttributeError, "field %U cannot be written in place", f->qualname);
+      return -1;
+  }
+}
+
+static PyObject* field_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  static char* kwlist[] = {"qualname", "kind", "offset", "setter", "doc", NULL};
+  PyObject *qualname, *setter = Py_None, *doc = Py_None;
+  const char* kind;
+  Py_ssize_t offset;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "Usn|OO:Field", kwlist, &qualname, &kind, &offset, &setter, &doc))
+    return NULL;
+  int k = 0;
+  while (field_kinds[k] != NULL && strcmp(field_kinds[k], kind) != 0) ++k;
+  if (field_kinds[k] == NULL) {
+    PyErr_Format(PyExc_ValueError, "Field %U: unknown kind %s", qualname, kind);
+    return NULL;
+  }
+  if (offset < 0) {
+    PyErr_Format(PyExc_ValueError, "Field %U: negative offset", qualname);
+    return NULL;
+  }
+  if (setter == Py_True && k != F_I64 && k != F_F64 && k != F_BOOL) {
+    PyErr_Format(PyExc_ValueError, "Field %U: kind %s cannot be written in place", qualname, kind);
+    return NULL;
+  }
+  Field* f = (Field*)type->tp_alloc(type, 0);
+  if (f == NULL) return NULL;
+  f->kind = k;
+  f->offset = offset;
+  Py_INCREF(qualname);
+  f->qualname = qualname;
+  Py_INCREF(setter);
+  f->setter = setter;
+  Py_INCREF(doc);
+  f->doc = doc;
+  return (PyObject*)f;
+}
+
+static int field_traverse(Field* f, visitproc visit, void* arg) {
+  Py_VISIT(f->setter);
+  return 0;
+}
+
+static int field_clear(Field* f) {
+  Py_CLEAR(f->setter);
+  return 0;
+}
+
+static void field_dealloc(Field* f) {
+  PyObject_GC_UnTrack(f);
+  Py_CLEAR(f->setter);
+  Py_CLEAR(f->qualname);
+  Py_CLEAR(f->doc);
+  Py_TYPE(f)->tp_free((PyObject*)f);
+}
+
+static PyObject* field_repr(Field* f) {
+  return PyUnicode_FromFormat("<field %U (%s, offset %zd%s)>", f->qualname, field_kinds[f->kind], f->offset,
+                              f->setter == Py_None ? ", read-only" : "");
+}
+
+static PyMemberDef field_members[] = {
+    {"__doc__", T_OBJECT, offsetof(Field, doc), READONLY, NULL},
+    {"qualname", T_OBJECT, offsetof(Field, qualname), READONLY, "registry name of the field"},
+    {"offset", T_PYSSIZET, offsetof(Field, offset), READONLY, "byte offset in the object"},
+    {NULL}};
+
+static PyTypeObject FieldType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.Field",
+    .tp_basicsize = sizeof(Field),
+    .tp_dealloc = (destructor)field_dealloc,
+    .tp_repr = (reprfunc)field_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Field(qualname, kind, offset, setter=None, doc=None): a field read from object memory.",
+    .tp_traverse = (traverseproc)field_traverse,
+    .tp_clear = (inquiry)field_clear,
+    .tp_members = field_members,
+    .tp_descr_get = (descrgetfunc)field_get,
+    .tp_descr_set = (descrsetfunc)field_set,
+    .tp_new = field_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Module                                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+static int take_address(PyObject* dict, const char* name, void** out) {
+  PyObject* v = PyDict_GetItemString(dict, name);
+  if (v == NULL) {
+    PyErr_Format(PyExc_KeyError, "init: missing %s", name);
+    return -1;
+  }
+  *out = PyLong_AsVoidPtr(v);
+  return *out == NULL ? -1 : 0;
+}
+
+static int take_hook(PyObject* dict, const char* name, PyObject** out) {
+  PyObject* v = PyDict_GetItemString(dict, name);
+  if (v == NULL) {
+    PyErr_Format(PyExc_KeyError, "init: missing %s", name);
+    return -1;
+  }
+  Py_INCREF(v);
+  Py_XSETREF(*out, v);
+  return 0;
+}
+
+/* init(addresses: dict[str, int], hooks: dict[str, object]) */
+static PyObject* accel_init(PyObject* mod, PyObject* args) {
+  PyObject *addrs, *hooks;
+  if (!PyArg_ParseTuple(args, "O!O!:init", &PyDict_Type, &addrs, &PyDict_Type, &hooks)) return NULL;
+  if (take_address(addrs, "TVMFFIFunctionCall", (void**)&ffi_call) < 0 ||
+      take_address(addrs, "TVMFFIObjectIncRef", (void**)&ffi_incref) < 0 ||
+      take_address(addrs, "TVMFFIObjectDecRef", (void**)&ffi_decref) < 0 ||
+      take_address(addrs, "TVMFFIFunctionCreate", (void**)&ffi_function_create) < 0 ||
+      take_address(addrs, "TVMFFIErrorMoveFromRaised", (void**)&ffi_error_move_from_raised) < 0 ||
+      take_address(addrs, "TVMFFIErrorSetRaisedFromCStr", (void**)&ffi_error_set_raised_from_cstr) < 0)
+    return NULL;
+  if (take_hook(hooks, "class_cache", &class_cache) < 0 || take_hook(hooks, "object_return", &object_return) < 0 ||
+      take_hook(hooks, "class_for_index", &hook_class_for_index) < 0 ||
+      take_hook(hooks, "pack_slow", &hook_pack_slow) < 0 || take_hook(hooks, "pack_error", &hook_pack_error) < 0 ||
+      take_hook(hooks, "fetch_error", &hook_fetch_error) < 0 || take_hook(hooks, "view_slow", &hook_view_slow) < 0 ||
+      take_hook(hooks, "owned_slow", &hook_owned_slow) < 0 || take_hook(hooks, "to_owned", &hook_to_owned) < 0 ||
+      take_hook(hooks, "raise_into_native", &hook_raise_into_native) < 0 ||
+      take_hook(hooks, "release_temps", &hook_release_temps) < 0 ||
+      take_hook(hooks, "walk_result", &hook_walk_result) < 0 ||
+      take_hook(hooks, "released_error", &released_error) < 0)
+    return NULL;
+  if (!PyDict_Check(class_cache) || !PyDict_Check(object_return)) {
+    PyErr_SetString(PyExc_TypeError, "init: class_cache and object_return must be dicts");
+    return NULL;
+  }
+  initialised = 1;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef accel_methods[] = {
+    {"init", accel_init, METH_VARARGS, "init(addresses, hooks): connect to libtvm_ffi and the Python runtime."},
+    {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
+    {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,
+     "function_create(fn, mode, strong) -> (handle, resource)"},
+    {"keep_callback", accel_keep_callback, METH_O, "keep_callback(resource): own the callable natively"},
+    {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
+    {"strong_count", accel_strong_count, METH_O, "strong_count(handle) -> native strong reference count"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef accel_module = {
+    PyModuleDef_HEAD_INIT, "_accel", "Compiled fast path of tvmffi_runtime (optional).", -1, accel_methods};
+
+PyMODINIT_FUNC PyInit__accel(void) {
+  /* object's own tp_new, so object.__new__(cls) makes wrappers as in the pure runtime */
+  ObjectBaseType.tp_new = PyBaseObject_Type.tp_new;
+  if (PyType_Ready(&ObjectBaseType) < 0 || PyType_Ready(&LazyFunctionType) < 0 || PyType_Ready(&FieldType) < 0)
+    return NULL;
+  PyObject* m = PyModule_Create(&accel_module);
+  if (m == NULL) return NULL;
+  Py_INCREF(&ObjectBaseType);
+  Py_INCREF(&LazyFunctionType);
+  Py_INCREF(&FieldType);
+  if (PyModule_AddObject(m, "ObjectBase", (PyObject*)&ObjectBaseType) < 0 ||
+      PyModule_AddObject(m, "LazyFunction", (PyObject*)&LazyFunctionType) < 0 ||
+      PyModule_AddObject(m, "Field", (PyObject*)&FieldType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}
