@@ -306,6 +306,16 @@ static int pack_fast(FFIAny* out, PyObject* v) {
 /* Calling                                                                                    */
 /* ---------------------------------------------------------------------------------------- */
 #define STACK_ARGS 8
+#define TI_FUNCTION 68
+
+static void* make_callback(PyObject* fn, int mode, int strong, void** resource);
+
+/* Python functions and methods passed straight to native code: a new native Function that
+   owns the callable (released after the call, so it lives on only if native code kept it). */
+static inline int is_plain_callable(PyObject* v) {
+  PyTypeObject* t = Py_TYPE(v);
+  return t == &PyFunction_Type || t == &PyMethod_Type || t == &PyCFunction_Type;
+}
 
 /* After a failed native call: the Python exception to raise (set), returning NULL. */
 static PyObject* raise_native_error(void) {
@@ -329,6 +339,8 @@ static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyOb
   FFIAny* buf = stack;
   PyObject* temps = NULL;
   PyObject* out = NULL;
+  void* owned[STACK_ARGS]; /* handles made here for plain callables, released after the call */
+  int n_owned = 0;
   if (n > INT32_MAX) {
     PyErr_SetString(PyExc_OverflowError, "too many arguments");
     return NULL;
@@ -339,6 +351,15 @@ static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyOb
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (pack_fast(&buf[i], args[i]) == 0) continue;
+    if (n_owned < STACK_ARGS && is_plain_callable(args[i])) {
+      void* fh_new = make_callback(args[i], 0, 1, NULL);
+      if (fh_new == NULL) goto done;
+      owned[n_owned++] = fh_new;
+      buf[i].type_index = TI_FUNCTION;
+      buf[i].small_len = 0;
+      buf[i].v_ptr = fh_new;
+      continue;
+    }
     if (temps == NULL && (temps = PyList_New(0)) == NULL) goto done;
     PyObject* addr = PyLong_FromVoidPtr(&buf[i]);
     if (addr == NULL) goto done;
@@ -383,6 +404,7 @@ static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyOb
     }
   }
 done:
+  for (int k = 0; k < n_owned; ++k) ffi_decref(owned[k]);
   if (temps != NULL) {
     if (PyList_GET_SIZE(temps) != 0) {
       PyObject *type, *value, *tb;
@@ -672,6 +694,29 @@ static void callback_delete(void* self) {
   PyGILState_Release(gil);
 }
 
+/* A new native Function calling ``fn`` (owned handle), or NULL with an exception set. */
+static void* make_callback(PyObject* fn, int mode, int strong, void** resource) {
+  Callback* cb = (Callback*)PyMem_RawMalloc(sizeof(Callback));
+  if (cb == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  cb->fn = fn;
+  cb->mode = mode;
+  cb->strong = strong;
+  if (strong) Py_INCREF(fn);
+  void* out = NULL;
+  if (ffi_function_create(cb, callback_safe_call, callback_delete, &out) != 0) {
+    if (strong) Py_DECREF(fn);
+    PyMem_RawFree(cb);
+    raise_native_error();
+    return NULL;
+  }
+  live_callbacks++;
+  if (resource != NULL) *resource = cb;
+  return out;
+}
+
 /* function_create(fn, mode, strong) -> (handle, resource address) */
 static PyObject* accel_function_create(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3) {
@@ -682,24 +727,18 @@ static PyObject* accel_function_create(PyObject* mod, PyObject* const* args, Py_
   long mode = PyLong_AsLong(args[1]);
   int strong = PyObject_IsTrue(args[2]);
   if ((mode == -1 && PyErr_Occurred()) || strong < 0) return NULL;
+  if (mode < CB_PLAIN || mode > CB_WALK) {
+    PyErr_Format(PyExc_ValueError, "function_create: unknown mode %ld", mode);
+    return NULL;
+  }
   if (!PyCallable_Check(fn)) {
     PyErr_Format(PyExc_TypeError, "%R is not callable", fn);
     return NULL;
   }
-  Callback* cb = (Callback*)PyMem_RawMalloc(sizeof(Callback));
-  if (cb == NULL) return PyErr_NoMemory();
-  cb->fn = fn;
-  cb->mode = (int)mode;
-  cb->strong = strong;
-  if (strong) Py_INCREF(fn);
-  void* out = NULL;
-  if (ffi_function_create(cb, callback_safe_call, callback_delete, &out) != 0) {
-    if (strong) Py_DECREF(fn);
-    PyMem_RawFree(cb);
-    return raise_native_error();
-  }
-  live_callbacks++;
-  return Py_BuildValue("(NN)", PyLong_FromVoidPtr(out), PyLong_FromVoidPtr(cb));
+  void* resource = NULL;
+  void* out = make_callback(fn, (int)mode, strong, &resource);
+  if (out == NULL) return NULL;
+  return Py_BuildValue("(NN)", PyLong_FromVoidPtr(out), PyLong_FromVoidPtr(resource));
 }
 
 /* keep_callback(resource): the resource takes its own reference to the callable (its Python

@@ -823,8 +823,19 @@ _ADDR = {
 _DELETE_ADDR = ctypes.cast(_T_DELETE, ctypes.c_void_p)
 
 
+def _write_walk_at(value: Any, addr: int) -> None:
+    _write_walk(ctypes.cast(addr, _P64), value)
+
+
+_core._WALK_RESULT.append(_write_walk_at)
+
+
 def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
+    if trampoline is _T_WALK_PLAIN and _core._accel is not None:
+        # the compiled callback: value -> handler(value), result through _write_walk
+        h = _core._accel.function_create(payload, _core._MODE_WALK, True)[0]
+        return _core._wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
     key = next(_keys)
     _ENTRIES[key] = payload
     out = ctypes.c_void_p()
