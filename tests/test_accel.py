@@ -1,0 +1,149 @@
+"""The compiled fast path (``tvmffi_runtime._accel``): built, in use, and equivalent to ctypes.
+
+The rest of the suite runs on whichever path the installed runtime uses (the compiled one when
+it was built); ``test_runtime_suite_passes_on_pure_ctypes`` reruns the runtime tests with
+``TVMFFI_RUNTIME_PURE=1`` so both paths stay covered.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import weakref
+from typing import Any
+
+import pytest
+
+import tvmffi_runtime as rt
+from conftest import ROOT
+from tvmffi_runtime import _core
+
+PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
+if str(ROOT / "generated") not in sys.path:
+    sys.path.insert(0, str(ROOT / "generated"))
+
+
+@pytest.mark.skipif(PURE, reason="TVMFFI_RUNTIME_PURE=1 turns the compiled path off")
+def test_compiled_path_is_built_and_used() -> None:
+    assert _core.accelerated(), (
+        "tvmffi_runtime._accel was not built (no C compiler or Python headers at install time?);"
+        " the runtime fell back to ctypes"
+    )
+    from tvmffi_runtime import gen
+
+    assert type(gen.global_function("testing.nop")).__name__ == "LazyFunction"
+    assert isinstance(rt.Array([1]), _core._accel.ObjectBase)
+
+
+def test_pure_switch_turns_the_compiled_path_off() -> None:
+    code = "import tvmffi_runtime._core as c; print(c.accelerated())"
+    env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# Values whose conversion both paths must agree on, through a native echo, as (repr, type).
+PARITY_SCRIPT = r"""
+import json, math
+import tvmffi_runtime as rt
+from tvmffi_testing import testing as T
+echo = rt.get_global_func("testing.echo")
+values = [None, True, False, 0, -1, 2**63 - 1, -2**63, 2**63, -2**70, 1.5, -0.0, float("inf"),
+          "", "abc", "1234567", "12345678", "x" * 100, "nul\0inside", "\udcff lone", "é",
+          b"", b"abc", b"x" * 40, [1, "a", None], {"k": [1, 2]}, (1, 2), rt.DataType("float32"),
+          rt.Device("cpu", 0)]
+out = []
+for v in values:
+    r = echo(v)
+    out.append([type(r).__name__, repr(r)])
+p = T.TestIntPair(3, 4)
+b = T.TestObjectBase(v_i64=7, v_str="a longer string value")
+out.append([p.a, p.b, p.sum(), b.v_i64, b.v_f64, b.v_str, repr(T.TestObjectPtrHolder(value=b).value)])
+b.v_i64 = 9
+b.v_str = "set"
+out.append([b.v_i64, b.v_f64, b.v_str])
+errors = []
+for bad in (lambda: setattr(b, "v_i64", 2**64), lambda: setattr(b, "v_f64", "x"),
+            lambda: setattr(p, "a", 1), lambda: T.add_one("x"), lambda: echo(object()),
+            lambda: T.apply(lambda x: 1 / 0, 1)):
+    try:
+        bad()
+    except Exception as exc:
+        errors.append([type(exc).__name__, str(exc).splitlines()[0]])
+out.append(errors)
+print(json.dumps(out))
+"""
+
+
+def _parity(pure: bool) -> Any:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", PARITY_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.skipif(PURE or not _core.accelerated(), reason="needs the compiled path")
+def test_both_paths_convert_read_write_and_fail_alike() -> None:
+    compiled, pure = _parity(False), _parity(True)
+    assert compiled == pure
+    # and what they agree on is right (spot checks written by hand)
+    assert compiled[0] == ["NoneType", "None"]
+    assert compiled[7] == ["int", str(2**63)]
+    assert compiled[-3] == [3, 4, 7, 7, 10.0, "a longer string value", compiled[-3][6]]
+    assert compiled[-2] == [9, 10.0, "set"]
+    assert [e[0] for e in compiled[-1]] == [
+        "OverflowError", "AttributeError", "AttributeError", "TypeError", "TypeError", "ZeroDivisionError"
+    ]
+
+
+def test_field_of_a_released_object_raises_instead_of_reading_address_zero() -> None:
+    from tvmffi_testing.testing import TestIntPair
+
+    p = TestIntPair(1, 2)
+    h, p._h = p._h, 0
+    _core._DecRef(h)
+    with pytest.raises(_core.ReleasedObjectError, match="testing.TestIntPair.a"):
+        p.a  # noqa: B018
+
+
+def test_function_from_callable_holds_its_callable_on_the_wrapper() -> None:
+    class Target:
+        def __call__(self) -> int:
+            return 1
+
+    t = Target()
+    ref = weakref.ref(t)
+    f = rt.Function.from_callable(t)
+    del t
+    gc.collect()
+    assert ref() is not None and f() == 1
+    del f
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.skipif(PURE, reason="already on pure ctypes")
+def test_runtime_suite_passes_on_pure_ctypes() -> None:
+    tests = [
+        "tests/test_runtime_values.py",
+        "tests/test_runtime_objects.py",
+        "tests/test_runtime_errors.py",
+        "tests/test_runtime_fixes.py",
+        "tests/test_containers.py",
+        "tests/test_generated_functions.py",
+        "tests/test_structural.py",
+        "tests/test_visitors.py",
+        "tests/test_runtime_leaks.py",
+    ]
+    env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
