@@ -15,12 +15,13 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
 
 __all__ = ["member_keys", "merge_source", "MergeConflict", "text_hash"]
 
-_EMPTY = cst.Module(body=[])
 
 
 class MergeConflict(RuntimeError):
@@ -37,7 +38,9 @@ def text_hash(text: str) -> str:
 
 
 def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node).strip()
+    import libcst as cst  # only when merging user edits: importing libcst costs ~0.2 s
+
+    return cst.Module(body=[]).code_for_node(node).strip()
 
 
 def _norm(code: str, mode: str = "exec") -> str:
@@ -63,6 +66,7 @@ def _ast_key(node: ast.stmt) -> str:
 
 def _statement_key(node: cst.CSTNode) -> str:
     """The same key for a libcst node (used only on files the user edited)."""
+    import libcst as cst
     if isinstance(node, cst.ClassDef):
         return f"class {node.name.value}"
     if isinstance(node, cst.FunctionDef):
@@ -93,6 +97,7 @@ def _statement_keys(body: list[cst.CSTNode]) -> list[str]:
 
 
 def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
+    import libcst as cst
     if isinstance(node, cst.Module):
         return list(node.body)
     inner = node.body
@@ -154,6 +159,7 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     ``generated_keys`` are the member keys the generator wrote last time (from the manifest).
     Returns the merged text and the number of user members kept; raises MergeConflict.
     """
+    import libcst as cst
     try:
         user_mod = cst.parse_module(current)
     except cst.ParserSyntaxError as exc:

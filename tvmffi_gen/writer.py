@@ -10,6 +10,7 @@ the previous output as it was.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -60,8 +61,26 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
         raise OutputError(f"{path}: unreadable manifest ({exc}); remove it or use another folder") from None
 
 
+#: Parse in worker processes when this much new text needs member keys (large packages).
+_PARALLEL_PARSE_BYTES = 1 << 20
+
+
+def _all_member_keys(texts: list[str]) -> list[list[str]]:
+    """``member_keys`` of each text; large batches are parsed on every core (fork only)."""
+    workers = min(len(texts), os.cpu_count() or 1)
+    if workers < 2 or sum(map(len, texts)) < _PARALLEL_PARSE_BYTES:
+        return [member_keys(t) for t in texts]
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform
+        return [member_keys(t) for t in texts]
+    with ctx.Pool(workers) as pool:
+        return pool.map(member_keys, texts, chunksize=1)
+
+
 def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, Any]) -> str:
-    generated = {}
+    generated: dict[str, Any] = {}
+    to_parse: list[tuple[str, str]] = []
     for rel, text in sorted(files.items()):
         if not rel.endswith(".py"):
             continue
@@ -70,7 +89,10 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
         if before is not None and before.get("hash") == digest and "members" in before:
             generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
         else:
-            generated[rel] = {"hash": digest, "members": member_keys(text)}
+            to_parse.append((rel, digest))
+    texts = [files[rel] for rel, _ in to_parse]
+    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts)):
+        generated[rel] = {"hash": digest, "members": keys}
     data = {"generator": generator, "files": sorted(files), "generated": generated}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
