@@ -1,11 +1,15 @@
 """Per-call cost of a generated package versus the ``tvm_ffi`` Cython binding, side by side.
 
-    python benchmarks/bench_calls.py [--repeat 7] [--number N] [--json out.json]
+    python benchmarks/bench_calls.py [--repeat 7] [--number N] [--json out.json] [--with-pure]
 
 Both bindings run in one process on the same ``libtvm_ffi_testing.so`` (tvmffi_runtime reuses the
 libtvm_ffi.so that tvm_ffi loaded). Cases are interleaved (ours, theirs, ours, ...) and each
 reports the minimum over the repeats, in ns per call; the ratio is ours / Cython. Absolute
 numbers are noisy on shared machines: compare the ratios.
+
+"ours" is the runtime as installed (with its compiled fast path when it was built).
+``--pure`` measures the pure-ctypes path instead (``TVMFFI_RUNTIME_PURE=1``); ``--with-pure``
+also runs the pure path in a second process right after and adds its ratio as a column.
 """
 
 from __future__ import annotations
@@ -13,12 +17,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import subprocess
 import sys
+import tempfile
 import timeit
 from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
+if "--pure" in sys.argv:  # before the runtime is imported: it reads this once
+    os.environ["TVMFFI_RUNTIME_PURE"] = "1"
 sys.path[:0] = [str(ROOT / "generated"), str(ROOT / "runtime")]
 
 import tvm_ffi  # noqa: E402  (first: it loads libtvm_ffi.so; ours reuses it)
@@ -108,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--number", type=int, default=0, help="calls per repeat (0: auto)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", help="run only cases whose name contains this text")
+    parser.add_argument("--pure", action="store_true", help="measure the pure-ctypes path")
+    parser.add_argument("--with-pure", action="store_true", help="add a pure-ctypes column (second process)")
     args = parser.parse_args(argv)
+    print(f"runtime path: {'compiled' if rt._core.accelerated() else 'pure ctypes'}")
     rows = []
     for name, ours, theirs, is_call in cases():
         if args.only and args.only not in name:
@@ -122,16 +134,30 @@ def main(argv: list[str] | None = None) -> int:
             best_o = min(best_o, measure(ours, number))
             best_c = min(best_c, measure(theirs, number))
         rows.append({"case": name, "ours_ns": best_o, "cython_ns": best_c, "ratio": best_o / best_c, "call": is_call})
+    if args.with_pure and not args.pure:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "pure.json"
+            cmd = [sys.executable, __file__, "--pure", "--repeat", str(args.repeat), "--json", str(out)]
+            cmd += ["--only", args.only] if args.only else []
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            pure = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
+        for r in rows:
+            r["pure_ns"] = pure[r["case"]]["ours_ns"]
+            r["pure_ratio"] = pure[r["case"]]["ratio"]  # pure ÷ Cython, measured in that process
     width = max(len(r["case"]) for r in rows)
-    print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}")
+    extra = "  pure/Cy" if "pure_ratio" in rows[0] else ""
+    print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}{extra}")
     for r in rows:
-        print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}")
-    calls = [r["ratio"] for r in rows if r["call"]]
-    if calls:
-        geo = math.exp(sum(math.log(x) for x in calls) / len(calls))
-        print(f"geometric mean ratio over call cases: {geo:.2f}; max: {max(calls):.2f}")
+        tail = f"  {r['pure_ratio']:7.2f}" if "pure_ratio" in r else ""
+        print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}{tail}")
+    for key, label in (("ratio", "ours"), ("pure_ratio", "pure ctypes")):
+        calls = [r[key] for r in rows if r["call"] and key in r]
+        if calls:
+            geo = math.exp(sum(math.log(x) for x in calls) / len(calls))
+            print(f"{label}: geometric mean ratio over call cases: {geo:.2f}; max: {max(calls):.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+        path = "compiled" if rt._core.accelerated() else "pure ctypes"
+        args.json.write_text(json.dumps({"runtime": path, "rows": rows}, indent=1) + "\n")
     return 0
 
 

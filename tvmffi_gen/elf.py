@@ -6,6 +6,7 @@ Used to find functions a library exports with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` 
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 __all__ = ["defined_dynamic_symbols", "exported_ffi_functions", "ElfError"]
@@ -17,10 +18,23 @@ class ElfError(ValueError):
     """Not a readable ELF file."""
 
 
-def defined_dynamic_symbols(path: str) -> list[str]:
-    """Names of the symbols the library defines in its dynamic symbol table."""
+def defined_dynamic_symbols(path: str, prefix: str = "") -> list[str]:
+    """Names of the symbols the library defines in its dynamic symbol table (those starting
+    with ``prefix``: checked on the raw bytes, so a large table is not decoded whole)."""
+    raw_prefix = prefix.encode()
     with open(path, "rb") as fh:
-        data = fh.read()
+        try:  # mapped, not read: only the headers and symbol tables are touched
+            data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty or unmappable file
+            data = fh.read()
+    try:
+        return _defined_dynamic_symbols(path, data, raw_prefix)
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+
+
+def _defined_dynamic_symbols(path: str, data: bytes | mmap.mmap, raw_prefix: bytes) -> list[str]:
     if data[:4] != b"\x7fELF":
         raise ElfError(f"{path}: not an ELF file")
     is64 = data[4] == 2
@@ -48,20 +62,32 @@ def defined_dynamic_symbols(path: str) -> list[str]:
         for sh_type, sh_offset, sh_size, sh_link, sh_entsize in sections:
             if sh_type != 11:  # SHT_DYNSYM
                 continue
-            str_off = sections[sh_link][1]
+            str_off, str_size = sections[sh_link][1], sections[sh_link][2]
+            if raw_prefix and data.find(raw_prefix, str_off, str_off + str_size) < 0:
+                continue  # no name with the prefix at all: skip the table
             entsize = sh_entsize or (24 if is64 else 16)
-            for off in range(sh_offset, sh_offset + sh_size, entsize):
+            layout = struct.Struct(end + ("IBBHQQ" if is64 else "IIIBBH"))
+            if entsize != layout.size or sh_size % entsize:
+                raise ElfError(f"{path}: malformed ELF file (dynamic symbol entries of {entsize} bytes)")
+            table = data[sh_offset : sh_offset + sh_size]
+            if len(table) != sh_size:
+                raise ElfError(f"{path}: malformed ELF file (symbol table past the end of the file)")
+            for entry in layout.iter_unpack(table):
                 if is64:
-                    st_name, st_info, _other, st_shndx, _value, _size = struct.unpack_from(end + "IBBHQQ", data, off)
+                    st_name, st_info, _other, st_shndx, _value, _size = entry
                 else:
-                    st_name, _value, _size, st_info, _other, st_shndx = struct.unpack_from(end + "IIIBBH", data, off)
+                    st_name, _value, _size, st_info, _other, st_shndx = entry
                 if st_shndx == 0 or st_name == 0:
                     continue
-                bind = st_info >> 4
-                if bind not in (1, 2):  # GLOBAL, WEAK
+                if st_info >> 4 not in (1, 2):  # GLOBAL, WEAK
                     continue
-                stop = data.index(b"\0", str_off + st_name)
-                names.append(data[str_off + st_name : stop].decode("utf-8", "replace"))
+                start = str_off + st_name
+                if raw_prefix and data[start : start + len(raw_prefix)] != raw_prefix:
+                    continue
+                stop = data.find(b"\0", start)
+                if stop < 0:
+                    raise ElfError(f"{path}: malformed ELF file (unterminated symbol name)")
+                names.append(data[start:stop].decode("utf-8", "replace"))
         return sorted(set(names))
     except (struct.error, IndexError, ValueError) as exc:
         raise ElfError(f"{path}: malformed ELF file ({exc})") from None
@@ -70,7 +96,7 @@ def defined_dynamic_symbols(path: str) -> list[str]:
 def exported_ffi_functions(path: str) -> list[str]:
     """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library exports."""
     out = []
-    for sym in defined_dynamic_symbols(path):
+    for sym in defined_dynamic_symbols(path, EXPORT_PREFIX):
         if sym.startswith(EXPORT_PREFIX):
             rest = sym[len(EXPORT_PREFIX):]
             if rest and not rest.startswith("_"):  # __tvm_ffi__metadata_x, __tvm_ffi__doc_x, ...

@@ -334,74 +334,132 @@ static PyObject* raise_native_error(void) {
   return NULL;
 }
 
-static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name) {
+static PyObject* hook_array_ctor; /* () -> the ffi.Array constructor Function */
+static PyObject* array_ctor;      /* that Function, once asked for */
+static PyObject* array_ctor_name; /* "ffi.Array", for argument errors */
+
+static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result);
+
+/* A list or tuple as an owned Array handle, built by ffi.Array from its items (packed by the
+   same rules as arguments): what the Python packer does, without leaving C. */
+static void* array_from_sequence(PyObject* v) {
+  if (array_ctor == NULL) {
+    PyObject* f = PyObject_CallNoArgs(hook_array_ctor);
+    if (f == NULL) return NULL;
+    if (!is_object(f) || ((ObjectBase*)f)->h == NULL) {
+      Py_DECREF(f);
+      PyErr_SetString(PyExc_TypeError, "ffi.Array constructor is not a Function");
+      return NULL;
+    }
+    array_ctor = f;
+  }
+  if (array_ctor_name == NULL && (array_ctor_name = PyUnicode_InternFromString("ffi.Array")) == NULL) return NULL;
+  PyObject* items = PySequence_Tuple(v); /* a snapshot: packing may run Python code */
+  if (items == NULL) return NULL;
+  FFIAny made;
+  int rc = call_raw(((ObjectBase*)array_ctor)->h, &PyTuple_GET_ITEM(items, 0), PyTuple_GET_SIZE(items), array_ctor_name, &made);
+  Py_DECREF(items);
+  if (rc < 0) return NULL;
+  if (made.type_index < TI_OBJECT_BEGIN) {
+    PyErr_SetString(PyExc_TypeError, "ffi.Array constructor did not return an object");
+    return NULL;
+  }
+  return made.v_ptr;
+}
+
+/* Pack what pack_fast does not: plain callables and lists/tuples in C (their new handles go
+   to ``owned``), everything else through the Python packers (owned things go to ``temps``). */
+static int pack_other(FFIAny* out, PyObject* v, void** owned, int* n_owned, PyObject** temps) {
+  if (*n_owned < STACK_ARGS) {
+    void* made = NULL;
+    int32_t ti = 0;
+    if (is_plain_callable(v)) {
+      made = make_callback(v, 0, 1, NULL);
+      ti = TI_FUNCTION;
+      if (made == NULL) return -1;
+    } else if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+      made = array_from_sequence(v);
+      if (made == NULL) return -1;
+      ti = ((FFIObjectHeader*)made)->type_index;
+    }
+    if (made != NULL) {
+      owned[(*n_owned)++] = made;
+      out->type_index = ti;
+      out->small_len = 0;
+      out->v_ptr = made;
+      return 0;
+    }
+  }
+  if (*temps == NULL && (*temps = PyList_New(0)) == NULL) return -1;
+  PyObject* addr = PyLong_FromVoidPtr(out);
+  if (addr == NULL) return -1;
+  PyObject* r = PyObject_CallFunctionObjArgs(hook_pack_slow, addr, v, *temps, NULL);
+  Py_DECREF(addr);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+/* The exception set now becomes the one _core._pack_error words for argument ``i``. */
+static void reword_pack_error(PyObject* name, PyObject* value, Py_ssize_t i) {
+  PyObject *type, *exc_value, *tb;
+  PyErr_Fetch(&type, &exc_value, &tb);
+  PyErr_NormalizeException(&type, &exc_value, &tb);
+  if (tb != NULL && exc_value != NULL) PyException_SetTraceback(exc_value, tb);
+  PyObject* pos = PyLong_FromSsize_t(i);
+  PyObject* exc = pos == NULL || exc_value == NULL
+                      ? NULL
+                      : PyObject_CallFunctionObjArgs(hook_pack_error, name ? name : Py_None, value, pos, exc_value, NULL);
+  Py_XDECREF(pos);
+  Py_XDECREF(type);
+  Py_XDECREF(exc_value);
+  Py_XDECREF(tb);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+}
+
+/* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
+   exception set. Everything made for the call is released before returning. */
+static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result) {
   FFIAny stack[STACK_ARGS];
   FFIAny* buf = stack;
   PyObject* temps = NULL;
-  PyObject* out = NULL;
-  void* owned[STACK_ARGS]; /* handles made here for plain callables, released after the call */
+  void* owned[STACK_ARGS]; /* handles made here (callables, arrays), released after the call */
   int n_owned = 0;
+  int status = -1;
   if (n > INT32_MAX) {
     PyErr_SetString(PyExc_OverflowError, "too many arguments");
-    return NULL;
+    return -1;
   }
   if (n > STACK_ARGS) {
     buf = (FFIAny*)PyMem_Malloc(sizeof(FFIAny) * (size_t)n);
-    if (buf == NULL) return PyErr_NoMemory();
+    if (buf == NULL) {
+      PyErr_NoMemory();
+      return -1;
+    }
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (pack_fast(&buf[i], args[i]) == 0) continue;
-    if (n_owned < STACK_ARGS && is_plain_callable(args[i])) {
-      void* fh_new = make_callback(args[i], 0, 1, NULL);
-      if (fh_new == NULL) goto done;
-      owned[n_owned++] = fh_new;
-      buf[i].type_index = TI_FUNCTION;
-      buf[i].small_len = 0;
-      buf[i].v_ptr = fh_new;
-      continue;
-    }
-    if (temps == NULL && (temps = PyList_New(0)) == NULL) goto done;
-    PyObject* addr = PyLong_FromVoidPtr(&buf[i]);
-    if (addr == NULL) goto done;
-    PyObject* r = PyObject_CallFunctionObjArgs(hook_pack_slow, addr, args[i], temps, NULL);
-    Py_DECREF(addr);
-    if (r == NULL) {
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
-      PyErr_NormalizeException(&type, &value, &tb);
-      if (tb != NULL) PyException_SetTraceback(value, tb);
-      PyObject* pos = PyLong_FromSsize_t(i);
-      PyObject* exc = pos == NULL ? NULL
-                                  : PyObject_CallFunctionObjArgs(hook_pack_error, name ? name : Py_None,
-                                                                 args[i], pos, value, NULL);
-      Py_XDECREF(pos);
-      Py_XDECREF(type);
-      Py_XDECREF(value);
-      Py_XDECREF(tb);
-      if (exc != NULL) {
-        PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
-        Py_DECREF(exc);
-      }
+    if (pack_other(&buf[i], args[i], owned, &n_owned, &temps) < 0) {
+      reword_pack_error(name, args[i], i);
       goto done;
     }
-    Py_DECREF(r);
   }
-  {
-    FFIAny result;
-    result.type_index = TI_NONE;
-    result.small_len = 0;
-    result.v_int64 = 0;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = ffi_call(fh, buf, (int32_t)n, &result);
-    Py_END_ALLOW_THREADS
-    if (rc != 0) {
-      raise_native_error();
-    } else if (PyErr_Occurred()) { /* a signal handler ran, but the call finished */
-      if (result.type_index >= TI_OBJECT_BEGIN) ffi_decref(result.v_ptr);
-    } else {
-      out = owned_to_py(&result);
-    }
+  result->type_index = TI_NONE;
+  result->small_len = 0;
+  result->v_int64 = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = ffi_call(fh, buf, (int32_t)n, result);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    raise_native_error();
+  } else if (PyErr_Occurred()) { /* a signal handler ran, but the call finished */
+    if (result->type_index >= TI_OBJECT_BEGIN) ffi_decref(result->v_ptr);
+  } else {
+    status = 0;
   }
 done:
   for (int k = 0; k < n_owned; ++k) ffi_decref(owned[k]);
@@ -417,7 +475,13 @@ done:
     Py_DECREF(temps);
   }
   if (buf != stack) PyMem_Free(buf);
-  return out;
+  return status;
+}
+
+static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name) {
+  FFIAny result;
+  if (call_raw(fh, args, n, name, &result) < 0) return NULL;
+  return owned_to_py(&result);
 }
 
 static void* handle_of(PyObject* h) {
@@ -994,7 +1058,8 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
       take_hook(hooks, "raise_into_native", &hook_raise_into_native) < 0 ||
       take_hook(hooks, "release_temps", &hook_release_temps) < 0 ||
       take_hook(hooks, "walk_result", &hook_walk_result) < 0 ||
-      take_hook(hooks, "released_error", &released_error) < 0)
+      take_hook(hooks, "released_error", &released_error) < 0 ||
+      take_hook(hooks, "array_ctor", &hook_array_ctor) < 0)
     return NULL;
   if (!PyDict_Check(class_cache) || !PyDict_Check(object_return)) {
     PyErr_SetString(PyExc_TypeError, "init: class_cache and object_return must be dicts");

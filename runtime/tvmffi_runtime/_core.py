@@ -1495,6 +1495,7 @@ def _init_accel() -> None:
             "release_temps": release_temps,
             "walk_result": _walk_result_at,
             "released_error": ReleasedObjectError,
+            "array_ctor": lambda: get_global_func("ffi.Array"),
         },
     )
 
