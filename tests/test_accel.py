@@ -147,3 +147,74 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+# Regressions found in review of _accel.c; each ran into a crash (or a wrong value) before the
+# fix, so each runs in a child process and must exit cleanly, on both paths.
+REVIEW_CASES = {
+    # the callable of a Function whose handle was moved into native code must stay alive
+    "moved_callback": """
+import gc
+from tvmffi_runtime.structural import move
+class Payload:
+    def __call__(self):
+        return 41
+f = rt.Function.from_callable(Payload())
+g = T.echo(move(f))
+del f
+gc.collect()
+junk = [bytearray(64) for _ in range(10000)]
+print(g() + 1)
+""",
+    # a list that contains itself, and very deep nesting: RecursionError, not a C stack overflow
+    "self_containing_list": """
+a = []
+a.append(a)
+try:
+    T.echo(a)
+except RecursionError:
+    print("RecursionError")
+""",
+    "deep_nesting": """
+a = 1
+for _ in range(200000):
+    a = (a,)
+try:
+    T.echo(a)
+except RecursionError:
+    print("RecursionError")
+""",
+    # a list of arguments changed by Python code that runs while the call is packed
+    "argument_list_mutated_while_packing": """
+from tvmffi_runtime import _core
+L = []
+class Evil:
+    def __tvm_ffi_object__(self):
+        L[:] = [0] * 100000
+        junk = ["b" * 128 for _ in range(1000)]
+        return rt.Array([1])
+L[:] = ["a" * 128, Evil()]
+echo = rt.get_global_func("testing.echo")  # returns its first argument
+print(_core.ffi_call(echo.c_handle, L, "echo") == "a" * 128)
+""",
+}
+
+REVIEW_EXPECTED = {
+    "moved_callback": "42",
+    "self_containing_list": "RecursionError",
+    "deep_nesting": "RecursionError",
+    "argument_list_mutated_while_packing": "True",
+}
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+@pytest.mark.parametrize("case", sorted(REVIEW_CASES))
+def test_review_regressions(case: str, pure: bool) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    script = "import tvmffi_runtime as rt\nfrom tvmffi_testing import testing as T\n" + REVIEW_CASES[case]
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.strip() == REVIEW_EXPECTED[case]

@@ -77,18 +77,53 @@ static Py_ssize_t live_callbacks = 0; /* Python callables native Functions can c
 /* ---------------------------------------------------------------------------------------- */
 /* ObjectBase: the handle-owning base of every Object wrapper                                 */
 /* ---------------------------------------------------------------------------------------- */
+/* The resource of a native Function made from a Python callable: it owns the callable. */
+typedef struct {
+  PyObject* fn;
+  int mode;
+} Callback;
+
 typedef struct {
   PyObject_HEAD
-  void* h;   /* owned TVMFFIObject*, or NULL once moved / released */
-  int32_t t; /* its type index */
+  void* h;      /* owned TVMFFIObject*, or NULL once moved / released */
+  int32_t t;    /* its type index */
+  Callback* cb; /* set on the wrapper that made a Function from a Python callable */
 } ObjectBase;
 
 static PyTypeObject ObjectBaseType;
 
+static inline uint32_t strong_count_of(void* h) {
+  return (uint32_t)(__atomic_load_n(&((FFIObjectHeader*)h)->combined_ref_count, __ATOMIC_RELAXED) & 0xFFFFFFFFu);
+}
+
+/* The callable of a Function made from Python is owned by the native Function. While this
+   wrapper is the Function's only owner, the edge wrapper -> callable is reported to the GC, so
+   a cycle through the callable (an object holding a Function of its own method) is collected.
+   With other native owners the edge is not reported: the callable is then kept alive. */
+static int object_base_traverse(PyObject* self, visitproc visit, void* arg) {
+  ObjectBase* o = (ObjectBase*)self;
+  if (o->cb != NULL && o->h != NULL && strong_count_of(o->h) == 1) Py_VISIT(o->cb->fn);
+  return 0;
+}
+
+/* Breaking a cycle: the wrapper of such a Function lets go of it (and so of the callable). */
+static int object_base_clear(PyObject* self) {
+  ObjectBase* o = (ObjectBase*)self;
+  if (o->cb != NULL) {
+    void* h = o->h;
+    o->h = NULL;
+    o->cb = NULL;
+    if (h != NULL) ffi_decref(h);
+  }
+  return 0;
+}
+
 static void object_base_dealloc(PyObject* self) {
   ObjectBase* o = (ObjectBase*)self;
+  PyObject_GC_UnTrack(self);
   void* h = o->h;
   o->h = NULL;
+  o->cb = NULL;
   if (h != NULL) ffi_decref(h);
   Py_TYPE(self)->tp_free(self);
 }
@@ -102,9 +137,15 @@ static int set_handle(PyObject* self, PyObject* value, void* closure) {
     PyErr_SetString(PyExc_AttributeError, "cannot delete _h");
     return -1;
   }
+  if (PyBool_Check(value)) {
+    PyErr_SetString(PyExc_TypeError, "_h must be an address (int), not bool");
+    return -1;
+  }
   void* h = PyLong_AsVoidPtr(value);
   if (h == NULL && PyErr_Occurred()) return -1;
-  ((ObjectBase*)self)->h = h;
+  ObjectBase* o = (ObjectBase*)self;
+  if (h != o->h) o->cb = NULL; /* no longer the wrapper that made that Function */
+  o->h = h;
   return 0;
 }
 
@@ -119,6 +160,10 @@ static int set_tindex(PyObject* self, PyObject* value, void* closure) {
   }
   long t = PyLong_AsLong(value);
   if (t == -1 && PyErr_Occurred()) return -1;
+  if (t < INT32_MIN || t > INT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "_t (a type index) must fit int32");
+    return -1;
+  }
   ((ObjectBase*)self)->t = (int32_t)t;
   return 0;
 }
@@ -132,7 +177,10 @@ static PyTypeObject ObjectBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.ObjectBase",
     .tp_basicsize = sizeof(ObjectBase),
     .tp_dealloc = object_base_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = object_base_traverse,
+    .tp_clear = object_base_clear,
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "Owns one reference to a TVM FFI object; released when the wrapper dies.",
     .tp_getset = object_base_getset,
     /* no tp_new: object.__new__ (inherited) makes wrappers, as the pure-Python runtime does */
@@ -160,38 +208,43 @@ static PyObject* wrap_owned(void* h, int32_t ti) {
   PyObject* key = PyLong_FromLong(ti);
   if (key == NULL) goto fail;
   /* types that come back as plain values (BigInt, Error, ...) first, like _core._wrap */
-  PyObject* conv = PyDict_GetItemWithError(object_return, key); /* borrowed */
+  PyObject* conv = PyDict_GetItemWithError(object_return, key);
   if (conv != NULL) {
+    Py_INCREF(conv); /* held across the call: the dict may change meanwhile */
     Py_DECREF(key);
     PyObject* addr = PyLong_FromVoidPtr(h);
-    if (addr == NULL) goto fail;
+    if (addr == NULL) {
+      Py_DECREF(conv);
+      goto fail;
+    }
     PyObject* r = PyObject_CallOneArg(conv, addr); /* takes over the reference */
     Py_DECREF(addr);
+    Py_DECREF(conv);
     return r;
   }
-  PyObject* owned_cls = NULL;
-  PyObject* cls = PyErr_Occurred() ? NULL : PyDict_GetItemWithError(class_cache, key); /* borrowed */
-  if (cls == NULL) {
+  PyObject* cls = PyErr_Occurred() ? NULL : PyDict_GetItemWithError(class_cache, key);
+  if (cls != NULL) {
+    Py_INCREF(cls); /* held across tp_alloc (which may run the GC) */
+  } else {
     if (PyErr_Occurred()) {
       Py_DECREF(key);
       goto fail;
     }
-    owned_cls = PyObject_CallOneArg(hook_class_for_index, key);
-    if (owned_cls == NULL) {
+    cls = PyObject_CallOneArg(hook_class_for_index, key);
+    if (cls == NULL) {
       Py_DECREF(key);
       goto fail;
     }
-    cls = owned_cls;
   }
   Py_DECREF(key);
   if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType)) {
     PyErr_Format(PyExc_TypeError, "wrapper class for type index %d is not an Object class", (int)ti);
-    Py_XDECREF(owned_cls);
+    Py_DECREF(cls);
     goto fail;
   }
   PyTypeObject* tp = (PyTypeObject*)cls;
   PyObject* o = tp->tp_alloc(tp, 0);
-  Py_XDECREF(owned_cls);
+  Py_DECREF(cls);
   if (o == NULL) goto fail;
   ((ObjectBase*)o)->h = h;
   ((ObjectBase*)o)->t = ti;
@@ -308,7 +361,7 @@ static int pack_fast(FFIAny* out, PyObject* v) {
 #define STACK_ARGS 8
 #define TI_FUNCTION 68
 
-static void* make_callback(PyObject* fn, int mode, int strong, void** resource);
+static void* make_callback(PyObject* fn, int mode, Callback** resource);
 
 /* Python functions and methods passed straight to native code: a new native Function that
    owns the callable (released after the call, so it lives on only if native code kept it). */
@@ -351,13 +404,22 @@ static void* array_from_sequence(PyObject* v) {
       PyErr_SetString(PyExc_TypeError, "ffi.Array constructor is not a Function");
       return NULL;
     }
-    array_ctor = f;
+    if (array_ctor == NULL) {
+      array_ctor = f; /* kept for the life of the process */
+    } else {
+      Py_DECREF(f); /* another thread got there first */
+    }
   }
   if (array_ctor_name == NULL && (array_ctor_name = PyUnicode_InternFromString("ffi.Array")) == NULL) return NULL;
   PyObject* items = PySequence_Tuple(v); /* a snapshot: packing may run Python code */
   if (items == NULL) return NULL;
   FFIAny made;
+  if (Py_EnterRecursiveCall(" while converting a sequence to ffi.Array")) {
+    Py_DECREF(items);
+    return NULL;
+  }
   int rc = call_raw(((ObjectBase*)array_ctor)->h, &PyTuple_GET_ITEM(items, 0), PyTuple_GET_SIZE(items), array_ctor_name, &made);
+  Py_LeaveRecursiveCall();
   Py_DECREF(items);
   if (rc < 0) return NULL;
   if (made.type_index < TI_OBJECT_BEGIN) {
@@ -374,7 +436,7 @@ static int pack_other(FFIAny* out, PyObject* v, void** owned, int* n_owned, PyOb
     void* made = NULL;
     int32_t ti = 0;
     if (is_plain_callable(v)) {
-      made = make_callback(v, 0, 1, NULL);
+      made = make_callback(v, 0, NULL);
       ti = TI_FUNCTION;
       if (made == NULL) return -1;
     } else if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
@@ -485,6 +547,10 @@ static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyOb
 }
 
 static void* handle_of(PyObject* h) {
+  if (PyBool_Check(h)) {
+    PyErr_SetString(PyExc_TypeError, "call: the function handle must be an address, not bool");
+    return NULL;
+  }
   if (PyLong_Check(h)) return PyLong_AsVoidPtr(h);
   if (is_object(h)) return ((ObjectBase*)h)->h;
   PyObject* value = PyObject_GetAttrString(h, "value"); /* a ctypes c_void_p */
@@ -500,15 +566,19 @@ static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nar
     PyErr_SetString(PyExc_TypeError, "call(handle, args, name=None)");
     return NULL;
   }
+  if (!initialised) {
+    PyErr_SetString(PyExc_RuntimeError, "tvmffi_runtime._accel: init() was not called");
+    return NULL;
+  }
   void* fh = handle_of(args[0]);
   if (fh == NULL) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "call: null function handle");
     return NULL;
   }
-  PyObject* seq = PySequence_Fast(args[1], "call: arguments must be a sequence");
+  /* a tuple snapshot: packing may run Python code that changes a list given here */
+  PyObject* seq = PyTuple_CheckExact(args[1]) ? Py_NewRef(args[1]) : PySequence_Tuple(args[1]);
   if (seq == NULL) return NULL;
-  PyObject* r = call_packed(fh, PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq),
-                            nargs == 3 ? args[2] : Py_None);
+  PyObject* r = call_packed(fh, &PyTuple_GET_ITEM(seq, 0), PyTuple_GET_SIZE(seq), nargs == 3 ? args[2] : Py_None);
   Py_DECREF(seq);
   return r;
 }
@@ -526,15 +596,23 @@ typedef struct {
 } LazyFunction;
 
 static int lazy_resolve(LazyFunction* self) {
+  if (self->resolver == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "%R can no longer be resolved (cleared)", self->name);
+    return -1;
+  }
   PyObject* f = PyObject_CallNoArgs(self->resolver);
   if (f == NULL) return -1;
-  if (!is_object(f) || ((ObjectBase*)f)->h == NULL) {
+  if (!is_object(f) || ((ObjectBase*)f)->h == NULL || ((ObjectBase*)f)->t != TI_FUNCTION) {
     PyErr_Format(PyExc_TypeError, "resolving %R did not give a Function", self->name);
     Py_DECREF(f);
     return -1;
   }
-  Py_XSETREF(self->function, f);
+  if (self->function != NULL) { /* another thread resolved it meanwhile: keep the first */
+    Py_DECREF(f);
+    return 0;
+  }
   self->fh = ((ObjectBase*)f)->h;
+  self->function = f;
   return 0;
 }
 
@@ -545,7 +623,10 @@ static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size
     return NULL;
   }
   if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
-  return call_packed(self->fh, args, PyVectorcall_NARGS(nargsf), self->name);
+  PyObject* keep = Py_NewRef(self->function); /* alive for the call, whatever happens to self */
+  PyObject* r = call_packed(((ObjectBase*)keep)->h, args, PyVectorcall_NARGS(nargsf), self->name);
+  Py_DECREF(keep);
+  return r;
 }
 
 static PyObject* lazy_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
@@ -621,15 +702,6 @@ static PyTypeObject LazyFunctionType = {
 /* ---------------------------------------------------------------------------------------- */
 enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2 };
 
-/* The resource of a native Function made from a Python callable. ``fn`` is borrowed from the
-   Python Function wrapper that created it (so the GC sees it) until ``strong`` is set: then the
-   resource owns a reference (set when native code keeps the Function beyond its wrapper). */
-typedef struct {
-  PyObject* fn;
-  int mode;
-  int strong;
-} Callback;
-
 static int interpreter_gone(void) {
 #if PY_VERSION_HEX >= 0x030D0000
   return !Py_IsInitialized() || Py_IsFinalizing();
@@ -688,8 +760,13 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
     return -1;
   }
   PyGILState_STATE gil = PyGILState_Ensure();
+  /* an exception pending on this thread (a Function called from a native deleter while an
+     error unwinds) is set aside, so Python runs clean, and put back afterwards */
+  PyObject *pending_type, *pending_value, *pending_tb;
+  PyErr_Fetch(&pending_type, &pending_value, &pending_tb);
   Callback* cb = (Callback*)self;
-  PyObject* fn = cb->fn;
+  PyObject* fn = cb->fn; /* the callback may drop its own Function: nothing of cb after this */
+  const int mode = cb->mode;
   Py_INCREF(fn);
   PyObject* stack[STACK_ARGS];
   PyObject** pyargs = stack;
@@ -707,7 +784,7 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
     pyargs[made] = view_to_py(&args[made]);
     if (pyargs[made] == NULL) goto error;
   }
-  if (cb->mode == CB_PACKED) {
+  if (mode == CB_PACKED) {
     PyObject* list = PyList_New(nargs);
     if (list == NULL) goto error;
     for (int32_t i = 0; i < nargs; ++i) {
@@ -721,7 +798,7 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
     value = PyObject_Vectorcall(fn, pyargs, (size_t)nargs, NULL);
   }
   if (value == NULL) goto error;
-  if (cb->mode == CB_WALK) {
+  if (mode == CB_WALK) {
     result->type_index = TI_NONE;
     result->small_len = 0;
     result->v_int64 = 0;
@@ -744,6 +821,7 @@ done:
   for (int32_t i = 0; i < made; ++i) Py_XDECREF(pyargs[i]);
   if (pyargs != stack) PyMem_Free(pyargs);
   Py_DECREF(fn);
+  PyErr_Restore(pending_type, pending_value, pending_tb);
   PyGILState_Release(gil);
   return rc;
 }
@@ -752,14 +830,15 @@ static void callback_delete(void* self) {
   Callback* cb = (Callback*)self;
   if (interpreter_gone()) return; /* nothing Python can be touched any more: leave it */
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (cb->strong) Py_DECREF(cb->fn);
+  Py_DECREF(cb->fn);
   live_callbacks--;
   PyMem_RawFree(cb);
   PyGILState_Release(gil);
 }
 
-/* A new native Function calling ``fn`` (owned handle), or NULL with an exception set. */
-static void* make_callback(PyObject* fn, int mode, int strong, void** resource) {
+/* A new native Function calling ``fn`` (owned handle; its resource owns ``fn``), or NULL with
+   an exception set. */
+static void* make_callback(PyObject* fn, int mode, Callback** resource) {
   Callback* cb = (Callback*)PyMem_RawMalloc(sizeof(Callback));
   if (cb == NULL) {
     PyErr_NoMemory();
@@ -767,11 +846,10 @@ static void* make_callback(PyObject* fn, int mode, int strong, void** resource) 
   }
   cb->fn = fn;
   cb->mode = mode;
-  cb->strong = strong;
-  if (strong) Py_INCREF(fn);
+  Py_INCREF(fn);
   void* out = NULL;
   if (ffi_function_create(cb, callback_safe_call, callback_delete, &out) != 0) {
-    if (strong) Py_DECREF(fn);
+    Py_DECREF(fn);
     PyMem_RawFree(cb);
     raise_native_error();
     return NULL;
@@ -781,40 +859,68 @@ static void* make_callback(PyObject* fn, int mode, int strong, void** resource) 
   return out;
 }
 
-/* function_create(fn, mode, strong) -> (handle, resource address) */
-static PyObject* accel_function_create(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "function_create(fn, mode, strong)");
-    return NULL;
+static int parse_callback_args(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t at, const char* usage,
+                               PyObject** fn, int* mode) {
+  if (!initialised) {
+    PyErr_SetString(PyExc_RuntimeError, "tvmffi_runtime._accel: init() was not called");
+    return -1;
   }
-  PyObject* fn = args[0];
-  long mode = PyLong_AsLong(args[1]);
-  int strong = PyObject_IsTrue(args[2]);
-  if ((mode == -1 && PyErr_Occurred()) || strong < 0) return NULL;
-  if (mode < CB_PLAIN || mode > CB_WALK) {
-    PyErr_Format(PyExc_ValueError, "function_create: unknown mode %ld", mode);
-    return NULL;
+  if (nargs != at + 2) {
+    PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
   }
-  if (!PyCallable_Check(fn)) {
-    PyErr_Format(PyExc_TypeError, "%R is not callable", fn);
-    return NULL;
+  *fn = args[at];
+  long m = PyLong_AsLong(args[at + 1]);
+  if (m == -1 && PyErr_Occurred()) return -1;
+  if (m < CB_PLAIN || m > CB_WALK) {
+    PyErr_Format(PyExc_ValueError, "unknown callback mode %ld", m);
+    return -1;
   }
-  void* resource = NULL;
-  void* out = make_callback(fn, (int)mode, strong, &resource);
-  if (out == NULL) return NULL;
-  return Py_BuildValue("(NN)", PyLong_FromVoidPtr(out), PyLong_FromVoidPtr(resource));
+  if (!PyCallable_Check(*fn)) {
+    PyErr_Format(PyExc_TypeError, "%R is not callable", *fn);
+    return -1;
+  }
+  *mode = (int)m;
+  return 0;
 }
 
-/* keep_callback(resource): the resource takes its own reference to the callable (its Python
-   wrapper is going away while native code still holds the Function). Idempotent. */
-static PyObject* accel_keep_callback(PyObject* mod, PyObject* arg) {
-  Callback* cb = (Callback*)PyLong_AsVoidPtr(arg);
-  if (cb == NULL) return NULL;
-  if (!cb->strong) {
-    Py_INCREF(cb->fn);
-    cb->strong = 1;
+/* function_create(fn, mode) -> owned handle of a native Function calling fn */
+static PyObject* accel_function_create(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* fn;
+  int mode;
+  if (parse_callback_args(args, nargs, 0, "function_create(fn, mode)", &fn, &mode) < 0) return NULL;
+  void* out = make_callback(fn, mode, NULL);
+  if (out == NULL) return NULL;
+  PyObject* r = PyLong_FromVoidPtr(out);
+  if (r == NULL) ffi_decref(out);
+  return r;
+}
+
+/* callback_function(cls, fn, mode) -> a wrapper of class cls (a Function class) owning a new
+   native Function calling fn; the GC sees the callable through it (object_base_traverse). */
+static PyObject* accel_callback_function(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* fn;
+  int mode;
+  if (parse_callback_args(args, nargs, 1, "callback_function(cls, fn, mode)", &fn, &mode) < 0) return NULL;
+  PyObject* cls = args[0];
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType)) {
+    PyErr_SetString(PyExc_TypeError, "callback_function: cls must be an Object class");
+    return NULL;
   }
-  Py_RETURN_NONE;
+  PyTypeObject* tp = (PyTypeObject*)cls;
+  PyObject* w = tp->tp_alloc(tp, 0);
+  if (w == NULL) return NULL;
+  Callback* cb = NULL;
+  void* h = make_callback(fn, mode, &cb);
+  if (h == NULL) {
+    Py_DECREF(w);
+    return NULL;
+  }
+  ObjectBase* o = (ObjectBase*)w;
+  o->h = h;
+  o->t = TI_FUNCTION;
+  o->cb = cb;
+  return w;
 }
 
 static PyObject* accel_live_callbacks(PyObject* mod, PyObject* unused) {
@@ -823,9 +929,12 @@ static PyObject* accel_live_callbacks(PyObject* mod, PyObject* unused) {
 
 /* strong_count(handle): the strong reference count of a native object. */
 static PyObject* accel_strong_count(PyObject* mod, PyObject* arg) {
-  FFIObjectHeader* h = (FFIObjectHeader*)PyLong_AsVoidPtr(arg);
-  if (h == NULL) return NULL;
-  return PyLong_FromUnsignedLong((unsigned long)(__atomic_load_n(&h->combined_ref_count, __ATOMIC_RELAXED) & 0xFFFFFFFFu));
+  void* h = PyLong_AsVoidPtr(arg);
+  if (h == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "strong_count: null handle");
+    return NULL;
+  }
+  return PyLong_FromUnsignedLong(strong_count_of(h));
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -885,7 +994,7 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
     PyErr_Format(PyExc_AttributeError, "field %U cannot be deleted", f->qualname);
     return -1;
   }
-  if (f->setter == Py_None) {
+  if (f->setter == Py_None || f->setter == NULL) {
     PyErr_Format(PyExc_AttributeError, "field %U is read-only", f->qualname);
     return -1;
   }
@@ -973,11 +1082,13 @@ static PyObject* field_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
 
 static int field_traverse(Field* f, visitproc visit, void* arg) {
   Py_VISIT(f->setter);
+  Py_VISIT(f->doc);
   return 0;
 }
 
 static int field_clear(Field* f) {
   Py_CLEAR(f->setter);
+  Py_CLEAR(f->doc);
   return 0;
 }
 
@@ -1025,6 +1136,7 @@ static int take_address(PyObject* dict, const char* name, void** out) {
     return -1;
   }
   *out = PyLong_AsVoidPtr(v);
+  if (*out == NULL && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "init: %s is a null address", name);
   return *out == NULL ? -1 : 0;
 }
 
@@ -1073,8 +1185,9 @@ static PyMethodDef accel_methods[] = {
     {"init", accel_init, METH_VARARGS, "init(addresses, hooks): connect to libtvm_ffi and the Python runtime."},
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
     {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,
-     "function_create(fn, mode, strong) -> (handle, resource)"},
-    {"keep_callback", accel_keep_callback, METH_O, "keep_callback(resource): own the callable natively"},
+     "function_create(fn, mode) -> owned handle of a native Function calling fn"},
+    {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,
+     "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
     {"strong_count", accel_strong_count, METH_O, "strong_count(handle) -> native strong reference count"},
     {NULL, NULL, 0, NULL}};

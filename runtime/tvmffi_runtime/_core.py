@@ -980,6 +980,8 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
 
     ``name`` (a string, or the Function itself) is only used to word argument errors.
     """
+    if type(args) is not tuple:
+        args = tuple(args)  # a snapshot: packing may run Python code that changes the list
     n = len(args)
     bufs = _free_buffers.pop() if _free_buffers else _CallBuffers(max(8, n))
     if bufs.cap < n:
@@ -1283,31 +1285,28 @@ def live_callbacks() -> int:
 
 
 class _CallbackFunction(Function):
-    """A Function made from a Python callable by this process; holds the callable itself.
-
-    The callable is reachable from this wrapper (so a cycle through it is collectable); only
-    when the wrapper dies while native code still holds the Function does the native side
-    take its own reference to the callable.
-    """
+    """Pure-ctypes path: a Function made from a Python callable by this process, holding the
+    callable itself (so the GC sees a cycle through it). When the wrapper dies while native code
+    still holds the Function (or after its handle was moved to native code), the callback entry
+    takes the callable over. The compiled path does the same in C (``ObjectBase`` reports the
+    callable to the GC while the wrapper is the Function's only owner)."""
 
     __slots__ = ("_cb", "_cbr")
     _cb: Callable[..., Any]
-    _cbr: Any  # the native resource (accelerated) or the _CallbackEntry (pure ctypes)
+    _cbr: _CallbackEntry
 
     def __del__(self) -> None:
         h = getattr(self, "_h", 0)
+        entry = getattr(self, "_cbr", None)
         try:
-            if h and ctypes.c_uint32.from_address(h).value > 1:  # others hold it natively
-                if _accel is not None:
-                    _accel.keep_callback(self._cbr)
-                else:
-                    self._cbr.fn = self._cb
+            # h == 0: the handle was moved to native code, which now owns the Function
+            if entry is not None and (not h or ctypes.c_uint32.from_address(h).value > 1):
+                entry.fn = self._cb
         except Exception:  # interpreter shutdown
             return
-        if _accel is None:
-            self._h = 0
-            if h:
-                _DecRef(h)
+        self._h = 0
+        if h:
+            _DecRef(h)
 
 
 def _callback_function(f: Callable[..., Any], mode: int) -> Function:
@@ -1316,16 +1315,14 @@ def _callback_function(f: Callable[..., Any], mode: int) -> Function:
         return f
     if not callable(f):
         raise TypeError(f"{f!r} is not callable")
-    w: _CallbackFunction = _new(_CallbackFunction)
     if _accel is not None:
-        h, w._cbr = _accel.function_create(f, mode, False)
-    else:
-        key, w._cbr = _new_callback_entry(None, mode == _MODE_PACKED)
-        h = _create_function(key)
-        w._cbr.wrapper = weakref.ref(w)
+        return _accel.callback_function(Function, f, mode)  # type: ignore[no-any-return]
+    w: _CallbackFunction = _new(_CallbackFunction)
+    key, w._cbr = _new_callback_entry(None, mode == _MODE_PACKED)
     w._cb = f
-    w._h = h
+    w._h = _create_function(key)
     w._t = TypeIndex.FUNCTION
+    w._cbr.wrapper = weakref.ref(w)
     return w
 
 
@@ -1432,7 +1429,7 @@ def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:
     if not callable(f):
         raise TypeError(f"{f!r} is not callable")
     if _accel is not None:
-        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN, True)[0]  # type: ignore[no-any-return]
+        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN)  # type: ignore[no-any-return]
     key, _ = _new_callback_entry(f, packed)
     return _create_function(key)
 

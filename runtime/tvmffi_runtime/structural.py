@@ -834,7 +834,7 @@ def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
     if trampoline is _T_WALK_PLAIN and _core._accel is not None:
         # the compiled callback: value -> handler(value), result through _write_walk
-        h = _core._accel.function_create(payload, _core._MODE_WALK, True)[0]
+        h = _core._accel.function_create(payload, _core._MODE_WALK)
         return _core._wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
     key = next(_keys)
     _ENTRIES[key] = payload
