@@ -311,7 +311,10 @@ class ReadOnlyField(Generic[_G]):
     def __get__(self, obj: Object | None, owner: Any = None) -> Any:
         if obj is None:
             return self
-        return self._read(self._address(obj))
+        h = obj._h
+        if not h:
+            self._address(obj)  # raises ReleasedObjectError
+        return self._read(h + self.offset)
 
     if not TYPE_CHECKING:  # a data descriptor at run time, read-only to the type checker
 
