@@ -88,6 +88,18 @@ def cases() -> list[Case]:
 
     assert o_walk() == c_walk() == 10_000
 
+    # the same tree mapped with an identity hook on TestIntPair (every node rebuilt unchanged)
+    def keep(node: gen.TestIntPair) -> gen.TestIntPair:
+        return node
+
+    def o_map() -> Any:
+        return rt.structural_map(o_tree, keep, "post")
+
+    def c_map() -> Any:
+        return tvm_ffi.structural_map(c_tree, [(cy.TestIntPair, lambda node: node)], order="post")
+
+    assert len(o_map()) == len(c_map()) == 100
+
     return [
         ("nop()", gen.nop, c_nop, True),
         ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
@@ -104,6 +116,7 @@ def cases() -> list[Case]:
         ("callback from C++", lambda: gen.apply(cb, 1), lambda: c_apply(cb, 1), True),
         ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),
         ("walk 10 100 nodes, typed hook", o_walk, c_walk, False),
+        ("map 10 100 nodes, identity hook", o_map, c_map, False),
     ]
 
 

@@ -832,9 +832,11 @@ _core._WALK_RESULT.append(_write_walk_at)
 
 def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
-    if trampoline is _T_WALK_PLAIN and _core._accel is not None:
-        # the compiled callback: value -> handler(value), result through _write_walk
-        h = _core._accel.function_create(payload, _core._MODE_WALK)
+    if _core._accel is not None and (trampoline is _T_WALK_PLAIN or trampoline is _T_MAP_PLAIN):
+        # the compiled callback: value -> handler(value); a walk result goes through
+        # _write_walk, a map result is converted like any callback result
+        mode = _core._MODE_WALK if trampoline is _T_WALK_PLAIN else _core._MODE_PLAIN
+        h = _core._accel.function_create(payload, mode)
         return _core._wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
     key = next(_keys)
     _ENTRIES[key] = payload
