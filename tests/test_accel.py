@@ -199,7 +199,25 @@ print(_core.ffi_call(echo.c_handle, L, "echo") == "a" * 128)
 """,
 }
 
+REVIEW_CASES["registry_access_on_a_moved_object"] = """
+from tvmffi_runtime import ReleasedObjectError
+from tvmffi_runtime.reflection import FieldAccessor
+from tvmffi_runtime.structural import move
+o = T.TestObjectBase()
+T.echo(move(o))
+out = []
+for attempt in (lambda: setattr(o, "v_str", "x"), lambda: setattr(o, "v_i64", 1), lambda: o.v_str,
+                lambda: FieldAccessor("testing.TestObjectBase", "v_str").get(o),
+                lambda: FieldAccessor("testing.TestObjectBase", "v_str").set(o, "y")):
+    try:
+        attempt()
+    except ReleasedObjectError:
+        out.append("refused")
+print(" ".join(out))
+"""
+
 REVIEW_EXPECTED = {
+    "registry_access_on_a_moved_object": "refused refused refused refused refused",
     "moved_callback": "42",
     "self_containing_list": "RecursionError",
     "deep_nesting": "RecursionError",
@@ -218,3 +236,21 @@ def test_review_regressions(case: str, pure: bool) -> None:
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.strip() == REVIEW_EXPECTED[case]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_field_descriptors_document_themselves_from_the_registry(pure: bool) -> None:
+    script = (
+        "import inspect\nfrom tvmffi_testing.testing import TestIntPair, TestObjectBase\n"
+        "print(repr(inspect.getdoc(TestObjectBase.v_i64)), TestObjectBase.v_i64.kind, TestIntPair.a.qualname)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    # "i64 field" is the doc testing.cc registers for TestObjectBase.v_i64
+    assert proc.stdout.split() == [
+        "'i64", "field\\n\\nRegistry", "field:", "``testing.TestObjectBase.v_i64``.'", "i64", "testing.TestIntPair.a"
+    ]

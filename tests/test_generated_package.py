@@ -77,7 +77,7 @@ def test_correct_program_typechecks(tmp_path: Path) -> None:
     ("source", "code"),
     [
         ("from tvmffi_testing.testing import add_one\nadd_one('x')\n", "arg-type"),
-        ("from tvmffi_testing.testing import TestIntPair\nTestIntPair(1, 2).a = 3\n", "misc"),
+        ("from tvmffi_testing.testing import TestIntPair\nTestIntPair(1, 2).a = 3\n", "assignment"),
         ("from tvmffi_testing.testing import TestIntPair\nTestIntPair(1, 2).nope\n", "attr-defined"),
         ("from tvmffi_testing.testing import TestIntPair\nTestIntPair(1)\n", "call-arg"),
         ("from tvmffi_testing.testing import TestCxxAutoInit\nTestCxxAutoInit(1)\n", "call-arg"),

@@ -174,3 +174,27 @@ def test_unparseable_user_edit_is_reported(tmp_path: Path, capsys: pytest.Captur
     assert main([str(v1), "-o", str(out)]) == 2
     assert "cannot parse your edited file" in capsys.readouterr().err
     assert "def broken(" in module.read_text()  # the user's (broken) edit is not lost
+
+
+def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
+    # Only a class's first string is its docstring; a string after an attribute documents that
+    # attribute, a string after a method is the user's note on it: both are kept on regeneration,
+    # and a user attribute that now conflicts is reported once (not its docstring as well).
+    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+
+    gen1 = 'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n    def f(self) -> int:\n        return 1\n'
+    user = gen1.replace(
+        "    def f",
+        '    foo: int = 2\n    """My foo."""\n\n    def f',
+    ) + '\n    def g(self) -> int:\n        return 2\n    """A note about g."""\n'
+    keys = member_keys(gen1)
+    assert keys == ["class A", "A::docstring", "A::assign a", "A::docstring of assign a", "A::def f @"]
+    merged, kept = merge_source("x.py", user, keys, gen1)
+    assert kept == 4
+    assert merged == user
+    gen2 = gen1.replace("    def f", '    foo: int = 3\n    """Generated foo."""\n\n    def f')
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", user, keys, gen2)
+    assert info.value.problems == [
+        "your assign 'foo' in class A has the name of a member the generator now writes; rename yours"
+    ]

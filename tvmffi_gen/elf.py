@@ -7,6 +7,8 @@ Used to find functions a library exports with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` 
 from __future__ import annotations
 
 import mmap
+import os
+import stat
 import struct
 
 __all__ = ["defined_dynamic_symbols", "exported_ffi_functions", "ElfError"]
@@ -23,18 +25,20 @@ def defined_dynamic_symbols(path: str, prefix: str = "") -> list[str]:
     with ``prefix``: checked on the raw bytes, so a large table is not decoded whole)."""
     raw_prefix = prefix.encode()
     with open(path, "rb") as fh:
-        try:  # mapped, not read: only the headers and symbol tables are touched
-            data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):  # empty or unmappable file
-            data = fh.read()
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ElfError(f"{path}: not a regular file")
+        if st.st_size < 64:
+            raise ElfError(f"{path}: not an ELF file (only {st.st_size} bytes)")
+        # mapped, not read: only the headers and symbol tables are touched
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         return _defined_dynamic_symbols(path, data, raw_prefix)
     finally:
-        if isinstance(data, mmap.mmap):
-            data.close()
+        data.close()
 
 
-def _defined_dynamic_symbols(path: str, data: bytes | mmap.mmap, raw_prefix: bytes) -> list[str]:
+def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> list[str]:
     if data[:4] != b"\x7fELF":
         raise ElfError(f"{path}: not an ELF file")
     is64 = data[4] == 2

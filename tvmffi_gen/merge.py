@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -79,12 +79,13 @@ def _statement_key(node: cst.CSTNode) -> str:
 
 
 def _with_attribute_docs(keys: list[str]) -> list[str]:
-    """Keys of a body, a docstring right after an assignment keyed by that assignment (an
-    attribute docstring belongs to its attribute, not to the class)."""
+    """Keys of a body: only a first statement that is a string is *the* docstring; any other
+    bare string is keyed by the statement before it (an attribute docstring belongs to its
+    attribute, a note after a method to that method)."""
     out = list(keys)
     for i in range(1, len(out)):
-        if out[i] == "docstring" and keys[i - 1].startswith("assign "):
-            out[i] = f"docstring of {keys[i - 1]}"
+        if keys[i] == "docstring":
+            out[i] = f"docstring of {out[i - 1]}"
     return out
 
 
@@ -92,7 +93,7 @@ def _ast_keys(body: list[ast.stmt]) -> list[str]:
     return _with_attribute_docs([_ast_key(n) for n in body])
 
 
-def _statement_keys(body: list[cst.CSTNode]) -> list[str]:
+def _statement_keys(body: Sequence[cst.CSTNode]) -> list[str]:
     return _with_attribute_docs([_statement_key(n) for n in body])
 
 
@@ -122,7 +123,7 @@ class _Merge:
     kept: int = 0
 
     def members(
-        self, scope: str, user: list[cst.CSTNode], new: list[cst.CSTNode], classes_in_new: set[str]
+        self, scope: str, user: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], classes_in_new: set[str]
     ) -> list[cst.CSTNode]:
         prefix = f"{scope}::" if scope else ""
         out = list(new)
@@ -133,6 +134,8 @@ class _Merge:
             key = user_keys[i]
             if prefix + key in self.generated:
                 continue  # the generator's own member: the new version replaces it
+            if key in new_keys and key.startswith("docstring of "):
+                continue  # the string of a member that conflicts (reported for the member)
             if key in new_keys:
                 name = key.split(" ", 1)[1].split(" @")[0]
                 where = f"class {scope}" if scope else "the module"

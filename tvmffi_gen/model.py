@@ -497,7 +497,7 @@ class _Builder:
         inherited_fields, inherited_methods = self._inherited(cls)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
         # the class's own name too: a member named like it would hide it in the class body
-        inherited_entries = set()
+        inherited_entries: set[str] = set()
         key = cls.base_key
         while key is not None:  # enum entries of ancestors are class attributes too
             inherited_entries.update(n for n, _ in self.classes[key].enum_entries)
@@ -578,7 +578,9 @@ class _Builder:
             accessor=f"_ffi_field_{cls.name}_{name}",
         )
         base = inherited.get(name)
-        if base is not None and (base.getter_type != getter or base.writable != f.writable):
+        # a property over a descriptor (or the reverse) is an override mypy rejects as well
+        kinds_differ = base is not None and (base.kind is None) != (kind is None)
+        if base is not None and (base.getter_type != getter or base.writable != f.writable or kinds_differ):
             fm.override_ignore = True
         return fm
 

@@ -76,8 +76,9 @@ def q(text: str) -> str:
 def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
     lines = signature_lines(prefix, items, ret, indent)
     if ignore_override:
-        # mypy reports an incompatible override on the line of the ``def``
-        lines[0] += "  # type: ignore[override]"
+        # mypy reports an incompatible override on the line of the ``def`` (a property over a
+        # base class's field also as [misc]: a read-only property over a writable attribute)
+        lines[0] += "  # type: ignore[override, misc]"
     return lines
 
 

@@ -9,10 +9,13 @@ the previous output as it was.
 
 from __future__ import annotations
 
+import concurrent.futures
+import concurrent.futures.process
 import json
 import multiprocessing
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,17 +68,35 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
 _PARALLEL_PARSE_BYTES = 1 << 20
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _all_member_keys(texts: list[str]) -> list[list[str]]:
-    """``member_keys`` of each text; large batches are parsed on every core (fork only)."""
-    workers = min(len(texts), os.cpu_count() or 1)
-    if workers < 2 or sum(map(len, texts)) < _PARALLEL_PARSE_BYTES:
+    """``member_keys`` of each text; large batches are parsed in worker processes.
+
+    Only where that is safe: fork is available, this process has no other threads (a forked
+    child could inherit a held lock) and is not itself a daemonic worker. Any failure of the
+    pool (a worker killed, say) falls back to parsing here.
+    """
+    workers = min(len(texts), _usable_cpus())
+    if (
+        workers < 2
+        or sum(map(len, texts)) < _PARALLEL_PARSE_BYTES
+        or threading.active_count() > 1
+        or multiprocessing.current_process().daemon
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
         return [member_keys(t) for t in texts]
     try:
         ctx = multiprocessing.get_context("fork")
-    except ValueError:  # no fork on this platform
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            return list(pool.map(member_keys, texts))
+    except (concurrent.futures.process.BrokenProcessPool, OSError):
         return [member_keys(t) for t in texts]
-    with ctx.Pool(workers) as pool:
-        return pool.map(member_keys, texts, chunksize=1)
 
 
 def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, Any]) -> str:

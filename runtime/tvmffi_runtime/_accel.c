@@ -999,6 +999,7 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
     return -1;
   }
   if (f->setter != Py_True) {
+    if (field_base(f, obj) == NULL) return -1; /* a released object: refused before the setter */
     PyObject* r = PyObject_CallFunctionObjArgs(f->setter, obj, value, NULL);
     if (r == NULL) return -1;
     Py_DECREF(r);
@@ -1105,8 +1106,27 @@ static PyObject* field_repr(Field* f) {
                               f->setter == Py_None ? ", read-only" : "");
 }
 
+/* __doc__: given as text, or as a function of the qualname called on first use (the registry
+   is read only when someone asks for the documentation). */
+static PyObject* field_get_doc(Field* f, void* closure) {
+  if (f->doc != NULL && f->doc != Py_None && !PyUnicode_Check(f->doc) && PyCallable_Check(f->doc)) {
+    PyObject* text = PyObject_CallOneArg(f->doc, f->qualname);
+    if (text == NULL) return NULL;
+    Py_SETREF(f->doc, text);
+  }
+  return Py_NewRef(f->doc != NULL ? f->doc : Py_None);
+}
+
+static PyObject* field_get_kind(Field* f, void* closure) {
+  return PyUnicode_FromString(field_kinds[f->kind]);
+}
+
+static PyGetSetDef field_getset[] = {
+    {"__doc__", (getter)field_get_doc, NULL, NULL, NULL},
+    {"kind", (getter)field_get_kind, NULL, "layout in object memory (i64, f64, object, any, ...)", NULL},
+    {NULL}};
+
 static PyMemberDef field_members[] = {
-    {"__doc__", T_OBJECT, offsetof(Field, doc), READONLY, NULL},
     {"qualname", T_OBJECT, offsetof(Field, qualname), READONLY, "registry name of the field"},
     {"offset", T_PYSSIZET, offsetof(Field, offset), READONLY, "byte offset in the object"},
     {NULL}};
@@ -1121,6 +1141,7 @@ static PyTypeObject FieldType = {
     .tp_traverse = (traverseproc)field_traverse,
     .tp_clear = (inquiry)field_clear,
     .tp_members = field_members,
+    .tp_getset = field_getset,
     .tp_descr_get = (descrgetfunc)field_get,
     .tp_descr_set = (descrsetfunc)field_set,
     .tp_new = field_new,

@@ -57,10 +57,15 @@ _INT64_MAX = (1 << 63) - 1
 
 # The compiled fast path (``_accel.c``), when it was built; TVMFFI_RUNTIME_PURE=1 turns it off.
 _accel: Any = None
-if not os.environ.get("TVMFFI_RUNTIME_PURE"):
+if os.environ.get("TVMFFI_RUNTIME_PURE", "") in ("", "0"):
     try:
         from . import _accel
-    except ImportError:  # built without a C compiler: everything runs on ctypes
+    except ModuleNotFoundError:  # built without a C compiler: everything runs on ctypes
+        _accel = None
+    except ImportError as exc:  # built, but unusable here (another Python, say)
+        import warnings
+
+        warnings.warn(f"tvmffi_runtime: compiled fast path unusable ({exc}); running on ctypes", stacklevel=2)
         _accel = None
 
 
@@ -1300,13 +1305,18 @@ class _CallbackFunction(Function):
         entry = getattr(self, "_cbr", None)
         try:
             # h == 0: the handle was moved to native code, which now owns the Function
-            if entry is not None and (not h or ctypes.c_uint32.from_address(h).value > 1):
+            if entry is not None and (not h or _strong_count(h) > 1):
                 entry.fn = self._cb
         except Exception:  # interpreter shutdown
             return
         self._h = 0
         if h:
             _DecRef(h)
+
+
+def _strong_count(handle: int) -> int:
+    """Strong reference count of a native object (low 32 bits of ``combined_ref_count``)."""
+    return ctypes.c_uint64.from_address(handle).value & 0xFFFFFFFF
 
 
 def _callback_function(f: Callable[..., Any], mode: int) -> Function:

@@ -272,6 +272,15 @@ _FIELD_READERS: dict[str, Callable[[int], Any]] = {
 _FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
 
 
+class FieldIsReadOnly:
+    """What a read-only field accepts, to the type checker: nothing (this has no instances)."""
+
+    __slots__ = ()
+
+    def __new__(cls) -> FieldIsReadOnly:
+        raise TypeError("FieldIsReadOnly has no instances")
+
+
 class ReadOnlyField(Generic[_G]):
     """A field of a generated class, read straight from object memory at its reflected offset.
 
@@ -281,7 +290,7 @@ class ReadOnlyField(Generic[_G]):
     the same behaviour. Generated classes annotate fields with this type (and :class:`Field`).
     """
 
-    __slots__ = ("qualname", "kind", "offset", "_read", "_setter")
+    __slots__ = ("qualname", "kind", "offset", "_read", "_setter", "_doc")
 
     def __init__(self, qualname: str, kind: str, offset: int, setter: Any = None, doc: Any = None) -> None:
         if kind not in _FIELD_READERS:
@@ -293,14 +302,26 @@ class ReadOnlyField(Generic[_G]):
         self.offset = offset
         self._read = _FIELD_READERS[kind]
         self._setter = setter
+        self._doc = doc
+
+    def _documentation(self) -> str | None:
+        doc = self._doc
+        if callable(doc):
+            doc = self._doc = doc(self.qualname)
+        return doc  # type: ignore[no-any-return]
+
+    # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
+    __doc__ = property(_documentation)
 
     def _address(self, obj: Any) -> int:
+        if not isinstance(obj, Object):
+            raise TypeError(f"field {self.qualname}: {obj!r} is not a TVM FFI object")
         h = obj._h
         if not h:
             raise _core.ReleasedObjectError(
                 f"cannot access field {self.qualname}: the {type(obj).__name__} object was moved or released"
             )
-        return h + self.offset  # type: ignore[no-any-return]
+        return h + self.offset
 
     @overload
     def __get__(self: _FieldT, obj: None, owner: Any = None) -> _FieldT: ...
@@ -311,9 +332,12 @@ class ReadOnlyField(Generic[_G]):
     def __get__(self, obj: Object | None, owner: Any = None) -> Any:
         if obj is None:
             return self
-        h = obj._h
+        try:
+            h = obj._h
+        except AttributeError:
+            h = 0
         if not h:
-            self._address(obj)  # raises ReleasedObjectError
+            self._address(obj)  # raises TypeError or ReleasedObjectError
         return self._read(h + self.offset)
 
     if not TYPE_CHECKING:  # a data descriptor at run time, read-only to the type checker
@@ -322,13 +346,20 @@ class ReadOnlyField(Generic[_G]):
             setter = self._setter
             if setter is None:
                 raise AttributeError(f"field {self.qualname} is read-only")
+            addr = self._address(obj)  # refuses a released object before any setter runs
             if setter is True:
-                _FIELD_WRITERS[self.kind](self._address(obj), value)
+                _FIELD_WRITERS[self.kind](addr, value)
             else:
                 setter(obj, value)
 
         def __delete__(self, obj):
             raise AttributeError(f"field {self.qualname} cannot be deleted")
+
+    if TYPE_CHECKING:
+        # Read-only to the type checker: assigning anything is an error even where the class
+        # has no __slots__ (a user's subclass), as it is at run time; mypy's message names
+        # FieldIsReadOnly as the only type the field accepts.
+        def __set__(self, obj: Object, value: FieldIsReadOnly) -> None: ...
 
     def __repr__(self) -> str:
         ro = ", read-only" if self._setter is None else ""
@@ -336,13 +367,15 @@ class ReadOnlyField(Generic[_G]):
 
 
 class Field(ReadOnlyField[_G], Generic[_G, _S]):
-    """A writable field: reads give ``_G``, writes take ``_S`` (see :class:`ReadOnlyField`)."""
+    # A writable field: reads give _G, writes take _S (see ReadOnlyField). No class docstring:
+    # __doc__ is the field's documentation, as in ReadOnlyField.
 
     __slots__ = ()
+    __doc__ = ReadOnlyField.__dict__["__doc__"]
 
     if TYPE_CHECKING:
 
-        def __set__(self, obj: Object, value: _S) -> None: ...
+        def __set__(self, obj: Object, value: _S) -> None: ...  # type: ignore[override]
 
 
 def field(type_key: str, name: str, kind: str, offset: int, write: str | None = None) -> Any:
@@ -361,8 +394,25 @@ def field(type_key: str, name: str, kind: str, offset: int, write: str | None = 
         raise ValueError(f"field {qualname}: write must be None, 'in_place' or 'registry', not {write!r}")
     accel = _core._accel
     if accel is not None:
-        return accel.Field(qualname, kind, offset, setter)
-    return (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter)
+        return accel.Field(qualname, kind, offset, setter, _field_doc)
+    return (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc)
+
+
+def _field_doc(qualname: str) -> str:
+    """Documentation of a field for ``help()``: the registry's doc of ``type_key.name``."""
+    from .reflection import type_info
+
+    type_key, _, name = qualname.rpartition(".")
+    text = ""
+    try:
+        for f in type_info(type_key).fields:
+            if f.name == name:
+                text = f.doc.strip()
+                break
+    except Exception:  # noqa: BLE001 - documentation must never make attribute access fail
+        pass
+    line = f"Registry field: ``{qualname}``."
+    return f"{text}\n\n{line}" if text else line
 
 
 _INITS: dict[str, ctypes.c_void_p] = {}

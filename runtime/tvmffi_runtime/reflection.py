@@ -316,28 +316,41 @@ class FieldAccessor:
             ptr = ti.type_ancestors[ti.type_depth - 1]
         raise AttributeError(f"type {type_key!r} has no field {name!r}")
 
+    def _address(self, obj: Object) -> int:
+        """Where the field of ``obj`` is; a wrapper that holds no reference is refused (the
+        registry's getter and setter would touch address ``offset``)."""
+        h = obj._h
+        if not h:
+            raise _core.ReleasedObjectError(
+                f"cannot access field {self.type_key}.{self.name}: the {type(obj).__name__} object"
+                " was moved or released"
+            )
+        return h + self.offset
+
     def get(self, obj: Object) -> Any:
         """Read the field of ``obj``."""
+        addr = self._address(obj)
         if self.pod is not None:
-            return self.pod.from_address(obj._h + self.offset).value
+            return self.pod.from_address(addr).value
         if self.getter is None:
             raise AttributeError(f"{self.type_key}.{self.name} has no getter")
         out = (ctypes.c_char * 16)()
-        _check(self.getter(obj._h + self.offset, ctypes.addressof(out)))
+        _check(self.getter(addr, ctypes.addressof(out)))
         return _core.owned_from_buffer(out, 0)
 
     def set(self, obj: Object, value: Any) -> None:
         """Write the field of ``obj`` (conversion and checks done by the registry's setter)."""
         if self.setter is None:
             raise AttributeError(f"{self.type_key}.{self.name} has no setter")
+        addr = self._address(obj)
         if self.setter_is_function:
-            self.setter(ctypes.c_void_p(obj._h + self.offset), value)
+            self.setter(ctypes.c_void_p(addr), value)
             return
         buf = (ctypes.c_char * 16)()
         temps: list[Any] = []
         try:
             _core.pack_value(buf, 0, value, temps)
-            _check(self.setter(obj._h + self.offset, ctypes.addressof(buf)))
+            _check(self.setter(addr, ctypes.addressof(buf)))
         finally:
             _core.release_temps(temps)
 
