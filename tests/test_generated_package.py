@@ -230,3 +230,15 @@ def test_exported_functions_of_the_testing_library() -> None:
     assert "Add two integers" in doc
     hints = inspect.signature(tvmffi_testing.testing_dll_schema_id_int)
     assert str(hints) == "(_0: 'int', /) -> 'int'"
+
+
+def test_lines_fit_the_line_length() -> None:
+    # Generated code is formatted like hand-written code: no line over 99 characters (long
+    # annotations, field arguments, docstring lines and dict entries are broken out).
+    long = [
+        f"{path.relative_to(PKG.parent)}:{n}: {len(line)}"
+        for path in sorted(PKG.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if len(line) > 99
+    ]
+    assert not long, long

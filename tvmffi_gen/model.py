@@ -459,7 +459,7 @@ class _Builder:
         doc = _doc(f.doc, f"Registry function: ``{f.name}``.")
         var = f"_ffi_fn_{name}"
         if f.exported:
-            doc = _doc(f.doc, f"Exported function: ``{f.name}`` (symbol ``__tvm_ffi_{f.name}``).")
+            doc = _doc(f.doc, f"Exported function: ``{f.name}``\n(symbol ``__tvm_ffi_{f.name}``).")
             if sig.params is None and f.schema is None:
                 self.warn(
                     f"exported function {f.name} has no type metadata, so it is generated untyped;"

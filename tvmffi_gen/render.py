@@ -63,6 +63,7 @@ def _environment() -> jinja2.Environment:
         function_body=_function_body,
         register_line=_register_line,
         field_lines=_field_lines,
+        assign_lines=_assign_lines,
         q=q,
     )
     return env
@@ -83,25 +84,43 @@ def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: 
 
 
 def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
-    """A field read from memory: a class attribute holding its runtime descriptor."""
+    """A field read from memory: a class attribute holding its runtime descriptor, laid out the
+    way black would (arguments, then annotation parameters, broken out as lines overflow)."""
     if f.write is None:
-        ann = f"_gen.ReadOnlyField[{f.getter_type}]"
+        ann_name, ann_args = "_gen.ReadOnlyField", [f.getter_type]
     else:
-        ann = f"_gen.Field[{f.getter_type}, {f.setter_type}]"
+        ann_name, ann_args = "_gen.Field", [f.getter_type, f.setter_type]
     assert f.kind is not None
     args = [q(cls.type_key), q(f.reg_name), q(f.kind), str(f.offset)]
     if f.write is not None:
         args.append(f"write={q(f.write)}")
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
+    ann = f"{ann_name}[{', '.join(ann_args)}]"
     head = f"    {f.name}: {ann} = _gen.field("
     line = f"{head}{', '.join(args)}){ignore}"
     if len(line) - len(ignore) <= LINE_LENGTH:
         return [line]
+    if len(head) <= LINE_LENGTH:
+        lines = [head + ignore]
+        closing = "    )"
+    else:  # the annotation alone is too long: its parameters go on their own line(s)
+        inner_ann = f"        {', '.join(ann_args)}"
+        ann_lines = [inner_ann] if len(inner_ann) <= LINE_LENGTH else [f"        {a}," for a in ann_args]
+        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines, "    ] = _gen.field("]
+        closing = "    )"
     inner = f"        {', '.join(args)}"
     if len(inner) <= LINE_LENGTH:
-        return [head + ignore, inner, "    )"]
-    return [head + ignore, *[f"        {a}," for a in args], "    )"]
+        return [*lines, inner, closing]
+    return [*lines, *[f"        {a}," for a in args], closing]
+
+
+def _assign_lines(target: str, expr: str, indent: str) -> list[str]:
+    """``target = expr``, with the expression parenthesised on its own line when too long."""
+    line = f"{indent}{target} = {expr}"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    return [f"{indent}{target} = (", f"{indent}    {expr}", f"{indent})"]
 
 
 def _register_line(cls: ClassModel) -> str:
@@ -139,9 +158,9 @@ def _init_doc(cls: ClassModel) -> str:
     assert cls.init is not None
     key = cls.type_key
     if cls.init.kind == "none":
-        return f"Not constructible from Python: ``{key}`` registers no ``__ffi_init__``."
+        return f"Not constructible from Python.\n\n``{key}`` registers no ``__ffi_init__``."
     if cls.init.kind == "auto":
-        return f"Construct through ``{key}``'s reflected auto-init (omitted arguments take the native defaults)."
+        return f"Construct through the reflected auto-init of ``{key}``.\n\nOmitted arguments take the native defaults."
     text = cls.init.doc.strip()
     line = f"Construct through ``{key}.__ffi_init__``."
     return f"{text}\n\n{line}" if text else line

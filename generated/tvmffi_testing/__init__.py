@@ -23,7 +23,8 @@ __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 
 def testing_dll_schema_id_int(_0: int, /) -> int:
-    """Exported function: ``testing_dll_schema_id_int`` (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
+    """Exported function: ``testing_dll_schema_id_int``
+    (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
     """
     result: int = _ffi_fn_testing_dll_schema_id_int(_0)
     return result
@@ -44,7 +45,8 @@ def testing_dll_test_add_with_docstring(_0: int, _1: int, /) -> int:
     result : int
         Sum of a and b
 
-    Exported function: ``testing_dll_test_add_with_docstring`` (symbol ``__tvm_ffi_testing_dll_test_add_with_docstring``).
+    Exported function: ``testing_dll_test_add_with_docstring``
+    (symbol ``__tvm_ffi_testing_dll_test_add_with_docstring``).
     """
     result: int = _ffi_fn_testing_dll_test_add_with_docstring(_0, _1)
     return result

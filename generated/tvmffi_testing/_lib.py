@@ -2,7 +2,10 @@
 # Do not edit generated members by hand: regenerate with tvmffi-gen instead.
 """Loads ``libtvm_ffi_testing.so`` once, when ``tvmffi_testing`` is first imported.
 
-The library is looked for in ``$TVMFFI_TESTING_LIBRARY``, then the path recorded at generation time.
+The library is looked for, in this order, at:
+
+- ``$TVMFFI_TESTING_LIBRARY``,
+- the path recorded at generation time.
 """
 
 from __future__ import annotations

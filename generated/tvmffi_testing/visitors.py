@@ -1050,7 +1050,9 @@ class Mutator(_rt.MutatorBase):
         "mutate_test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
         "mutate_test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
         "mutate_test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
-        "mutate_test_cxx_auto_init_kw_only_defaults": _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
+        "mutate_test_cxx_auto_init_kw_only_defaults": (
+            _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
+        ),
         "mutate_test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
         "mutate_test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
         "mutate_test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,

@@ -30,7 +30,8 @@ def add_one_cpu(
     y : Tensor
         1-D float32 CPU tensor with the shape of x (written).
 
-    Exported function: ``add_one_cpu`` (symbol ``__tvm_ffi_add_one_cpu``).
+    Exported function: ``add_one_cpu``
+    (symbol ``__tvm_ffi_add_one_cpu``).
     """
     _ffi_fn_add_one_cpu(_0, _1)
 

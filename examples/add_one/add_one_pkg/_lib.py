@@ -2,7 +2,10 @@
 # Do not edit generated members by hand: regenerate with tvmffi-gen instead.
 """Loads ``add_one.so`` once, when ``add_one_pkg`` is first imported.
 
-The library is looked for in ``$ADD_ONE_PKG_LIBRARY``, then the path recorded at generation time.
+The library is looked for, in this order, at:
+
+- ``$ADD_ONE_PKG_LIBRARY``,
+- the path recorded at generation time.
 """
 
 from __future__ import annotations

@@ -193,7 +193,9 @@ class SchemaAllTypes(_rt.Object):
     Registry field: ``testing.SchemaAllTypes.v_map_str_int``.
     """
 
-    v_map_str_arr_int: _gen.Field[_rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]] = _gen.field(
+    v_map_str_arr_int: _gen.Field[
+        _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
+    ] = _gen.field(
         "testing.SchemaAllTypes", "v_map_str_arr_int", "object", 152, write="registry"
     )
     """map<str,array<int>>
@@ -202,7 +204,9 @@ class SchemaAllTypes(_rt.Object):
     """
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.SchemaAllTypes`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.SchemaAllTypes`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.SchemaAllTypes")
 
@@ -264,7 +268,9 @@ class SchemaAllTypes(_rt.Object):
 
         Registry field: ``testing.SchemaAllTypes.v_variant``.
         """
-        value: str | _rt.Array[int] | _rt.Map[str, int] = _ffi_field_SchemaAllTypes_v_variant.get(self)
+        value: str | _rt.Array[int] | _rt.Map[str, int] = (
+            _ffi_field_SchemaAllTypes_v_variant.get(self)
+        )
         return value
 
     @v_variant.setter
@@ -414,7 +420,9 @@ class TestCxxAutoInit(_rt.Object):
     """Registry field: ``testing.TestCxxAutoInit.d``."""
 
     def __init__(self, a: int, d: int = 99, *, c: int) -> None:
-        """Construct through ``testing.TestCxxAutoInit``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInit``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
@@ -441,7 +449,9 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
 
     def __init__(self) -> None:
-        """Construct through ``testing.TestCxxAutoInitAllInitOff``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInitAllInitOff``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
 
@@ -488,7 +498,9 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
         k_required: int,
         k_default: int = 22,
     ) -> None:
-        """Construct through ``testing.TestCxxAutoInitKwOnlyDefaults``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInitKwOnlyDefaults``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -522,7 +534,9 @@ class TestCxxAutoInitParent(_rt.Object):
     """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
     def __init__(self, parent_required: int, parent_default: int = 5) -> None:
-        """Construct through ``testing.TestCxxAutoInitParent``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInitParent``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -551,7 +565,9 @@ class TestCxxAutoInitSimple(_rt.Object):
     """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
 
     def __init__(self, x: int, y: int) -> None:
-        """Construct through ``testing.TestCxxAutoInitSimple``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInitSimple``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
@@ -573,7 +589,9 @@ class TestCxxClassBase(_rt.Object):
     """Registry field: ``testing.TestCxxClassBase.v_i32``."""
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
-        """Construct through ``testing.TestCxxClassBase``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxClassBase``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
 
@@ -595,7 +613,9 @@ class TestCxxClassHiddenField(_rt.Object):
     """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
-        """Construct through ``testing.TestCxxClassHiddenField``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxClassHiddenField``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -619,7 +639,9 @@ class TestCxxClassPolymorphic(_rt.Object):
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
 
     def __init__(self, v_i64: int) -> None:
-        """Construct through ``testing.TestCxxClassPolymorphic``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxClassPolymorphic``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
@@ -641,7 +663,9 @@ class TestCxxEnumHolder(_rt.Object):
     """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
-        """Construct through ``testing.TestCxxEnumHolder``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxEnumHolder``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -678,7 +702,9 @@ class TestCxxInitSubset(_rt.Object):
     """Registry field: ``testing.TestCxxInitSubset.note``."""
 
     def __init__(self, required_field: int) -> None:
-        """Construct through ``testing.TestCxxInitSubset``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxInitSubset``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -708,7 +734,9 @@ class TestCxxKwOnly(_rt.Object):
     """Registry field: ``testing.TestCxxKwOnly.w``."""
 
     def __init__(self, *, x: int, y: int, z: int, w: int = 100) -> None:
-        """Construct through ``testing.TestCxxKwOnly``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxKwOnly``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -739,7 +767,9 @@ class TestCxxNoAutoInit(_rt.Object):
     """Registry field: ``testing.TestCxxNoAutoInit.y``."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestCxxNoAutoInit`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestCxxNoAutoInit`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestCxxNoAutoInit")
 
@@ -761,7 +791,9 @@ class TestDeepCopyEdges(_rt.Object):
     """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
-        """Construct through ``testing.TestDeepCopyEdges``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestDeepCopyEdges``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -797,7 +829,9 @@ class TestFrozenCxx(_rt.Object):
     __slots__ = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestFrozenCxx`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestFrozenCxx`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestFrozenCxx")
 
@@ -892,7 +926,9 @@ class TestObjectBase(_rt.Object):
     """Registry field: ``testing.TestObjectBase.v_str``."""
 
     def __init__(self, v_i64: int = 10, v_f64: float = 10.0, v_str: str = "hello") -> None:
-        """Construct through ``testing.TestObjectBase``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestObjectBase``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -934,7 +970,9 @@ class TestObjectPtrHolder(_rt.Object):
         value: TestObjectBase,
         optional_value: TestObjectBase | None = None,
     ) -> None:
-        """Construct through ``testing.TestObjectPtrHolder``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestObjectPtrHolder``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -983,7 +1021,9 @@ class TestVisitHook(_rt.Object):
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestVisitHook`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestVisitHook`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestVisitHook")
 
@@ -1006,7 +1046,9 @@ class TestVisitRegions(_rt.Object):
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
 
     def __init__(self, simple: int, pattern: int, ordinary: int) -> None:
-        """Construct through ``testing.TestVisitRegions``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestVisitRegions``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -1043,7 +1085,9 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         *,
         child_kw_only: int,
     ) -> None:
-        """Construct through ``testing.TestCxxAutoInitChild``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxAutoInitChild``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -1074,7 +1118,9 @@ class TestCxxClassDerived(TestCxxClassBase):
     """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
     def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
-        """Construct through ``testing.TestCxxClassDerived``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxClassDerived``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -1098,7 +1144,9 @@ class TestEnumVariant(_rt.Enum):
     Beta: _t.ClassVar[TestEnumVariant] = _gen.enum_entry("Beta")
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestEnumVariant`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestEnumVariant`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestEnumVariant")
 
@@ -1127,7 +1175,9 @@ class TestObjectDerived(TestObjectBase):
         v_f64: float = 10.0,
         v_str: str = "hello",
     ) -> None:
-        """Construct through ``testing.TestObjectDerived``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestObjectDerived``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -1192,7 +1242,9 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         v_f32: float = 8.0,
         v_str: str = "default",
     ) -> None:
-        """Construct through ``testing.TestCxxClassDerivedDerived``'s reflected auto-init (omitted arguments take the native defaults).
+        """Construct through the reflected auto-init of ``testing.TestCxxClassDerivedDerived``.
+
+        Omitted arguments take the native defaults.
         """
         _gen.construct_auto(
             self,
@@ -1215,7 +1267,9 @@ class TestCxxIntEnum(_rt.IntEnum):
     __slots__ = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestCxxIntEnum`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestCxxIntEnum`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestCxxIntEnum")
 
@@ -1227,7 +1281,9 @@ class TestCxxStrEnum(_rt.StrEnum):
     __slots__ = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: ``testing.TestCxxStrEnum`` registers no ``__ffi_init__``.
+        """Not constructible from Python.
+
+        ``testing.TestCxxStrEnum`` registers no ``__ffi_init__``.
         """
         _gen.not_constructible(self, "testing.TestCxxStrEnum")
 
