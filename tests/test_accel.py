@@ -254,3 +254,74 @@ def test_field_descriptors_document_themselves_from_the_registry(pure: bool) -> 
     assert proc.stdout.split() == [
         "'i64", "field\\n\\nRegistry", "field:", "``testing.TestObjectBase.v_i64``.'", "i64", "testing.TestIntPair.a"
     ]
+
+
+BLOCKS_SCRIPT = r"""
+import gc, sys
+import tvmffi_runtime as rt
+from tvmffi_runtime.structural import structural_map, structural_walk
+from tvmffi_testing import testing as T
+
+echo = rt.get_global_func("testing.echo")
+pair = T.TestIntPair(3, 4)
+base = T.TestObjectBase(v_i64=1, v_str="a string longer than seven bytes")
+holder = T.TestObjectPtrHolder(value=base)
+tree = rt.Array([T.TestIntPair(i, i) for i in range(20)])
+big = "x" * 100
+
+
+def keep(p: T.TestIntPair) -> T.TestIntPair:
+    return p
+
+
+def count(p: T.TestIntPair) -> None:
+    pass
+
+
+def fails(x):
+    raise ValueError("no")
+
+
+ops = {
+    "scalars": lambda: (T.add_one(1), echo(1.5), echo(True), echo(None), echo("abc"), echo(big), echo(2**70)),
+    "objects": lambda: (echo(pair), pair.sum(), T.TestIntPair(1, 2)),
+    "fields": lambda: (pair.a, base.v_str, holder.value, setattr(base, "v_i64", 7), setattr(base, "v_str", big)),
+    "containers": lambda: (echo([1, "a", pair]), echo((1, 2)), echo({"k": [1]}), list(tree)),
+    "callbacks": lambda: (T.apply(lambda x: x + 1, 1), T.apply(rt.Function.from_callable(abs), -2)),
+    "errors": lambda: (_catch(lambda: T.apply(fails, 1)), _catch(lambda: T.add_one("x"))),
+    "structural": lambda: (structural_map(tree, keep), structural_walk(tree, count)),
+}
+
+
+def _catch(f):
+    try:
+        f()
+    except Exception:
+        return None
+
+
+for name, op in ops.items():
+    for _ in range(2000):  # warm up caches (class lookups, interned strings, free lists)
+        op()
+    gc.collect()
+    before = sys.getallocatedblocks()
+    for _ in range(20000):
+        op()
+    gc.collect()
+    print(name, sys.getallocatedblocks() - before)
+"""
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_no_python_objects_leak_per_operation(pure: bool) -> None:
+    # 20 000 rounds of each operation: a leak of even one small object per round would add
+    # ~20 000 allocated blocks; allow a little noise from caches.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", BLOCKS_SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    growth = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
+    assert len(growth) == 7
+    assert all(g < 500 for g in growth.values()), growth
