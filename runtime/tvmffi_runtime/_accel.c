@@ -71,6 +71,7 @@ static PyObject* hook_release_temps;     /* (temps) -> None */
 static PyObject* hook_walk_result;  /* (value, address) -> None: a walk handler's result */
 static PyObject* released_error;    /* ReleasedObjectError class */
 static int initialised = 0;
+static PyObject* unchanged; /* structural.UNCHANGED: written as the UNCHANGED POD value */
 
 static Py_ssize_t live_callbacks = 0; /* Python callables native Functions can call */
 
@@ -700,7 +701,12 @@ static PyTypeObject LazyFunctionType = {
 /* ---------------------------------------------------------------------------------------- */
 /* Python callables as native Functions                                                       */
 /* ---------------------------------------------------------------------------------------- */
-enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2 };
+/* How a callback is called and its result written:
+   PLAIN fn(*values), PACKED fn([values]), WALK fn(value) with a walk-handler result;
+   RAW fn(value, type_index, raw1, ...) where raw_i is the int64 payload of argument i (engine
+   handles, kinds, modes: the structural engine's extra arguments), RAW_WALK the same with a
+   walk-handler result. */
+enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2, CB_RAW = 3, CB_RAW_WALK = 4 };
 
 static int interpreter_gone(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -729,6 +735,12 @@ static void set_raised_from_current(void) {
 
 /* Write a Python value as an owned Any (a callback's result). */
 static int py_to_owned(PyObject* v, FFIAny* out) {
+  if (v == unchanged && v != NULL) {
+    out->type_index = 13; /* kTVMFFIUnchanged: a mapper's "keep the value" */
+    out->small_len = 0;
+    out->v_int64 = 0;
+    return 0;
+  }
   if (v == Py_None) {
     out->type_index = TI_NONE;
     out->small_len = 0;
@@ -773,16 +785,35 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
   int32_t made = 0;
   int rc = -1;
   PyObject* value = NULL;
-  if (nargs > STACK_ARGS) {
-    pyargs = (PyObject**)PyMem_Malloc(sizeof(PyObject*) * (size_t)nargs);
+  if (nargs + 1 > STACK_ARGS) { /* + 1: RAW modes pass the value's type index too */
+    pyargs = (PyObject**)PyMem_Malloc(sizeof(PyObject*) * ((size_t)nargs + 1));
     if (pyargs == NULL) {
       PyErr_NoMemory();
       goto error;
     }
   }
-  for (; made < nargs; ++made) {
-    pyargs[made] = view_to_py(&args[made]);
-    if (pyargs[made] == NULL) goto error;
+  int32_t ncall = nargs;
+  if (mode == CB_RAW || mode == CB_RAW_WALK) {
+    if (nargs < 1) {
+      PyErr_SetString(PyExc_TypeError, "a structural callback needs the value argument");
+      goto error;
+    }
+    ncall = nargs + 1; /* value, its type index, then the raw payloads of the others */
+    for (; made < ncall; ++made) {
+      if (made == 0) {
+        pyargs[0] = view_to_py(&args[0]);
+      } else if (made == 1) {
+        pyargs[1] = PyLong_FromLong(args[0].type_index);
+      } else {
+        pyargs[made] = PyLong_FromLongLong(args[made - 1].v_int64);
+      }
+      if (pyargs[made] == NULL) goto error;
+    }
+  } else {
+    for (; made < nargs; ++made) {
+      pyargs[made] = view_to_py(&args[made]);
+      if (pyargs[made] == NULL) goto error;
+    }
   }
   if (mode == CB_PACKED) {
     PyObject* list = PyList_New(nargs);
@@ -795,10 +826,10 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
     value = PyObject_CallOneArg(fn, list);
     Py_DECREF(list);
   } else {
-    value = PyObject_Vectorcall(fn, pyargs, (size_t)nargs, NULL);
+    value = PyObject_Vectorcall(fn, pyargs, (size_t)ncall, NULL);
   }
   if (value == NULL) goto error;
-  if (mode == CB_WALK) {
+  if (mode == CB_WALK || mode == CB_RAW_WALK) {
     result->type_index = TI_NONE;
     result->small_len = 0;
     result->v_int64 = 0;
@@ -872,7 +903,7 @@ static int parse_callback_args(PyObject* const* args, Py_ssize_t nargs, Py_ssize
   *fn = args[at];
   long m = PyLong_AsLong(args[at + 1]);
   if (m == -1 && PyErr_Occurred()) return -1;
-  if (m < CB_PLAIN || m > CB_WALK) {
+  if (m < CB_PLAIN || m > CB_RAW_WALK) {
     PyErr_Format(PyExc_ValueError, "unknown callback mode %ld", m);
     return -1;
   }
@@ -921,6 +952,12 @@ static PyObject* accel_callback_function(PyObject* mod, PyObject* const* args, P
   o->t = TI_FUNCTION;
   o->cb = cb;
   return w;
+}
+
+/* set_unchanged(obj): the Python object that stands for kTVMFFIUnchanged in results. */
+static PyObject* accel_set_unchanged(PyObject* mod, PyObject* obj) {
+  Py_XSETREF(unchanged, Py_NewRef(obj));
+  Py_RETURN_NONE;
 }
 
 static PyObject* accel_live_callbacks(PyObject* mod, PyObject* unused) {
@@ -1209,6 +1246,7 @@ static PyMethodDef accel_methods[] = {
      "function_create(fn, mode) -> owned handle of a native Function calling fn"},
     {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,
      "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
+    {"set_unchanged", accel_set_unchanged, METH_O, "set_unchanged(obj): what stands for kTVMFFIUnchanged"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
     {"strong_count", accel_strong_count, METH_O, "strong_count(handle) -> native strong reference count"},
     {NULL, NULL, 0, NULL}};

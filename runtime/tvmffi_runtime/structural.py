@@ -195,6 +195,8 @@ def _pack_unchanged(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 _core._PACKERS[Unchanged] = _pack_unchanged
+if _core._accel is not None:
+    _core._accel.set_unchanged(UNCHANGED)
 
 
 # =============================================================================================
@@ -830,14 +832,52 @@ def _write_walk_at(value: Any, addr: int) -> None:
 _core._WALK_RESULT.append(_write_walk_at)
 
 
+_MODE_RAW, _MODE_RAW_WALK = 3, 4  # compiled modes: fn(value, type_index, raw1, ...)
+
+
+def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[..., Any]]:
+    """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
+    ``payload``; results are written as the ctypes trampolines write them."""
+    if trampoline is _T_WALK_PLAIN:
+        return _core._MODE_WALK, payload
+    if trampoline is _T_MAP_PLAIN:
+        return _core._MODE_PLAIN, payload
+    if trampoline is _T_WALK_KIND or trampoline is _T_MAP_KIND:
+        fn = payload
+
+        def with_kind(value: Any, tindex: int, kind: int) -> Any:
+            return fn(value, _KINDS[kind])
+
+        return (_MODE_RAW_WALK if trampoline is _T_WALK_KIND else _MODE_RAW), with_kind
+    adapter, run = payload
+    if trampoline is _T_VISIT:
+
+        def visit(value: Any, tindex: int, visitor: int) -> Any:
+            ctx = VisitContext(value, tindex, run.state, run.engine(visitor & _MASK64), run)
+            r = adapter(value, ctx)
+            if r is not None and r.__class__ is not VisitInterrupt:
+                _write_visit(None, r)  # raises the TypeError the ctypes path raises
+            return r
+
+        return _MODE_RAW, visit
+    assert trampoline is _T_MUTATE
+
+    def mutate(value: Any, tindex: int, mutator: int, mode: int) -> Any:
+        ctx = MutateContext(value, tindex, run.state, run.engine(mutator & _MASK64), _MODES[mode], run)
+        r = adapter(value, ctx)
+        if isinstance(r, Object) and not r._h:
+            raise ValueError("a callback returned an object that has been moved from")
+        return r
+
+    return _MODE_RAW, mutate
+
+
 def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
-    if _core._accel is not None and (trampoline is _T_WALK_PLAIN or trampoline is _T_MAP_PLAIN):
-        # the compiled callback: value -> handler(value); a walk result goes through
-        # _write_walk, a map result is converted like any callback result
-        mode = _core._MODE_WALK if trampoline is _T_WALK_PLAIN else _core._MODE_PLAIN
-        h = _core._accel.function_create(payload, mode)
-        return _core._wrap(h, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+    if _core._accel is not None:
+        # the compiled trampoline: the same calls, without a ctypes callback per node
+        mode, fn = _compiled_callback(trampoline, payload)
+        return _core._wrap(_core._accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
     key = next(_keys)
     _ENTRIES[key] = payload
     out = ctypes.c_void_p()
