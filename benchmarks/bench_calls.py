@@ -100,6 +100,32 @@ def cases() -> list[Case]:
 
     assert len(o_map()) == len(c_map()) == 100
 
+    # visit and mutate: the hook owns descent (a pair has no children to descend into)
+    from tvmffi_testing.visitors import Mutator, Visitor
+
+    class VisitPairs(Visitor):
+        def visit_test_int_pair(self, node: gen.TestIntPair) -> None:
+            return None
+
+    class KeepPairs(Mutator):
+        def mutate_test_int_pair(self, node: gen.TestIntPair) -> gen.TestIntPair:
+            return node
+
+    def o_visit() -> Any:
+        return rt.structural_visit(o_tree, VisitPairs())
+
+    def c_visit() -> Any:
+        return tvm_ffi.structural_visit(c_tree, [(cy.TestIntPair, lambda node, visitor: None)])
+
+    def o_mutate() -> Any:
+        return rt.structural_mutate(o_tree, KeepPairs())
+
+    def c_mutate() -> Any:
+        return tvm_ffi.structural_mutate(c_tree, [(cy.TestIntPair, lambda node, mutator: node)])
+
+    assert o_visit() is None and c_visit() is None
+    assert len(o_mutate()) == len(c_mutate()) == 100
+
     return [
         ("nop()", gen.nop, c_nop, True),
         ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
@@ -117,6 +143,8 @@ def cases() -> list[Case]:
         ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),
         ("walk 10 100 nodes, typed hook", o_walk, c_walk, False),
         ("map 10 100 nodes, identity hook", o_map, c_map, False),
+        ("visit 10 100 nodes, typed hook", o_visit, c_visit, False),
+        ("mutate 10 100 nodes, identity hook", o_mutate, c_mutate, False),
     ]
 
 
