@@ -26,6 +26,15 @@ if str(ROOT / "generated") not in sys.path:
     sys.path.insert(0, str(ROOT / "generated"))
 
 
+def _run_child(script: str, pure: bool, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a fresh interpreter on the source tree, on the compiled or pure path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+
+
 @pytest.mark.skipif(PURE, reason="TVMFFI_RUNTIME_PURE=1 turns the compiled path off")
 def test_compiled_path_is_built_and_used() -> None:
     assert _core.accelerated(), (
@@ -79,11 +88,7 @@ print(json.dumps(out))
 
 
 def _parity(pure: bool) -> Any:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", PARITY_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    proc = _run_child(PARITY_SCRIPT, pure)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -228,12 +233,8 @@ REVIEW_EXPECTED = {
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 @pytest.mark.parametrize("case", sorted(REVIEW_CASES))
 def test_review_regressions(case: str, pure: bool) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
     script = "import tvmffi_runtime as rt\nfrom tvmffi_testing import testing as T\n" + REVIEW_CASES[case]
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    proc = _run_child(script, pure)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.strip() == REVIEW_EXPECTED[case]
 
@@ -244,11 +245,7 @@ def test_field_descriptors_document_themselves_from_the_registry(pure: bool) -> 
         "import inspect\nfrom tvmffi_testing.testing import TestIntPair, TestObjectBase\n"
         "print(repr(inspect.getdoc(TestObjectBase.v_i64)), TestObjectBase.v_i64.kind, TestIntPair.a.qualname)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    proc = _run_child(script, pure)
     assert proc.returncode == 0, proc.stderr
     # "i64 field" is the doc testing.cc registers for TestObjectBase.v_i64
     assert proc.stdout.split() == [
@@ -316,11 +313,7 @@ for name, op in ops.items():
 def test_no_python_objects_leak_per_operation(pure: bool) -> None:
     # 20 000 rounds of each operation: a leak of even one small object per round would add
     # ~20 000 allocated blocks; allow a little noise from caches.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "generated"), str(ROOT / "runtime")])}
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", BLOCKS_SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    proc = _run_child(BLOCKS_SCRIPT, pure, timeout=600)
     assert proc.returncode == 0, proc.stderr
     growth = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
     assert len(growth) == 7
