@@ -964,16 +964,6 @@ static PyObject* accel_live_callbacks(PyObject* mod, PyObject* unused) {
   return PyLong_FromSsize_t(live_callbacks);
 }
 
-/* strong_count(handle): the strong reference count of a native object. */
-static PyObject* accel_strong_count(PyObject* mod, PyObject* arg) {
-  void* h = PyLong_AsVoidPtr(arg);
-  if (h == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "strong_count: null handle");
-    return NULL;
-  }
-  return PyLong_FromUnsignedLong(strong_count_of(h));
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Field: a descriptor reading (and writing) one field in object memory                       */
 /* ---------------------------------------------------------------------------------------- */
@@ -1036,7 +1026,6 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
     return -1;
   }
   if (f->setter != Py_True) {
-    if (field_base(f, obj) == NULL) return -1; /* a released object: refused before the setter */
     PyObject* r = PyObject_CallFunctionObjArgs(f->setter, obj, value, NULL);
     if (r == NULL) return -1;
     Py_DECREF(r);
@@ -1248,7 +1237,6 @@ static PyMethodDef accel_methods[] = {
      "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
     {"set_unchanged", accel_set_unchanged, METH_O, "set_unchanged(obj): what stands for kTVMFFIUnchanged"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
-    {"strong_count", accel_strong_count, METH_O, "strong_count(handle) -> native strong reference count"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef accel_module = {

@@ -1225,14 +1225,19 @@ def _repr_print() -> Function:
 _CONTAINER_CTORS: dict[str, Function] = {}
 
 
-def _new_container(ctor: str, items: Any) -> int:
-    """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
+def _container_ctor(ctor: str) -> Function:
+    """The library's constructor function ``ctor`` (``ffi.Array``, ``ffi.Map``, ...), cached."""
     f = _CONTAINER_CTORS.get(ctor)
     if f is None:
         g = get_global_func(ctor)
         assert g is not None
         f = _CONTAINER_CTORS[ctor] = g
-    made = ffi_call(f.c_handle, list(items), ctor)
+    return f
+
+
+def _new_container(ctor: str, items: Any) -> int:
+    """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
+    made = ffi_call(_container_ctor(ctor).c_handle, list(items), ctor)
     h = made._h
     made._h = 0
     return h  # type: ignore[no-any-return]
@@ -1305,7 +1310,7 @@ class _CallbackFunction(Function):
         entry = getattr(self, "_cbr", None)
         try:
             # h == 0: the handle was moved to native code, which now owns the Function
-            if entry is not None and (not h or _strong_count(h) > 1):
+            if entry is not None and (not h or _ref_counts(h)[1] > 1):
                 entry.fn = self._cb
         except Exception:  # interpreter shutdown
             return
@@ -1314,9 +1319,10 @@ class _CallbackFunction(Function):
             _DecRef(h)
 
 
-def _strong_count(handle: int) -> int:
-    """Strong reference count of a native object (low 32 bits of ``combined_ref_count``)."""
-    return ctypes.c_uint64.from_address(handle).value & 0xFFFFFFFF
+def _ref_counts(handle: int) -> tuple[int, int]:
+    """(weak, strong) reference counts of a native object (``combined_ref_count``)."""
+    combined = ctypes.c_uint64.from_address(handle).value
+    return combined >> 32, combined & 0xFFFFFFFF
 
 
 def _callback_function(f: Callable[..., Any], mode: int) -> Function:
@@ -1502,7 +1508,7 @@ def _init_accel() -> None:
             "release_temps": release_temps,
             "walk_result": _walk_result_at,
             "released_error": ReleasedObjectError,
-            "array_ctor": lambda: get_global_func("ffi.Array"),
+            "array_ctor": lambda: _container_ctor("ffi.Array"),
         },
     )
 

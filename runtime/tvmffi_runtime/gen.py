@@ -346,11 +346,10 @@ class ReadOnlyField(Generic[_G]):
             setter = self._setter
             if setter is None:
                 raise AttributeError(f"field {self.qualname} is read-only")
-            addr = self._address(obj)  # refuses a released object before any setter runs
             if setter is True:
-                _FIELD_WRITERS[self.kind](addr, value)
+                _FIELD_WRITERS[self.kind](self._address(obj), value)
             else:
-                setter(obj, value)
+                setter(obj, value)  # the registry accessor refuses a released object itself
 
         def __delete__(self, obj):
             raise AttributeError(f"field {self.qualname} cannot be deleted")

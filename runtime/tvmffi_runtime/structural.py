@@ -603,15 +603,24 @@ def _write_any(result: Any, r: Any) -> None:
         _core._py_to_owned_any(r, ctypes.addressof(result.contents))
 
 
-def _walk_plain(key: int, args: Any, nargs: int, result: Any) -> int:
-    try:
-        fn = _ENTRIES[key]
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED:
-            cls = _CLASSES.get(t)
-            if cls is None:
-                r = fn(_slow_view(args, 0))
-            else:
+def _value_trampoline(
+    write: Callable[[Any, Any], None], kinded: bool, write_none: bool
+) -> Callable[[int, Any, int, Any], int]:
+    """A ctypes trampoline calling the handler registered under its key on the Any argument 0
+    (and the DefRegionKind in argument 1 when ``kinded``), then ``write``-ing its result.
+
+    An object of a known class is passed in a borrowed wrapper (one spare per class, reused);
+    the wrapper takes its own reference only when the handler kept it. The body is one frame:
+    per node, Python sees the trampoline and the handler only.
+    """
+
+    def trampoline(key: int, args: Any, nargs: int, result: Any) -> int:
+        try:
+            fn = _ENTRIES[key]
+            kind = _KINDS[args[3]] if kinded else None
+            t = args[0] & _MASK32
+            cls = _CLASSES.get(t) if t >= 64 and t not in _CONVERTED else None
+            if cls is not None:
                 h = args[1] & _MASK64
                 obj = _SPARE.pop(cls, None)
                 if obj is None:
@@ -619,7 +628,7 @@ def _walk_plain(key: int, args: Any, nargs: int, result: Any) -> int:
                 obj._h = h
                 obj._t = t
                 try:
-                    r = fn(obj)
+                    r = fn(obj, kind) if kinded else fn(obj)
                 finally:
                     if _grc(obj) > 2:
                         _IncRef(h)
@@ -627,120 +636,23 @@ def _walk_plain(key: int, args: Any, nargs: int, result: Any) -> int:
                         obj._h = 0
                         if not cls.__dictoffset__ and obj.__weakref__ is None:
                             _SPARE[cls] = obj
-        elif t == 1:
-            r = fn(args[1])
-        else:
-            r = fn(_slow_view(args, 0))
-        if r is not None:
-            _write_walk(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001 - every exception crosses as an error
-        return _fail(exc)
-
-
-def _walk_kind(key: int, args: Any, nargs: int, result: Any) -> int:
-    try:
-        fn = _ENTRIES[key]
-        kind = _KINDS[args[3]]
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED:
-            cls = _CLASSES.get(t)
-            if cls is None:
-                r = fn(_slow_view(args, 0), kind)
+            elif t == 1:
+                r = fn(args[1], kind) if kinded else fn(args[1])
             else:
-                h = args[1] & _MASK64
-                obj = _SPARE.pop(cls, None)
-                if obj is None:
-                    obj = _new(cls)
-                obj._h = h
-                obj._t = t
-                try:
-                    r = fn(obj, kind)
-                finally:
-                    if _grc(obj) > 2:
-                        _IncRef(h)
-                    else:
-                        obj._h = 0
-                        if not cls.__dictoffset__ and obj.__weakref__ is None:
-                            _SPARE[cls] = obj
-        elif t == 1:
-            r = fn(args[1], kind)
-        else:
-            r = fn(_slow_view(args, 0), kind)
-        if r is not None:
-            _write_walk(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001
-        return _fail(exc)
+                r = fn(_slow_view(args, 0), kind) if kinded else fn(_slow_view(args, 0))
+            if write_none or r is not None:
+                write(result, r)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - every exception crosses as an error
+            return _fail(exc)
+
+    return trampoline
 
 
-def _map_plain(key: int, args: Any, nargs: int, result: Any) -> int:
-    try:
-        fn = _ENTRIES[key]
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED:
-            cls = _CLASSES.get(t)
-            if cls is None:
-                r = fn(_slow_view(args, 0))
-            else:
-                h = args[1] & _MASK64
-                obj = _SPARE.pop(cls, None)
-                if obj is None:
-                    obj = _new(cls)
-                obj._h = h
-                obj._t = t
-                try:
-                    r = fn(obj)
-                finally:
-                    if _grc(obj) > 2:
-                        _IncRef(h)
-                    else:
-                        obj._h = 0
-                        if not cls.__dictoffset__ and obj.__weakref__ is None:
-                            _SPARE[cls] = obj
-        elif t == 1:
-            r = fn(args[1])
-        else:
-            r = fn(_slow_view(args, 0))
-        _write_any(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001
-        return _fail(exc)
-
-
-def _map_kind(key: int, args: Any, nargs: int, result: Any) -> int:
-    try:
-        fn = _ENTRIES[key]
-        kind = _KINDS[args[3]]
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED:
-            cls = _CLASSES.get(t)
-            if cls is None:
-                r = fn(_slow_view(args, 0), kind)
-            else:
-                h = args[1] & _MASK64
-                obj = _SPARE.pop(cls, None)
-                if obj is None:
-                    obj = _new(cls)
-                obj._h = h
-                obj._t = t
-                try:
-                    r = fn(obj, kind)
-                finally:
-                    if _grc(obj) > 2:
-                        _IncRef(h)
-                    else:
-                        obj._h = 0
-                        if not cls.__dictoffset__ and obj.__weakref__ is None:
-                            _SPARE[cls] = obj
-        elif t == 1:
-            r = fn(args[1], kind)
-        else:
-            r = fn(_slow_view(args, 0), kind)
-        _write_any(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001
-        return _fail(exc)
+_walk_plain = _value_trampoline(_write_walk, kinded=False, write_none=False)
+_walk_kind = _value_trampoline(_write_walk, kinded=True, write_none=False)
+_map_plain = _value_trampoline(_write_any, kinded=False, write_none=True)
+_map_kind = _value_trampoline(_write_any, kinded=True, write_none=True)
 
 
 def _visit_cb(key: int, args: Any, nargs: int, result: Any) -> int:
@@ -1196,10 +1108,7 @@ class MutateContext:
         return _call("ffi.StructuralMutatorWithDefRegionKind", self._live(), int(kind), fn)
 
 
-def _refcounts(handle: int) -> tuple[int, int]:
-    """(weak, strong) reference counts of an object."""
-    combined = ctypes.c_uint64.from_address(handle).value
-    return combined >> 32, combined & 0xFFFFFFFF
+_refcounts = _core._ref_counts
 
 
 def _default_mutate_raw(mutator: _Borrowed, value: Any) -> Any:
