@@ -1504,23 +1504,29 @@ def _walk_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _
 # =============================================================================================
 # structural_visit
 # =============================================================================================
-def _visit_adapter(e: _Entry) -> Callable[[Any, VisitContext], Any]:
+_Ctx = TypeVar("_Ctx", "VisitContext", "MutateContext")
+
+
+def _ctx_adapter(e: _Entry) -> Callable[[Any, _Ctx], Any]:
+    """A visit / mutate handler as ``(value, ctx)``: handlers that take no context get none."""
     fn = e.fn
     if e.extra:
         return fn
     return lambda value, ctx: fn(value)
 
 
-def _visit_hook_adapter(visitor: VisitorBase, e: _Entry) -> Callable[[Any, VisitContext], Any]:
+def _ctx_hook_adapter(owner: VisitorBase | MutatorBase, e: _Entry) -> Callable[[Any, _Ctx], Any]:
+    """A hook of a Visitor / Mutator as ``(value, ctx)``; ``owner``'s helpers (visit_children,
+    default_mutate, ...) reach the running context while it runs."""
     fn, extra = e.fn, e.extra
 
-    def adapter(value: Any, ctx: VisitContext) -> Any:
-        prev = visitor.__dict__.get("_ctx")
-        visitor._ctx = ctx
+    def adapter(value: Any, ctx: _Ctx) -> Any:
+        prev = owner.__dict__.get("_ctx")
+        owner._ctx = ctx
         try:
             return fn(value, ctx.def_region_kind) if extra else fn(value)
         finally:
-            visitor._ctx = prev
+            owner._ctx = prev
 
     return adapter
 
@@ -1534,14 +1540,14 @@ def structural_visit(root: Any, visitor: Any, *, policy: Any = None) -> VisitInt
     """
     if isinstance(visitor, VisitorBase):
         entries = visitor._bound_hooks()
-        program = [(e.indices, _visit_hook_adapter(visitor, e)) for e in entries]
+        program = [(e.indices, _ctx_hook_adapter(visitor, e)) for e in entries]
         state = None
         if policy is None:
             policy = visitor.context_policy
     else:
         if not isinstance(visitor, VisitCallbacks):
             visitor = VisitCallbacks(None, visitor)
-        program = [(e.indices, _visit_adapter(e)) for e in visitor._entries]
+        program = [(e.indices, _ctx_adapter(e)) for e in visitor._entries]
         state = visitor.state
         if policy is None:
             policy = visitor.policy
@@ -1651,27 +1657,6 @@ def _map_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _P
 # =============================================================================================
 # structural_mutate
 # =============================================================================================
-def _mutate_adapter(e: _Entry) -> Callable[[Any, MutateContext], Any]:
-    fn = e.fn
-    if e.extra:
-        return fn
-    return lambda value, ctx: fn(value)
-
-
-def _mutate_hook_adapter(mutator: MutatorBase, e: _Entry) -> Callable[[Any, MutateContext], Any]:
-    fn, extra = e.fn, e.extra
-
-    def adapter(value: Any, ctx: MutateContext) -> Any:
-        prev = mutator.__dict__.get("_ctx")
-        mutator._ctx = ctx
-        try:
-            return fn(value, ctx.def_region_kind) if extra else fn(value)
-        finally:
-            mutator._ctx = prev
-
-    return adapter
-
-
 def structural_mutate(root: Any, mutator: Any, *, policy: Any = None) -> Any:
     """Mutate ``root`` in the engine; matched callbacks own the mutation of their values.
 
@@ -1683,14 +1668,14 @@ def structural_mutate(root: Any, mutator: Any, *, policy: Any = None) -> Any:
     """
     if isinstance(mutator, MutatorBase):
         entries = mutator._bound_hooks()
-        program = [(e.indices, _mutate_hook_adapter(mutator, e)) for e in entries]
+        program = [(e.indices, _ctx_hook_adapter(mutator, e)) for e in entries]
         state = None
         if policy is None:
             policy = mutator.context_policy
     else:
         if not isinstance(mutator, MutateCallbacks):
             mutator = MutateCallbacks(None, mutator)
-        program = [(e.indices, _mutate_adapter(e)) for e in mutator._entries]
+        program = [(e.indices, _ctx_adapter(e)) for e in mutator._entries]
         state = mutator.state
         if policy is None:
             policy = mutator.policy
