@@ -1531,6 +1531,20 @@ def _ctx_hook_adapter(owner: VisitorBase | MutatorBase, e: _Entry) -> Callable[[
     return adapter
 
 
+def _ctx_program(
+    handlers: Any, base: type[VisitorBase] | type[MutatorBase], callbacks: type[Any], policy: Any
+) -> tuple[list[tuple[tuple[int, ...], Callable[..., Any]]], Any, Any]:
+    """(program, state, policy) of a visit / mutate: a Visitor/Mutator instance's hooks, or
+    handlers (given as such or wrapped in ``callbacks``); an explicit ``policy`` wins."""
+    if isinstance(handlers, base):
+        program = [(e.indices, _ctx_hook_adapter(handlers, e)) for e in handlers._bound_hooks()]
+        return program, None, handlers.context_policy if policy is None else policy
+    if not isinstance(handlers, callbacks):
+        handlers = callbacks(None, handlers)
+    program = [(e.indices, _ctx_adapter(e)) for e in handlers._entries]
+    return program, handlers.state, handlers.policy if policy is None else policy
+
+
 def structural_visit(root: Any, visitor: Any, *, policy: Any = None) -> VisitInterrupt | None:
     """Visit ``root`` in the engine; matched callbacks own the traversal of their values.
 
@@ -1538,19 +1552,7 @@ def structural_visit(root: Any, visitor: Any, *, policy: Any = None) -> VisitInt
     ``(value[, ctx])`` (a callable or a tuple, first match wins). Unmatched values get the
     default child traversal. Returns None or the :class:`VisitInterrupt` that stopped it.
     """
-    if isinstance(visitor, VisitorBase):
-        entries = visitor._bound_hooks()
-        program = [(e.indices, _ctx_hook_adapter(visitor, e)) for e in entries]
-        state = None
-        if policy is None:
-            policy = visitor.context_policy
-    else:
-        if not isinstance(visitor, VisitCallbacks):
-            visitor = VisitCallbacks(None, visitor)
-        program = [(e.indices, _ctx_adapter(e)) for e in visitor._entries]
-        state = visitor.state
-        if policy is None:
-            policy = visitor.policy
+    program, state, policy = _ctx_program(visitor, VisitorBase, VisitCallbacks, policy)
     return _run_visit(_unmove(root), program, state, _policies(policy))
 
 
@@ -1666,19 +1668,7 @@ def structural_mutate(root: Any, mutator: Any, *, policy: Any = None) -> Any:
     mutation with their current in-place permission. Copy-on-write unless ``root`` is passed
     with :func:`move`. Returns the mutated value.
     """
-    if isinstance(mutator, MutatorBase):
-        entries = mutator._bound_hooks()
-        program = [(e.indices, _ctx_hook_adapter(mutator, e)) for e in entries]
-        state = None
-        if policy is None:
-            policy = mutator.context_policy
-    else:
-        if not isinstance(mutator, MutateCallbacks):
-            mutator = MutateCallbacks(None, mutator)
-        program = [(e.indices, _ctx_adapter(e)) for e in mutator._entries]
-        state = mutator.state
-        if policy is None:
-            policy = mutator.policy
+    program, state, policy = _ctx_program(mutator, MutatorBase, MutateCallbacks, policy)
     return _run_mutate(root, program, state, _policies(policy))
 
 
