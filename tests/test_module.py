@@ -301,7 +301,7 @@ def test_example_runs(example_build: ModuleType) -> None:
     lib = example_build.build(EXAMPLE_DIR / "build")
     from tvmffi_gen.cli import main as tvmffi_gen
 
-    assert tvmffi_gen([str(lib), "-o", str(EXAMPLE_DIR / "add_one_pkg"), "--check", "-q"]) == 0, (
+    assert tvmffi_gen([str(lib), "-o", str(EXAMPLE_DIR / "add_one_pkg"), "--portable", "--check", "-q"]) == 0, (
         "examples/add_one/add_one_pkg is stale: run examples/add_one/run.py and commit it"
     )
     env = dict(os.environ)

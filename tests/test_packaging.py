@@ -1,17 +1,26 @@
-"""The wheel ships the runtime, the generator and its templates, and installs and imports cleanly.
+"""Two distributions, installed the way users install them, checked the way users check.
 
-The wheel is built with ``python -m build --wheel --no-isolation`` from a copy of the source tree
-(so the build's ``build/`` and ``*.egg-info`` never land in the work tree). ``--no-isolation``
-needs the build requirements of pyproject.toml (setuptools>=68, wheel) in the building
-interpreter; when this interpreter lacks them they are installed into a throwaway venv.
+- ``tvmffi-runtime`` (``runtime/``) and ``tvmffi-gen`` (the repository root) build as wheels;
+  the generator's wheel ships its templates and depends on the runtime.
+- Installed into a fresh venv (no system site packages, nothing of this one), the generator
+  writes an installable project (``--project``); its wheel installed into another fresh venv
+  beside the runtime alone imports, runs, and type-checks clean under mypy --strict and pyright
+  strict from a folder outside the repository.
+- The editable install this test session runs in (the README's command) is visible to both
+  checkers from any folder: a plain path entry, not an import hook.
+
+Wheels are built with ``python -m build --no-isolation`` (the test extras install setuptools and
+wheel); fresh venvs fetch apache-tvm-ffi from the package index.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -19,114 +28,259 @@ import pytest
 
 from conftest import ROOT
 
-COPIED = ["pyproject.toml", "README.md", "LICENSE", "runtime", "tvmffi_gen", "templates"]
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "_build")
-HAS_BUILD_BACKEND = (
-    "import setuptools, wheel; "
-    "assert int(setuptools.__version__.split('.')[0]) >= 68, setuptools.__version__"
-)
+from tvmffi_gen.verify import find_pyright, run_mypy, run_pyright
+
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build")
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, **kwargs)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, **kwargs)
 
 
-def _venv(path: Path) -> Path:
-    # --without-pip is much faster; _pip_install drives this pip with --python instead
-    proc = _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)])
+def _build_wheel(src: Path, out: Path) -> Path:
+    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)], cwd=src)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (wheel,) = [w for w in out.glob("*.whl") if w.stat().st_mtime >= src.stat().st_mtime]
+    return wheel
+
+
+def _fresh_venv(path: Path) -> Path:
+    """A venv that sees nothing of this one: no system site packages, no pip of its own."""
+    proc = _run([sys.executable, "-m", "venv", "--without-pip", str(path)])
     assert proc.returncode == 0, proc.stderr
     return path / "bin" / "python"
 
 
-def _pip_install(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args])
-
-
-def _build_python(tmp: Path) -> str:
-    """An interpreter that can run the setuptools backend without build isolation."""
-    if _run([sys.executable, "-c", HAS_BUILD_BACKEND]).returncode == 0:
-        return sys.executable
-    python = _venv(tmp / "build-venv")
-    proc = _pip_install(python, "--ignore-installed", "setuptools>=68", "wheel")
-    if proc.returncode != 0:
-        pytest.skip(f"cannot install the build requirements (setuptools>=68, wheel): {proc.stderr[-500:]}")
-    return str(python)
+def _pip_install(python: Path, *args: str) -> None:
+    proc = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args])
+    if proc.returncode != 0 and "No matching distribution" in proc.stderr:
+        pytest.skip(f"the package index is not reachable: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheels(tmp_path_factory) -> dict[str, Path]:
+    """Wheels of both distributions, built from copies of the source (the tree stays clean)."""
     tmp = tmp_path_factory.mktemp("packaging")
-    src = tmp / "src"
-    src.mkdir()
-    for name in COPIED:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=IGNORED)
-        elif path.is_file():
-            shutil.copy2(path, src / name)
-    out = tmp / "dist"
-    proc = _run([_build_python(tmp), "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)], cwd=src)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    wheels = list(out.glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+    runtime_src = tmp / "runtime"
+    shutil.copytree(ROOT / "runtime", runtime_src, ignore=IGNORED)
+    gen_src = tmp / "gen"
+    gen_src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, gen_src / name)
+    shutil.copytree(ROOT / "tvmffi_gen", gen_src / "tvmffi_gen", ignore=IGNORED)
+    return {"runtime": _build_wheel(runtime_src, tmp / "dist"), "gen": _build_wheel(gen_src, tmp / "dist")}
 
 
-@pytest.fixture(scope="module")
-def wheel_names(wheel) -> set[str]:
+def _names(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as zf:
         return set(zf.namelist())
 
 
-def test_wheel_contains_the_runtime(wheel_names):
+def _metadata(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as zf:
+        (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        return zf.read(meta).decode()
+
+
+def test_runtime_wheel_holds_the_runtime_only(wheels):
+    names = _names(wheels["runtime"])
     sources = sorted(p.name for p in (ROOT / "runtime" / "tvmffi_runtime").glob("*.py"))
     assert "__init__.py" in sources and "_core.py" in sources
-    missing = [name for name in sources if f"tvmffi_runtime/{name}" not in wheel_names]
-    assert not missing, f"runtime modules missing from the wheel: {missing}"
-    assert "tvmffi_runtime/py.typed" in wheel_names
+    missing = [n for n in sources if f"tvmffi_runtime/{n}" not in names]
+    assert not missing, f"runtime modules missing from the runtime wheel: {missing}"
+    assert {"tvmffi_runtime/py.typed", "tvmffi_runtime/_accel.pyi"} <= names
+    if shutil.which("gcc") or shutil.which("cc"):
+        assert any(n.startswith("tvmffi_runtime/_accel.") and n.endswith(".so") for n in names), names
+    assert not any(n.startswith("tvmffi_gen/") for n in names)
+    meta = _metadata(wheels["runtime"])
+    assert "Requires-Dist: apache-tvm-ffi" in meta
+    assert "Requires-Dist: numpy" in meta and "extra == \"numpy\"" in meta  # optional only
 
 
-def test_wheel_contains_the_generator(wheel_names):
+def test_generator_wheel_holds_generator_and_templates_and_needs_the_runtime(wheels):
+    names = _names(wheels["gen"])
     sources = sorted(p.name for p in (ROOT / "tvmffi_gen").glob("*.py"))
-    assert "__init__.py" in sources
-    missing = [name for name in sources if f"tvmffi_gen/{name}" not in wheel_names]
+    missing = [n for n in sources if f"tvmffi_gen/{n}" not in names]
     assert not missing, f"generator modules missing from the wheel: {missing}"
-    assert "tvmffi_gen/py.typed" in wheel_names
-
-
-def test_wheel_contains_the_templates(wheel_names):
-    templates = sorted(p.name for p in (ROOT / "templates").glob("*.jinja"))
-    if not templates:
-        pytest.skip("templates/ has no .jinja files yet (the templates are being written)")
-    shipped = {n.rsplit("/", 1)[1] for n in wheel_names if n.startswith("tvmffi_gen/templates/") and n.endswith(".jinja")}
-    assert shipped, "no tvmffi_gen/templates/*.jinja in the wheel"
+    templates = sorted(p.name for p in (ROOT / "tvmffi_gen" / "templates").glob("*.jinja"))
+    assert templates, "no templates in tvmffi_gen/templates"
+    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("tvmffi_gen/templates/")}
     assert set(templates) <= shipped, f"templates missing from the wheel: {set(templates) - shipped}"
+    assert "tvmffi_gen/py.typed" in names
+    assert not any(n.startswith("tvmffi_runtime/") for n in names)  # its own distribution
+    assert "Requires-Dist: tvmffi-runtime" in _metadata(wheels["gen"])
 
 
-def test_wheel_installs_and_imports_outside_the_source_tree(wheel, tmp_path):
-    python = _venv(tmp_path / "venv")
-    proc = _pip_install(python, "--no-deps", "--no-build-isolation", "--ignore-installed", str(wheel))
-    assert proc.returncode == 0, proc.stderr
-    check = (
-        "import sys, importlib.resources as res\n"
-        "import tvmffi_runtime as rt, tvmffi_gen\n"
-        "print('RUNTIME', rt.__file__)\n"
-        "print('GEN', tvmffi_gen.__file__)\n"
-        "print('ARRAY', list(rt.get_global_func('ffi.Array')(1, 'two')))\n"
-        "print('TYPED', res.files('tvmffi_runtime').joinpath('py.typed').is_file())\n"
-        "print('TEMPLATES', sorted(p.name for p in res.files('tvmffi_gen.templates').iterdir() if p.name.endswith('.jinja')))\n"
-    )
-    # run from an empty directory: nothing from the source tree is importable by accident
-    workdir = tmp_path / "elsewhere"
-    workdir.mkdir()
-    proc = _run([str(python), "-c", check], cwd=workdir)
-    assert proc.returncode == 0, proc.stderr
-    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    venv = str(tmp_path / "venv")
-    assert out["RUNTIME"].startswith(venv), out  # the installed copy, not the source tree
-    assert out["GEN"].startswith(venv), out
-    assert out["ARRAY"] == "[1, 'two']"
-    assert out["TYPED"] == "True"
-    source_templates = sorted(p.name for p in (ROOT / "templates").glob("*.jinja"))
-    assert out["TEMPLATES"] == repr(source_templates)
+USER_SCRIPT = '''\
+from tvmffitest_pkg.testing import TestIntPair, add_one
+
+pair = TestIntPair(1, 2)
+total: int = pair.sum()
+first: int = pair.a
+assert add_one(41) == 42 and total == 3 and first == 1
+print("OK", total)
+'''
+
+
+def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks(wheels, tmp_path):
+    # 1. the generator from its wheel, in a venv of its own, run from an empty folder
+    gen_python = _fresh_venv(tmp_path / "gen-venv")
+    _pip_install(gen_python, str(wheels["runtime"]), str(wheels["gen"]))
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = _run([str(gen_python), "-m", "tvmffi_gen", "-o", "tvmffitest-pkg", "--project", "--bundle", "-q"],
+                cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    project = work / "tvmffitest-pkg"
+    assert (project / "pyproject.toml").is_file() and (project / "tvmffitest_pkg" / "py.typed").is_file()
+    modes = {p.stat().st_mode & 0o777 for p in (project / "tvmffitest_pkg").rglob("*.py")}
+    assert modes == {0o666 & ~_umask()}, modes  # not mkstemp's 0600
+
+    # 2. the project's wheel, installed beside the runtime alone (no generator) in another venv
+    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")],
+                cwd=project)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (pkg_wheel,) = (tmp_path / "dist").glob("tvmffitest_pkg-*.whl")
+    user_python = _fresh_venv(tmp_path / "user-venv")
+    _pip_install(user_python, str(wheels["runtime"]), str(pkg_wheel))
+    shutil.rmtree(work)  # nothing of the generation run is left to find
+
+    # 3. a user's folder elsewhere: run a script, then both checkers with the user's own config
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "use.py").write_text(USER_SCRIPT)
+    proc = _run([str(user_python), "use.py"], cwd=user)
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK 3", proc.stdout + proc.stderr
+    proc = _run([str(user_python), "-c", "import tvmffi_gen"], cwd=user)
+    assert proc.returncode != 0  # the package needs the runtime only
+    proc = _run([sys.executable, "-m", "mypy", "--strict", "--python-executable", str(user_python),
+                 "--no-incremental", "--cache-dir", os.devnull, "use.py"], cwd=user)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pyright = find_pyright()
+    assert pyright, "basedpyright is part of the test extras"
+    (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict"}))
+    proc = _run([pyright, "--pythonpath", str(user_python), "use.py"], cwd=user)
+    assert proc.returncode == 0 and "0 errors" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_editable_install_is_a_plain_path_entry():
+    """The README's ``pip install -e``: both distributions are found through ``.pth`` path
+    lines (which mypy and pyright follow), never through an import-hook finder."""
+    import tvmffi_gen
+    import tvmffi_runtime
+
+    site = Path(tvmffi_gen.__file__).resolve().parents[1]
+    if not str(site).startswith(str(ROOT)):
+        pytest.skip("the generator is not installed in editable mode from this checkout")
+    import site as site_mod
+
+    finders = [
+        p for d in site_mod.getsitepackages() for p in Path(d).glob("__editable__*tvmffi*finder*.py")
+    ]
+    assert not finders, f"editable installs through import hooks, invisible to type checkers: {finders}"
+    assert Path(tvmffi_runtime.__file__).resolve().is_relative_to(ROOT / "runtime")
+
+
+CHECKED_SCRIPT = '''\
+import tvmffi_runtime as rt
+from outpkg.testing import TestIntPair, add_one
+
+f = rt.Function.get_global("testing.add_one")
+g: rt.Function | None = rt.Function.get_global("no.such.function", allow_missing=True)
+pair = TestIntPair(1, 2)
+assert pair.sum() + add_one(1) == 5 and f(1) == 2 and g is None
+'''
+
+
+def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
+    """A freshly generated package and a script using it, in a folder outside the repository
+    with no MYPYPATH and no config of ours: mypy --strict and pyright strict report 0 errors."""
+    from tvmffi_gen.cli import main
+
+    user = tmp_path / "user"
+    user.mkdir()
+    assert main(["-o", str(user / "outpkg"), "-q"]) == 0
+    (user / "use.py").write_text(CHECKED_SCRIPT)
+    errors, report = run_mypy(user / "outpkg", [user / "use.py"])
+    assert errors == 0, report
+    errors, report = run_mypy(user / "outpkg")
+    assert errors == 0, report
+    errors, report = run_pyright(user / "outpkg", [user / "use.py"])
+    assert errors == 0, report
+    # and the user's own invocation, with their own config in their folder
+    (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict"}))
+    pyright = find_pyright()
+    assert pyright
+    proc = _run([pyright, "--pythonpath", sys.executable], cwd=user)
+    assert proc.returncode == 0 and "0 errors" in proc.stdout, proc.stdout[-5000:]
+    proc = _run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
+                 "outpkg", "use.py"], cwd=user)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+
+
+def test_verify_fails_when_the_runtime_cannot_be_found(tmp_path):
+    """--verify checks what the user will see: a runtime missing from the checking environment
+    is an error, not a silent pass (it used to add the runtime's source folder itself)."""
+    from tvmffi_gen.cli import main
+
+    assert main(["-o", str(tmp_path / "outpkg"), "-q"]) == 0
+    bare = _fresh_venv(tmp_path / "bare")
+    errors, report = run_mypy(tmp_path / "outpkg", python=str(bare))
+    assert errors > 0 and "tvmffi_runtime" in report, report
+    errors, report = run_pyright(tmp_path / "outpkg", python=str(bare))
+    assert errors > 0 and "tvmffi_runtime" in report, report
+
+
+def test_moved_package_still_finds_a_library_recorded_relative_to_it(tmp_path):
+    """A library beside the package is recorded relative to it; a copy of the package moved
+    elsewhere falls back on the library's absolute path, and a missing one lists every place."""
+    from conftest import TESTING_LIB
+    from tvmffi_gen.cli import main
+
+    project = tmp_path / "project"
+    (project / "build").mkdir(parents=True)
+    lib = project / "build" / "libtesting_copy.so"
+    shutil.copy2(TESTING_LIB, lib)
+    assert main([str(lib), "-o", str(project / "relpkg"), "-q"]) == 0
+    lib_py = (project / "relpkg" / "_lib.py").read_text()
+    assert "__file__" in lib_py and str(lib.resolve()) in lib_py
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(project / "relpkg", moved / "relpkg")
+    check = "import relpkg, os; print(os.path.realpath(relpkg._lib.path))"
+    proc = _run([sys.executable, "-c", check], cwd=moved)
+    assert proc.returncode == 0 and proc.stdout.strip() == str(lib.resolve()), proc.stderr
+    lib.unlink()
+    proc = _run([sys.executable, "-c", "import relpkg"], cwd=moved)
+    assert proc.returncode != 0
+    message = proc.stderr.strip().splitlines()[-1]
+    assert "ImportError" in message and "recorded path" in message and "absolute path" in message
+    assert "RELPKG_LIBRARY" in message
+    # --portable records nothing machine-specific
+    assert main([str(TESTING_LIB), "-o", str(tmp_path / "portable"), "--portable", "-q"]) == 0
+    shutil.copy2(TESTING_LIB, lib)
+    assert main([str(lib), "-o", str(project / "portpkg"), "--portable", "-q"]) == 0
+    assert str(tmp_path) not in (project / "portpkg" / "_lib.py").read_text()
+
+
+def test_project_refuses_a_pyproject_of_the_users(tmp_path, capsys):
+    from tvmffi_gen.cli import main
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
+    assert main(["-o", str(tmp_path / "proj"), "--project", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "pyproject.toml exists and was not written by tvmffi-gen" in err
+    assert not (tmp_path / "proj" / "proj").exists()  # nothing written
+    assert (tmp_path / "proj" / "pyproject.toml").read_text() == "[project]\nname = 'mine'\n"
+    assert main(["-o", str(tmp_path / "proj2"), "--project", "--project-version", "1.2.3", "-q"]) == 0
+    text = (tmp_path / "proj2" / "pyproject.toml").read_text()
+    assert 'version = "1.2.3"' in text and 'name = "proj2"' in text
+    assert main(["-o", str(tmp_path / "proj2"), "--project", "--project-version", "1.2.3", "--check"]) == 0

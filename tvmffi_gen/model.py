@@ -223,6 +223,9 @@ class PackageModel:
     version: str = __version__
     env_var: str = ""
     bundled: bool = False
+    #: Also record the library's absolute path, for a package-relative library found from a
+    #: moved copy of the package (off with --portable: nothing machine-specific in the output).
+    record_absolute: bool = True
 
     @property
     def has_exports(self) -> bool:

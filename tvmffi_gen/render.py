@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from importlib import resources
@@ -292,7 +293,45 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
             f.override_ignore for c in mod.classes for f in c.fields
         ) or any(m.override_ignore for c in mod.classes for m in c.methods),
     )
-    return _wrap_all(text)
+    return prune_unused_imports(_wrap_all(text))
+
+
+#: The module-level imports every template may emit, by the alias the generated code uses.
+STANDARD_IMPORTS = {
+    "_ctypes": "import ctypes as _ctypes",
+    "_t": "import typing as _t",
+    "_abc": "from collections import abc as _abc",
+    "_rt": "import tvmffi_runtime as _rt",
+    "_gen": "from tvmffi_runtime import gen as _gen",
+}
+
+
+def prune_unused_imports(text: str) -> str:
+    """Drop each standard import whose alias the rest of the module never mentions.
+
+    Templates emit the standard imports unconditionally; a module imports only what it uses
+    (pyright strict reports unused imports). An alias counts as used when it appears as a whole
+    word anywhere but on its own import line.
+    """
+    lines = text.split("\n")
+    unused = {
+        line for alias, line in STANDARD_IMPORTS.items()
+        if line in lines and len(re.findall(rf"(?<![\w.]){re.escape(alias)}\b", text)) <= 1
+    }
+    if not unused:
+        return text
+    # a group of imports emptied by the removals leaves two blank lines in the import block
+    in_imports = False
+    kept: list[str] = []
+    for line in lines:
+        if line.startswith(("import ", "from ")):
+            in_imports = True
+        elif line and in_imports:
+            in_imports = False
+        if line in unused or (in_imports and line == "" and kept and kept[-1] == ""):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _wrap_all(text: str) -> str:
@@ -328,15 +367,24 @@ def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | No
     return json.dumps(path)
 
 
+def original_path_expr(pkg: PackageModel, recorded: str) -> str:
+    """The absolute path to fall back on when the package records its library relative to
+    itself (``None`` otherwise, or with ``--portable``)."""
+    if not pkg.record_absolute or "__file__" not in recorded:
+        return "None"
+    return json.dumps(os.path.realpath(pkg.library_path))
+
+
 def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, out_dir: Path | None = None) -> str:
     recorded = recorded_path_expr(pkg.library_path, libdir, out_dir)
+    original = original_path_expr(pkg, recorded)
     bundled = (
         f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
-    return env.get_template("lib.py.jinja").render(
-        pkg=pkg, recorded_path=recorded, bundled_path=bundled, lazy_types=lazy
-    )
+    return prune_unused_imports(env.get_template("lib.py.jinja").render(
+        pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy
+    ))
 
 
 def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path | None = None) -> dict[str, str]:
@@ -418,6 +466,6 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     hooks.append(_Hook("object", "_rt.Object", "_rt.Object", "any other object"))
     hooks.append(_Hook("any", "object", "_t.Any", "any other value"))
     imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
-    return env.get_template("visitors.py.jinja").render(
+    return prune_unused_imports(env.get_template("visitors.py.jinja").render(
         pkg=pkg, hooks=hooks, bases=_BASES, imports=imports, object_hook="walk_object", any_hook="walk_any"
-    )
+    ))

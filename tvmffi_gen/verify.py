@@ -1,55 +1,131 @@
-"""Run mypy --strict on a generated package through mypy's API (mypy checks what we emit)."""
+"""Type-check a generated package the way the user's own project will: mypy --strict, pyright strict.
+
+Both checkers run as separate processes of this interpreter's environment, from the folder that
+holds the package, with no search paths added by us: the runtime must be found exactly where the
+user's environment installs it (a missing or unreadable runtime is an error here too, not a
+false "no errors").
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-__all__ = ["run_mypy"]
+__all__ = ["CHECKERS", "find_pyright", "run_checker", "run_mypy", "run_pyright"]
+
+CHECKERS = ("mypy", "pyright")
 
 
-def _runtime_source_dir() -> str | None:
-    here = Path(__file__).resolve().parent.parent / "runtime"
-    return str(here) if (here / "tvmffi_runtime").is_dir() else None
+def _user_env() -> dict[str, str]:
+    """The environment minus what would make the checkers see more than the user's project."""
+    return {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
 
 
-def run_mypy(package_dir: Path, extra_files: list[Path] | None = None) -> tuple[int, str]:
-    """Type-check the package at ``package_dir`` with --strict; returns (error count, report)."""
-    from mypy import api
+def _checked_paths(package_dir: Path, extra_files: list[Path] | None) -> list[Path]:
+    return [package_dir.resolve()] + [Path(f).resolve() for f in extra_files or []]
 
+
+def _is_ours(path: str, ours: list[Path], cwd: Path) -> bool:
+    resolved = (cwd / path).resolve() if path else None
+    return resolved is not None and any(resolved == o or o in resolved.parents for o in ours)
+
+
+def run_mypy(
+    package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None
+) -> tuple[int, str]:
+    """``mypy --strict`` over the package (or over ``extra_files``, which import it), resolving
+    imports in the environment of ``python`` (default: this interpreter's).
+
+    Returns (error count, report). Errors mypy reports in installed libraries are not ours
+    and are left out; an invocation mypy itself rejects counts as one error.
+    """
     package_dir = package_dir.resolve()
-    paths = [str(package_dir.parent)]
-    runtime = _runtime_source_dir()
-    if runtime:
-        paths.append(runtime)
-    env_before = os.environ.get("MYPYPATH")
-    os.environ["MYPYPATH"] = os.pathsep.join(paths)
-    try:
-        args = ["--strict", "--no-error-summary", "--show-error-codes", "--no-incremental",
-                "--cache-dir", os.devnull]
-        if extra_files:  # user programs: mypy follows their imports into the package
-            args += [str(f) for f in extra_files]
-        else:
-            args += ["-p", package_dir.name]
-        stdout, stderr, status = api.run(args)
-    finally:
-        if env_before is None:
-            os.environ.pop("MYPYPATH", None)
-        else:
-            os.environ["MYPYPATH"] = env_before
-    # Count (and report) errors in what we check; imported libraries answer for themselves.
-    ours = [str(package_dir)] + [str(Path(f).resolve()) for f in extra_files or []]
-    lines = []
-    for line in (stdout + stderr).splitlines():
-        path = line.split(":", 1)[0]
-        resolved = str(Path(path).resolve()) if path else ""
-        if ": error:" in line and not any(resolved.startswith(o) for o in ours):
-            continue
-        if ": note:" in line and not any(resolved.startswith(o) for o in ours):
-            continue
-        lines.append(line)
+    cwd = package_dir.parent
+    args = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
+            "--no-incremental", "--cache-dir", os.devnull]
+    if python:
+        args += ["--python-executable", python]
+    if extra_files:  # user programs: mypy follows their imports into the package
+        args += [str(Path(f).resolve()) for f in extra_files]
+    else:
+        args += ["-p", package_dir.name]
+    proc = subprocess.run(args, cwd=cwd, env=_user_env(), capture_output=True, text=True)
+    ours = _checked_paths(package_dir, extra_files)
+    lines = [
+        line for line in (proc.stdout + proc.stderr).splitlines()
+        if not (": error:" in line or ": note:" in line) or _is_ours(line.split(":", 1)[0], ours, cwd)
+    ]
     report = "\n".join(lines).strip()
     errors = sum(1 for line in lines if ": error:" in line)
-    if status == 2 and errors == 0:  # mypy itself failed (bad invocation, crash)
+    if proc.returncode == 2 and errors == 0:  # mypy itself failed (bad invocation, crash)
         errors = 1
     return errors, report
+
+
+def find_pyright() -> str | None:
+    """The pyright executable of this environment (basedpyright preferred), or None."""
+    bindir = Path(sys.executable).parent
+    for name in ("basedpyright", "pyright"):
+        local = bindir / name
+        if local.is_file() and os.access(local, os.X_OK):
+            return str(local)
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def run_pyright(
+    package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None
+) -> tuple[int, str]:
+    """pyright in strict mode over the package and ``extra_files``; returns (errors, report).
+
+    The configuration (strict mode, the folder holding the package as the execution root, this
+    interpreter's environment) is written to a temporary file, not into the user's folder.
+    """
+    exe = find_pyright()
+    if exe is None:
+        return 1, "pyright is not installed (pip install basedpyright)"
+    package_dir = package_dir.resolve()
+    checked = _checked_paths(package_dir, extra_files)
+    config = {
+        "typeCheckingMode": "strict",
+        "include": [str(p) for p in checked],
+        "executionEnvironments": [{"root": str(package_dir.parent)}],
+    }
+    with tempfile.TemporaryDirectory(prefix="tvmffi-gen-pyright-") as tmp:
+        config_path = Path(tmp) / "pyrightconfig.json"
+        config_path.write_text(json.dumps(config), encoding="utf-8")
+        proc = subprocess.run(
+            [exe, "--outputjson", "--pythonpath", python or sys.executable, "--project", str(config_path)],
+            cwd=package_dir.parent, env=_user_env(), capture_output=True, text=True,
+        )
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return 1, f"pyright failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-2000:]}"
+    lines = []
+    for diag in result.get("generalDiagnostics", []):
+        if diag.get("severity") != "error":
+            continue
+        start = diag.get("range", {}).get("start", {})
+        rule = f"  [{diag['rule']}]" if diag.get("rule") else ""
+        lines.append(f"{diag.get('file')}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}:"
+                     f" error: {diag.get('message', '').strip()}{rule}")
+    return len(lines), "\n".join(lines)
+
+
+def run_checker(
+    checker: str, package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None
+) -> tuple[int, str]:
+    """Run one of ``CHECKERS`` by name."""
+    if checker == "mypy":
+        return run_mypy(package_dir, extra_files, python)
+    if checker == "pyright":
+        return run_pyright(package_dir, extra_files, python)
+    raise ValueError(f"unknown checker {checker!r}; expected one of {', '.join(CHECKERS)}")

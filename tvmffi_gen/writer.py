@@ -179,6 +179,23 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+def new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0o666 less the process umask (read by setting
+    it, so set straight back). ``mkstemp`` creates files 0o600, which other users cannot read."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def stage_file(target: Path, text: str, mode: int) -> str:
+    """Write ``text`` to a temporary file beside ``target`` (to ``os.replace`` it there later)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
+    return tmp
+
+
 def apply_plan(plan: Plan) -> None:
     """Stage every changed file next to its target, then move them all into place."""
     root = plan.root
@@ -189,14 +206,12 @@ def apply_plan(plan: Plan) -> None:
     if not os.access(root, os.W_OK):
         raise OutputError(f"{root}: the output folder is not writable")
     staged: list[tuple[str, Path]] = []
+    mode = new_file_mode()
     try:
         for rel in plan.changed:
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(plan.files[rel])
-            staged.append((tmp, target))
+            staged.append((stage_file(target, plan.files[rel], mode), target))
     except OSError as exc:
         for tmp, _ in staged:
             try:

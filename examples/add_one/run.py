@@ -41,7 +41,8 @@ def generate(library: Path) -> None:
     """(Re)generate ``add_one_pkg`` for ``library`` (a no-op when it is up to date)."""
     from tvmffi_gen.cli import main as tvmffi_gen
 
-    status = tvmffi_gen([str(library), "-o", str(HERE / "add_one_pkg"), "-q"])
+    # --portable: the committed package records its library only relative to itself
+    status = tvmffi_gen([str(library), "-o", str(HERE / "add_one_pkg"), "--portable", "-q"])
     if status != 0:
         raise SystemExit(f"tvmffi-gen failed with status {status}")
 

@@ -7,14 +7,11 @@ Namespaces (imported on first use): ``testing``.
 
 from __future__ import annotations
 
-import ctypes as _ctypes
 import typing as _t
-from collections import abc as _abc
 
-import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
-from . import _lib as _ffi_lib
+from . import _lib as _lib  # loads the library
 
 if _t.TYPE_CHECKING:
     from . import testing as testing

@@ -36,7 +36,7 @@ class Walker(_rt.WalkerBase):
     children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.
     """
 
-    _hook_types: _t.ClassVar[dict[str, _t.Any]] = {
+    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
         "walk_bool": bool,
         "walk_int": int,
         "walk_float": float,
@@ -402,7 +402,7 @@ class Visitor(_rt.VisitorBase):
     or ``self.visit(child)``. Use with ``structural_visit``.
     """
 
-    _hook_types: _t.ClassVar[dict[str, _t.Any]] = {
+    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
         "visit_bool": bool,
         "visit_int": int,
         "visit_float": float,
@@ -757,7 +757,7 @@ class Visitor(_rt.VisitorBase):
 class Mapper(_rt.MapperBase):
     """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``."""
 
-    _hook_types: _t.ClassVar[dict[str, _t.Any]] = {
+    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
         "map_bool": bool,
         "map_int": int,
         "map_float": float,
@@ -1037,7 +1037,7 @@ class Mutator(_rt.MutatorBase):
     Use with ``structural_mutate``.
     """
 
-    _hook_types: _t.ClassVar[dict[str, _t.Any]] = {
+    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
         "mutate_bool": bool,
         "mutate_int": int,
         "mutate_float": float,

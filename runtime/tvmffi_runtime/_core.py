@@ -22,7 +22,7 @@ import threading
 import traceback
 import weakref
 from struct import error as _struct_error
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar, overload
 
 from . import _lib
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT, OBJECT_HEADER_SIZE
@@ -1067,6 +1067,12 @@ class Function(Object):
             self._c = _c_void_p(self._h)
             return self._c
 
+    @overload
+    @staticmethod
+    def get_global(name: str, allow_missing: Literal[False] = False) -> Function: ...
+    @overload
+    @staticmethod
+    def get_global(name: str, allow_missing: bool) -> Function | None: ...
     @staticmethod
     def get_global(name: str, allow_missing: bool = False) -> Function | None:
         """The global function ``name``; KeyError if missing (None with ``allow_missing``)."""
@@ -1127,6 +1133,10 @@ def _named(func: Function, f: Any) -> Function:
     return func
 
 
+@overload
+def get_global_func(name: str, allow_missing: Literal[False] = False) -> Function: ...
+@overload
+def get_global_func(name: str, allow_missing: bool) -> Function | None: ...
 def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     """The global function ``name``; KeyError if missing (None with ``allow_missing``)."""
     data = name.encode()

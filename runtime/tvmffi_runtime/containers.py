@@ -8,7 +8,17 @@ functions (``ffi.MapGetItem``, ``ffi.ListAppend``, ...), so semantics match C++.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
+from collections.abc import (
+    Iterable,
+    Iterator,
+    ItemsView,
+    KeysView,
+    Mapping,
+    MutableMapping,
+    MutableSequence,
+    Sequence,
+    ValuesView,
+)
 from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
@@ -21,6 +31,7 @@ __all__ = ["Array", "List", "Map", "Dict", "Shape"]
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
+_D = TypeVar("_D")
 
 _string_at = ctypes.string_at
 _c_void_p = ctypes.c_void_p
@@ -208,6 +219,24 @@ class _MISSING:
     pass
 
 
+class _ItemsView(ItemsView[K, V]):
+    """``Map.items()``: iterates the native iterator once instead of a lookup per key."""
+
+    _mapping: _MapBase[K, V]
+
+    def __iter__(self) -> Iterator[tuple[K, V]]:
+        return iter(self._mapping._pairs())
+
+
+class _ValuesView(ValuesView[V]):
+    """``Map.values()``: iterates the native iterator once instead of a lookup per key."""
+
+    _mapping: _MapBase[Any, V]
+
+    def __iter__(self) -> Iterator[V]:
+        return iter([v for _, v in self._mapping._pairs()])
+
+
 class _MapBase(Object, Generic[K, V]):
     """Shared read side of Map and Dict."""
 
@@ -243,16 +272,24 @@ class _MapBase(Object, Generic[K, V]):
     def __iter__(self) -> Iterator[K]:
         return iter([k for k, _ in self._pairs()])
 
-    def items(self) -> Any:
-        return self._pairs()
+    def items(self) -> ItemsView[K, V]:
+        """A view of the (key, value) pairs, read in one pass of the native iterator."""
+        return _ItemsView(self)
 
-    def keys(self) -> Any:
-        return [k for k, _ in self._pairs()]
+    def keys(self) -> KeysView[K]:
+        return KeysView(self)
 
-    def values(self) -> Any:
-        return [v for _, v in self._pairs()]
+    def values(self) -> ValuesView[V]:
+        """A view of the values, read in one pass of the native iterator."""
+        return _ValuesView(self)
 
-    def get(self, key: K, default: Any = None) -> Any:
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, default: V, /) -> V: ...
+    @overload
+    def get(self, key: K, default: _D, /) -> V | _D: ...
+    def get(self, key: K, default: object = None, /) -> object:
         value = _call(self._prefix + "GetItemOrMissing", self, key)
         if isinstance(value, Object) and value.same_as(_missing_object()):
             return default
@@ -302,17 +339,6 @@ class Map(_MapBase[K, V], Mapping[K, V]):
         self._h = _new_container("ffi.Map", [x for kv in pairs for x in kv])
         self._t = TypeIndex.MAP
 
-    def items(self) -> Any:  # noqa: D102 - same as Mapping.items
-        return _MapBase.items(self)
-
-    def keys(self) -> Any:  # noqa: D102
-        return _MapBase.keys(self)
-
-    def values(self) -> Any:  # noqa: D102
-        return _MapBase.values(self)
-
-    def get(self, key: K, default: Any = None) -> Any:  # noqa: D102
-        return _MapBase.get(self, key, default)
 
 
 @_core.register_object("ffi.Dict")
@@ -338,17 +364,6 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
     def clear(self) -> None:
         _call("ffi.DictClear", self)
 
-    def items(self) -> Any:  # noqa: D102
-        return _MapBase.items(self)
-
-    def keys(self) -> Any:  # noqa: D102
-        return _MapBase.keys(self)
-
-    def values(self) -> Any:  # noqa: D102
-        return _MapBase.values(self)
-
-    def get(self, key: K, default: Any = None) -> Any:  # noqa: D102
-        return _MapBase.get(self, key, default)
 
 
 @_core.register_object("ffi.Shape")

@@ -562,9 +562,12 @@ def _load_lazy_class(type_key: str) -> bool:
     return True
 
 
-def find_package_library(package: str, env_var: str, bundled: str | None, recorded: str) -> str:
+def find_package_library(
+    package: str, env_var: str, bundled: str | None, recorded: str, original: str | None = None
+) -> str:
     """Path of the library a generated package wraps: ``$env_var``, else the bundled copy, else
-    the recorded path. ImportError says where it looked."""
+    the recorded path, else (for a path recorded relative to a package since moved) the library's
+    absolute path at generation time. ImportError lists every place it looked."""
     tried: list[str] = []
     candidates: list[tuple[str, str]] = []
     override = os.environ.get(env_var)
@@ -573,6 +576,8 @@ def find_package_library(package: str, env_var: str, bundled: str | None, record
     if bundled:
         candidates.append((bundled, "bundled copy"))
     candidates.append((recorded, "recorded path"))
+    if original and original != recorded:
+        candidates.append((original, "absolute path at generation time"))
     for path, origin in candidates:
         if os.path.isfile(path):
             return path

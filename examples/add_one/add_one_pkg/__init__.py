@@ -4,14 +4,10 @@
 
 from __future__ import annotations
 
-import ctypes as _ctypes
-import typing as _t
-from collections import abc as _abc
-
 import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
-from . import _lib as _ffi_lib
+from . import _lib as _lib  # loads the library
 
 __all__ = ["add_one_cpu"]
 

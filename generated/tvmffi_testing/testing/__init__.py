@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import ctypes as _ctypes
 import typing as _t
 from collections import abc as _abc
 

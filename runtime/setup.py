@@ -10,7 +10,7 @@ setup(
     ext_modules=[
         Extension(
             "tvmffi_runtime._accel",
-            sources=["runtime/tvmffi_runtime/_accel.c"],
+            sources=["tvmffi_runtime/_accel.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-braces"],
             optional=True,
         )
