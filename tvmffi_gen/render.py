@@ -88,16 +88,18 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     """A field read from memory: a class attribute holding its runtime descriptor, laid out the
     way black would (arguments, then annotation parameters, broken out as lines overflow)."""
     if f.write is None:
-        ann_name, ann_args = "_gen.ReadOnlyField", [f.getter_type]
+        # Final: assigning it reads as a read-only error in both checkers ("cannot assign to
+        # final attribute"), not as a type mismatch
+        ann_name, ann_args, ann_tail = "_t.Final[_gen.ReadOnlyField", [f.getter_type], "]"
     else:
-        ann_name, ann_args = "_gen.Field", [f.getter_type, f.setter_type]
+        ann_name, ann_args, ann_tail = "_gen.Field", [f.getter_type, f.setter_type], ""
     assert f.kind is not None
     args = [q(cls.type_key), q(f.reg_name), q(f.kind), str(f.offset)]
     if f.write is not None:
         args.append(f"write={q(f.write)}")
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
-    ann = f"{ann_name}[{', '.join(ann_args)}]"
+    ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
     head = f"    {f.name}: {ann} = _gen.field("
     line = f"{head}{', '.join(args)}){ignore}"
     if len(line) - len(ignore) <= LINE_LENGTH:
@@ -108,7 +110,7 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     else:  # the annotation alone is too long: its parameters go on their own line(s)
         inner_ann = f"        {', '.join(ann_args)}"
         ann_lines = [inner_ann] if len(inner_ann) <= LINE_LENGTH else [f"        {a}," for a in ann_args]
-        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines, "    ] = _gen.field("]
+        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines, f"    ]{ann_tail} = _gen.field("]
         closing = "    )"
     inner = f"        {', '.join(args)}"
     if len(inner) <= LINE_LENGTH:

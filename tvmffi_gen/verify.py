@@ -97,6 +97,7 @@ def run_pyright(
         "typeCheckingMode": "strict",
         "include": [str(p) for p in checked],
         "executionEnvironments": [{"root": str(package_dir.parent)}],
+        "extraPaths": [str(package_dir.parent)],  # for extra_files outside that folder
     }
     with tempfile.TemporaryDirectory(prefix="tvmffi-gen-pyright-") as tmp:
         config_path = Path(tmp) / "pyrightconfig.json"
@@ -115,8 +116,9 @@ def run_pyright(
             continue
         start = diag.get("range", {}).get("start", {})
         rule = f"  [{diag['rule']}]" if diag.get("rule") else ""
+        message = " ".join(diag.get("message", "").replace("\xa0", " ").split())  # one line each
         lines.append(f"{diag.get('file')}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}:"
-                     f" error: {diag.get('message', '').strip()}{rule}")
+                     f" error: {message}{rule}")
     return len(lines), "\n".join(lines)
 
 

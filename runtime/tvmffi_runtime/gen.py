@@ -272,15 +272,6 @@ _FIELD_READERS: dict[str, Callable[[int], Any]] = {
 _FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
 
 
-class FieldIsReadOnly:
-    """What a read-only field accepts, to the type checker: nothing (this has no instances)."""
-
-    __slots__ = ()
-
-    def __new__(cls) -> FieldIsReadOnly:
-        raise TypeError("FieldIsReadOnly has no instances")
-
-
 class ReadOnlyField(Generic[_G]):
     """A field of a generated class, read straight from object memory at its reflected offset.
 
@@ -323,22 +314,24 @@ class ReadOnlyField(Generic[_G]):
             )
         return h + self.offset
 
-    @overload
-    def __get__(self: _FieldT, obj: None, owner: Any = None) -> _FieldT: ...
+    if TYPE_CHECKING:
+        # One signature, no overloads: IDEs (jedi) then complete a field's value with the
+        # value's members, not the descriptor's. (Read on the class, a field is typed as its
+        # value too; at run time it is the descriptor.)
+        def __get__(self, obj: object, owner: Any = None) -> _G: ...
 
-    @overload
-    def __get__(self, obj: Object, owner: Any = None) -> _G: ...
+    else:
 
-    def __get__(self, obj: Object | None, owner: Any = None) -> Any:
-        if obj is None:
-            return self
-        try:
-            h = obj._h
-        except AttributeError:
-            h = 0
-        if not h:
-            self._address(obj)  # raises TypeError or ReleasedObjectError
-        return self._read(h + self.offset)
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self
+            try:
+                h = obj._h
+            except AttributeError:
+                h = 0
+            if not h:
+                self._address(obj)  # raises TypeError or ReleasedObjectError
+            return self._read(h + self.offset)
 
     if not TYPE_CHECKING:  # a data descriptor at run time, read-only to the type checker
 
@@ -355,10 +348,10 @@ class ReadOnlyField(Generic[_G]):
             raise AttributeError(f"field {self.qualname} cannot be deleted")
 
     if TYPE_CHECKING:
-        # Read-only to the type checker: assigning anything is an error even where the class
-        # has no __slots__ (a user's subclass), as it is at run time; mypy's message names
-        # FieldIsReadOnly as the only type the field accepts.
-        def __set__(self, obj: Object, value: FieldIsReadOnly) -> None: ...
+        # Read-only to the type checker: nothing can be assigned, even where the class has no
+        # __slots__ (a user's subclass), as at run time. Generated classes also declare these
+        # fields Final, so both checkers word the error as an assignment to a read-only name.
+        def __set__(self, obj: Object, value: NoReturn) -> None: ...
 
     def __repr__(self) -> str:
         ro = ", read-only" if self._setter is None else ""
@@ -374,7 +367,7 @@ class Field(ReadOnlyField[_G], Generic[_G, _S]):
 
     if TYPE_CHECKING:
 
-        def __set__(self, obj: Object, value: _S) -> None: ...  # type: ignore[override]
+        def __set__(self, obj: Object, value: _S) -> None: ...
 
 
 def field(type_key: str, name: str, kind: str, offset: int, write: str | None = None) -> Any:

@@ -33,7 +33,7 @@ import sys
 import types
 import typing
 from enum import IntEnum
-from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, TypeAlias, TypeVar
 
 from . import _core, _lib
 from ._core import DataType, Device, Function, Object, TypeIndex
@@ -42,6 +42,8 @@ __all__ = [
     "UNCHANGED",
     "ContextPolicy",
     "DefRegionKind",
+    "Handler",
+    "Handlers",
     "InplaceMode",
     "MapperBase",
     "MutateCallbacks",
@@ -58,6 +60,7 @@ __all__ = [
     "default_hook",
     "move",
     "on",
+    "Policy",
     "structural_map",
     "structural_mutate",
     "structural_visit",
@@ -1421,8 +1424,38 @@ def _order(order: WalkOrder | str | int, what: str) -> WalkOrder:
     return WalkOrder(int(order))
 
 
+#: A typed handler: a callable whose first parameter's annotation selects the values it gets,
+#: or ``on(tp, fn)``.
+Handler: TypeAlias = "Callable[..., object] | on"
+#: One handler or several (a tuple or list, nested ones flattened; the first match wins).
+Handlers: TypeAlias = "Handler | tuple[Handlers, ...] | list[Handlers]"
+#: A :class:`ContextPolicy`, or an ``(outer, ..., inner)`` tuple of them.
+Policy: TypeAlias = "ContextPolicy | tuple[Policy, ...]"
+
+_ENTRY_OF_BASE = {
+    "WalkerBase": "structural_walk", "VisitorBase": "structural_visit",
+    "MapperBase": "structural_map", "MutatorBase": "structural_mutate",
+}
+
+
+def _expect_base(handlers: object, base: type[_HookBase], what: str) -> None:
+    """Refuse hook bases of another traversal (a Walker given to ``structural_map``) with a
+    message naming both, instead of "not callable"."""
+    if isinstance(handlers, _HookBase) and not isinstance(handlers, base):
+        other = next((b for b in type(handlers).__mro__ if b.__name__ in _ENTRY_OF_BASE), type(handlers))
+        raise TypeError(
+            f"{what}: expected a {base.__name__.removesuffix('Base')} (a {base.__name__} subclass)"
+            f" or typed handlers, got {type(handlers).__name__}, a {other.__name__} for"
+            f" {_ENTRY_OF_BASE.get(other.__name__, 'another traversal')}"
+        )
+
+
 def structural_walk(
-    root: Any, handlers: Any, order: WalkOrder | str = WalkOrder.PRE_ORDER, *, policy: Any = None
+    root: object,
+    handlers: WalkerBase | Handlers,
+    order: WalkOrder | str = WalkOrder.PRE_ORDER,
+    *,
+    policy: Policy | None = None,
 ) -> VisitInterrupt | None:
     """Walk ``root`` in the engine and call the first matching handler for every value.
 
@@ -1437,6 +1470,7 @@ def structural_walk(
     :class:`ContextPolicy` or an ``(outer, inner)`` tuple) wraps default recursion into the
     values its ``types`` select.
     """
+    _expect_base(handlers, WalkerBase, "structural_walk")
     order = _order(order, "structural_walk")
     if isinstance(handlers, WalkerBase):
         entries = handlers._bound_hooks()
@@ -1545,13 +1579,16 @@ def _ctx_program(
     return program, handlers.state, handlers.policy if policy is None else policy
 
 
-def structural_visit(root: Any, visitor: Any, *, policy: Any = None) -> VisitInterrupt | None:
+def structural_visit(
+    root: object, visitor: VisitorBase | VisitCallbacks | Handlers, *, policy: Policy | None = None
+) -> VisitInterrupt | None:
     """Visit ``root`` in the engine; matched callbacks own the traversal of their values.
 
     ``visitor`` is a :class:`VisitorBase` instance, a :class:`VisitCallbacks`, or handlers
     ``(value[, ctx])`` (a callable or a tuple, first match wins). Unmatched values get the
     default child traversal. Returns None or the :class:`VisitInterrupt` that stopped it.
     """
+    _expect_base(visitor, VisitorBase, "structural_visit")
     program, state, policy = _ctx_program(visitor, VisitorBase, VisitCallbacks, policy)
     return _run_visit(_unmove(root), program, state, _policies(policy))
 
@@ -1589,7 +1626,11 @@ def _run_visit(
 # structural_map
 # =============================================================================================
 def structural_map(
-    root: Any, mapper: Any, order: WalkOrder | str = WalkOrder.POST_ORDER, *, policy: Any = None
+    root: object,
+    mapper: MapperBase | Handlers,
+    order: WalkOrder | str = WalkOrder.POST_ORDER,
+    *,
+    policy: Policy | None = None,
 ) -> Any:
     """Map ``root`` in the engine with typed replacement handlers and return the result.
 
@@ -1604,6 +1645,7 @@ def structural_map(
     passed with :func:`move` (uniquely owned containers are then reused in place). Handlers
     run at every occurrence (results are not cached).
     """
+    _expect_base(mapper, MapperBase, "structural_map")
     order = _order(order, "structural_map")
     if isinstance(mapper, MapperBase):
         entries = mapper._bound_hooks()
@@ -1659,7 +1701,9 @@ def _map_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _P
 # =============================================================================================
 # structural_mutate
 # =============================================================================================
-def structural_mutate(root: Any, mutator: Any, *, policy: Any = None) -> Any:
+def structural_mutate(
+    root: object, mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = None
+) -> Any:
     """Mutate ``root`` in the engine; matched callbacks own the mutation of their values.
 
     ``mutator`` is a :class:`MutatorBase` instance, a :class:`MutateCallbacks`, or handlers
@@ -1668,6 +1712,7 @@ def structural_mutate(root: Any, mutator: Any, *, policy: Any = None) -> Any:
     mutation with their current in-place permission. Copy-on-write unless ``root`` is passed
     with :func:`move`. Returns the mutated value.
     """
+    _expect_base(mutator, MutatorBase, "structural_mutate")
     program, state, policy = _ctx_program(mutator, MutatorBase, MutateCallbacks, policy)
     return _run_mutate(root, program, state, _policies(policy))
 

@@ -342,13 +342,13 @@ class TestCompare(_rt.Object):
 
     __slots__ = ()
 
-    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCompare", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestCompare", "key", "i64", 24)
     """Registry field: ``testing.TestCompare.key`` (read-only)."""
 
-    name: _gen.ReadOnlyField[str] = _gen.field("testing.TestCompare", "name", "any", 32)
+    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("testing.TestCompare", "name", "any", 32)
     """Registry field: ``testing.TestCompare.name`` (read-only)."""
 
-    ignored_field: _gen.ReadOnlyField[int] = _gen.field(
+    ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
         "testing.TestCompare", "ignored_field", "i64", 48
     )
     """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
@@ -364,10 +364,14 @@ class TestCustomCompare(_rt.Object):
 
     __slots__ = ()
 
-    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCustomCompare", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestCustomCompare", "key", "i64", 24
+    )
     """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
 
-    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestCustomCompare", "label", "any", 32)
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
+        "testing.TestCustomCompare", "label", "any", 32
+    )
     """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -381,10 +385,12 @@ class TestCustomHash(_rt.Object):
 
     __slots__ = ()
 
-    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestCustomHash", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestCustomHash", "key", "i64", 24)
     """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
 
-    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestCustomHash", "label", "any", 32)
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
+        "testing.TestCustomHash", "label", "any", 32
+    )
     """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -810,10 +816,14 @@ class TestEqWithoutHash(_rt.Object):
 
     __slots__ = ()
 
-    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestEqWithoutHash", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestEqWithoutHash", "key", "i64", 24
+    )
     """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
 
-    label: _gen.ReadOnlyField[str] = _gen.field("testing.TestEqWithoutHash", "label", "any", 32)
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
+        "testing.TestEqWithoutHash", "label", "any", 32
+    )
     """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -841,13 +851,13 @@ class TestHash(_rt.Object):
 
     __slots__ = ()
 
-    key: _gen.ReadOnlyField[int] = _gen.field("testing.TestHash", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestHash", "key", "i64", 24)
     """Registry field: ``testing.TestHash.key`` (read-only)."""
 
-    name: _gen.ReadOnlyField[str] = _gen.field("testing.TestHash", "name", "any", 32)
+    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("testing.TestHash", "name", "any", 32)
     """Registry field: ``testing.TestHash.name`` (read-only)."""
 
-    hash_ignored: _gen.ReadOnlyField[int] = _gen.field(
+    hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
         "testing.TestHash", "hash_ignored", "i64", 48
     )
     """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
@@ -863,13 +873,13 @@ class TestIntPair(_rt.Object):
 
     __slots__ = ()
 
-    a: _gen.ReadOnlyField[int] = _gen.field("testing.TestIntPair", "a", "i64", 24)
+    a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestIntPair", "a", "i64", 24)
     """Field `a`
 
     Registry field: ``testing.TestIntPair.a`` (read-only).
     """
 
-    b: _gen.ReadOnlyField[int] = _gen.field("testing.TestIntPair", "b", "i64", 32)
+    b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestIntPair", "b", "i64", 32)
     """Field `b`
 
     Registry field: ``testing.TestIntPair.b`` (read-only).
@@ -894,7 +904,9 @@ class TestNonCopyable(_rt.Object):
 
     __slots__ = ()
 
-    value: _gen.ReadOnlyField[int] = _gen.field("testing.TestNonCopyable", "value", "i64", 24)
+    value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestNonCopyable", "value", "i64", 24
+    )
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
 
     def __init__(self, _0: int, /) -> None:
@@ -916,7 +928,9 @@ class TestObjectBase(_rt.Object):
     Registry field: ``testing.TestObjectBase.v_i64``.
     """
 
-    v_f64: _gen.ReadOnlyField[float] = _gen.field("testing.TestObjectBase", "v_f64", "f64", 32)
+    v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field(
+        "testing.TestObjectBase", "v_f64", "f64", 32
+    )
     """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
 
     v_str: _gen.Field[str, str] = _gen.field(
@@ -989,7 +1003,9 @@ class TestUnregisteredBaseObject(_rt.Object):
 
     __slots__ = ()
 
-    v1: _gen.ReadOnlyField[int] = _gen.field("testing.TestUnregisteredBaseObject", "v1", "i64", 24)
+    v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestUnregisteredBaseObject", "v1", "i64", 24
+    )
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
 
     def __init__(self, _0: int, /) -> None:
@@ -1014,7 +1030,7 @@ class TestVisitHook(_rt.Object):
 
     __slots__ = ()
 
-    child: _gen.ReadOnlyField[_rt.Object] = _gen.field(
+    child: _t.Final[_gen.ReadOnlyField[_rt.Object]] = _gen.field(
         "testing.TestVisitHook", "child", "object", 24
     )
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
@@ -1033,13 +1049,17 @@ class TestVisitRegions(_rt.Object):
 
     __slots__ = ()
 
-    simple: _gen.ReadOnlyField[int] = _gen.field("testing.TestVisitRegions", "simple", "i64", 24)
+    simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestVisitRegions", "simple", "i64", 24
+    )
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
 
-    pattern: _gen.ReadOnlyField[int] = _gen.field("testing.TestVisitRegions", "pattern", "i64", 32)
+    pattern: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestVisitRegions", "pattern", "i64", 32
+    )
     """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
 
-    ordinary: _gen.ReadOnlyField[int] = _gen.field(
+    ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
         "testing.TestVisitRegions", "ordinary", "i64", 40
     )
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
@@ -1197,7 +1217,9 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
     __slots__ = ()
 
-    v2: _gen.ReadOnlyField[int] = _gen.field("testing.TestUnregisteredObject", "v2", "i64", 32)
+    v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
+        "testing.TestUnregisteredObject", "v2", "i64", 32
+    )
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
 
     def __init__(self, _0: int, _1: int, /) -> None:

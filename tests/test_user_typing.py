@@ -1,0 +1,126 @@
+"""What a user's strict type checker and IDE see of the runtime and a generated package.
+
+Each program is checked by mypy --strict and pyright strict (basedpyright) the way a user's
+project runs them (tvmffi_gen.verify: no search paths of ours); completions come from jedi.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+from tvmffi_gen.verify import run_mypy, run_pyright
+
+PKG = ROOT / "generated" / "tvmffi_testing"
+if str(PKG.parent) not in sys.path:
+    sys.path.insert(0, str(PKG.parent))
+
+
+def _check(tmp_path: Path, source: str) -> dict[str, str]:
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(source))
+    out = {}
+    for name, run in (("mypy", run_mypy), ("pyright", run_pyright)):
+        _, report = run(PKG, [prog])
+        out[name] = report
+    return out
+
+
+def _errors_on(report: str, line: int) -> list[str]:
+    return [l for l in report.splitlines() if f"prog.py:{line}:" in l and "error" in l]
+
+
+CLEAN = """\
+    import tvmffi_runtime as rt
+    from tvmffi_testing.testing import TestIntPair
+    from tvmffi_testing.visitors import Mapper, Walker
+
+    f: rt.Function = rt.Function.get_global("testing.add_one")
+    g: rt.Function | None = rt.Function.get_global("no.such", allow_missing=True)
+    m: rt.Map[str, int] = rt.Map({"a": 1})
+    one: int | None = m.get("a")
+    two: int = m.get("b", 2)
+    three: int | str = m.get("c", "none")
+    keys: list[str] = list(m.keys())
+    values: list[int] = list(m.values())
+    pairs: list[tuple[str, int]] = list(m.items())
+    pair = TestIntPair(1, 2)
+    a: int = pair.a
+    total: int = a + pair.sum()
+    rt.structural_map(pair, Mapper())
+    rt.structural_walk(pair, Walker())
+
+    def on_int(x: int) -> None: ...
+    def on_pair(x: TestIntPair) -> rt.WalkResult: return rt.WalkResult.SKIP
+    rt.structural_walk(pair, (on_int, on_pair))
+    """
+
+
+def test_precise_types_check_clean(tmp_path: Path) -> None:
+    reports = _check(tmp_path, CLEAN)
+    assert reports == {"mypy": "", "pyright": ""}, reports
+
+
+def test_wrong_traversal_base_is_a_type_error_in_both_checkers(tmp_path: Path) -> None:
+    reports = _check(tmp_path, """\
+        import tvmffi_runtime as rt
+        from tvmffi_testing.testing import TestIntPair
+        from tvmffi_testing.visitors import Walker
+
+        rt.structural_map(TestIntPair(1, 2), Walker())
+        """)
+    for name, report in reports.items():
+        assert _errors_on(report, 5), (name, report)
+
+
+def test_wrong_traversal_base_is_refused_at_run_time() -> None:
+    import tvmffi_runtime as rt
+    from tvmffi_testing.testing import TestIntPair
+    from tvmffi_testing.visitors import Mapper, Walker
+
+    with pytest.raises(TypeError, match=r"structural_map: expected a Mapper .*got Walker, a WalkerBase for structural_walk"):
+        rt.structural_map(TestIntPair(1, 2), Walker())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"structural_walk: expected a Walker .*got Mapper"):
+        rt.structural_walk(TestIntPair(1, 2), Mapper())  # type: ignore[arg-type]
+
+
+def test_assigning_a_read_only_field_reads_as_read_only(tmp_path: Path) -> None:
+    reports = _check(tmp_path, """\
+        from tvmffi_testing.testing import TestCompare
+
+        def f(x: TestCompare) -> None:
+            x.key = 3
+        """)
+    assert any("Cannot assign to final attribute \"key\"" in l for l in _errors_on(reports["mypy"], 4)), reports
+    assert any("declared as Final" in l or "Final" in l for l in _errors_on(reports["pyright"], 4)), reports
+
+
+def test_get_global_without_allow_missing_is_not_optional(tmp_path: Path) -> None:
+    reports = _check(tmp_path, """\
+        import tvmffi_runtime as rt
+
+        rt.Function.get_global("testing.nop")()
+        h = rt.Function.get_global("testing.nop", allow_missing=True)
+        h()
+        """)
+    assert reports["mypy"].count("error") == 1 and _errors_on(reports["mypy"], 5), reports
+    assert _errors_on(reports["pyright"], 5) and not _errors_on(reports["pyright"], 3), reports
+
+
+def test_ide_completes_a_field_value_with_the_values_members() -> None:
+    jedi = pytest.importorskip("jedi")
+    src = (
+        f"import sys; sys.path.insert(0, {str(PKG.parent)!r})\n"
+        "from tvmffi_testing.testing import TestIntPair\n"
+        "p = TestIntPair(1, 2)\n"
+        "p.a."
+    )
+    names = {c.name for c in jedi.Script(src, path=str(ROOT / "use.py")).complete(4, 4)}
+    assert "bit_length" in names
+    leaked = names & {"kind", "offset", "qualname", "_read", "_setter"}
+    assert not leaked, f"descriptor internals offered as the value's members: {leaked}"
