@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, TESTING_LIB
 
 from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.verify import run_mypy, run_pyright
 
 GENERATED = ROOT / "generated"
 PKG = GENERATED / "tvmffi_testing"
@@ -39,6 +39,11 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
 
 def test_mypy_strict_has_no_errors() -> None:
     errors, report = run_mypy(PKG)
+    assert errors == 0, report
+
+
+def test_pyright_strict_has_no_errors() -> None:
+    errors, report = run_pyright(PKG)
     assert errors == 0, report
 
 

@@ -29,7 +29,7 @@ from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
 
 from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.verify import run_mypy, run_pyright
 
 # 3 namespaces x 8 types x 24 functions: 35 types (24 regular, an 8-level chain, 3 enums) and
 # 75 functions. g++ -O0 takes ~25-35 s for it on a 2-core machine (cached in tests/_build after).
@@ -142,6 +142,11 @@ def test_regeneration_is_up_to_date(big_pkg: Path, big_lib: Path, capsys: pytest
 
 def test_mypy_strict_has_no_errors(big_pkg: Path) -> None:
     errors, report = run_mypy(big_pkg)
+    assert errors == 0, report
+
+
+def test_pyright_strict_has_no_errors(big_pkg: Path) -> None:
+    errors, report = run_pyright(big_pkg)
     assert errors == 0, report
 
 

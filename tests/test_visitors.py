@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from fixtures import build_expr_ir
 from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.verify import run_mypy, run_pyright
 
 PROGRAM = '''
 from __future__ import annotations
@@ -163,4 +163,11 @@ def test_wrong_hook_signature_is_a_mypy_error(exprpkg: Path, tmp_path: Path) -> 
 
 def test_generated_package_passes_mypy_strict(exprpkg: Path) -> None:
     errors, report = run_mypy(exprpkg)
+    assert errors == 0, report
+
+
+def test_generated_package_and_program_pass_pyright_strict(exprpkg: Path, tmp_path: Path) -> None:
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PROGRAM))
+    errors, report = run_pyright(exprpkg, extra_files=[prog])
     assert errors == 0, report
