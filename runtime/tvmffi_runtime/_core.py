@@ -202,8 +202,27 @@ class Object(_ObjectBase):
         except Exception:
             return f"<{self.type_key} at 0x{self._h:x}>"
 
+    def __tvm_ffi_object__(self) -> Any:
+        """This object as the ``tvm_ffi`` package's wrapper of the same handle (the protocol
+        ``tvm_ffi`` converts arguments by); imports ``tvm_ffi`` on first use."""
+        from .interop import to_tvm_ffi
+
+        return to_tvm_ffi(self)
+
+    def __copy__(self) -> Any:
+        from .copying import shallow_copy
+
+        return shallow_copy(self)
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        from .copying import deep_copy
+
+        return deep_copy(self)
+
     def __reduce__(self) -> Any:
-        raise TypeError(f"{self.type_key} objects cannot be pickled")
+        from .copying import reduce_object
+
+        return reduce_object(self)
 
 
 _new = object.__new__
@@ -825,9 +844,14 @@ def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    obj = v.__tvm_ffi_object__()
+    obj = v.__tvm_ffi_object__()  # a tvm_ffi object (or one of ours): kept alive for the call
     temps.append(_KeepAlive(obj))
-    _pack_object(buf, off, obj, temps)
+    if isinstance(obj, Object):
+        _pack_object(buf, off, obj, temps)
+    elif hasattr(type(obj), "__chandle__"):
+        _pack_chandle(buf, off, obj, temps)
+    else:
+        raise TypeError(f"__tvm_ffi_object__ of {type(v).__name__} returned {type(obj).__name__}, not an object")
 
 
 class _KeepAlive:
