@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import operator
 import os
+import sys
 import threading
 import traceback
 import weakref
@@ -823,6 +825,8 @@ def _resolve_packer(t: type) -> Packer | None:
         p = _pack_sequence
     elif _is_mapping(t):
         p = _pack_mapping
+    elif (number := _number_packer(t)) is not None:
+        p = number
     elif issubclass(t, type):  # classes are callable, but are not passed as functions
         p = None
     elif any("__call__" in vars(k) for k in t.__mro__):
@@ -833,6 +837,28 @@ def _resolve_packer(t: type) -> Packer | None:
     if p is not None:
         _PACKERS[t] = p
     return p
+
+
+def _number_packer(t: type) -> Packer | None:
+    """Packer for a number type that is not an int/float subclass (numpy scalars, say): a
+    numpy bool as a bool, then anything with ``__index__`` as an int, with ``__float__`` as a
+    float. Only asked after the exact-type table missed, and cached per type by the caller."""
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
+    if numpy is not None and issubclass(t, numpy.bool_):
+        return _pack_bool
+    if hasattr(t, "__index__"):
+        return _pack_index
+    if hasattr(t, "__float__"):
+        return _pack_real
+    return None
+
+
+def _pack_index(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
+    _pack_pyint(buf, off, operator.index(v), temps)
+
+
+def _pack_real(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
+    _pack_float(buf, off, 3, 0, float(v))
 
 
 def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
