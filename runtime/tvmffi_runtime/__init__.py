@@ -120,3 +120,23 @@ __all__ += [
     "structural_visit",
     "structural_walk",
 ]
+
+from .structural_eq import (  # noqa: E402
+    AccessKind,
+    AccessPath,
+    AccessStep,
+    StructuralKey,
+    get_first_structural_mismatch,
+    structural_equal,
+    structural_hash,
+)
+
+__all__ += [
+    "AccessKind",
+    "AccessPath",
+    "AccessStep",
+    "StructuralKey",
+    "get_first_structural_mismatch",
+    "structural_equal",
+    "structural_hash",
+]
