@@ -149,3 +149,15 @@ def test_a_moved_object_is_refused_by_name() -> None:
     assert ours.handle == 0
     with pytest.raises(rt.ReleasedObjectError):
         ours.__tvm_ffi_object__()
+
+
+def test_a_tvm_ffi_on_another_libtvm_ffi_is_refused() -> None:
+    import ctypes
+    from types import SimpleNamespace
+
+    from tvmffi_runtime import interop
+
+    other = SimpleNamespace(TVMFFIObjectIncRef=ctypes.pythonapi.Py_IncRef, _name="/elsewhere/libtvm_ffi.so")
+    with pytest.raises(TypeError, match="/elsewhere/libtvm_ffi.so"):
+        interop._check_same_library(SimpleNamespace(LIB=other))
+    interop._check_same_library(SimpleNamespace(LIB=rt._lib.LIB))  # the same library: accepted
