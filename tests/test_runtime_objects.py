@@ -187,11 +187,13 @@ def test_repr_goes_through_the_library_printer(make_pair, g):
     assert "testing.TestUnregisteredObject" in repr(g("testing.make_unregistered_object")())
 
 
-def test_objects_cannot_be_pickled(make_pair):
+def test_objects_pickle_through_their_json_graph(make_pair, g):
     import pickle
 
-    with pytest.raises(TypeError):
-        pickle.dumps(make_pair(1, 2))
+    back = pickle.loads(pickle.dumps(make_pair(1, 2)))
+    assert repr(back) == "testing.TestIntPair(a=1, b=2)"
+    with pytest.raises(TypeError, match=r"ffi\.Function objects cannot be pickled"):
+        pickle.dumps(g("testing.nop"))
 
 
 def test_unregistered_type_comes_back_as_object(g):

@@ -2,7 +2,10 @@
 
 Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``List``, ``Map``,
 ``Dict``, ``Shape``, ``Error``, ``DataType`` (alias ``dtype``), ``Device``, ``load_library``,
-``register_object`` and the reflection helpers in ``tvmffi_runtime.reflection``.
+``register_object``, structural equality (``structural_equal``, ``structural_hash``,
+``get_first_structural_mismatch``, ``StructuralKey``) and the reflection helpers in
+``tvmffi_runtime.reflection``. Objects cross to the ``tvm_ffi`` package as its own objects
+(``tvmffi_runtime.interop``) and copy and pickle through the library (``tvmffi_runtime.copying``).
 """
 
 from __future__ import annotations
@@ -119,4 +122,24 @@ __all__ += [
     "structural_mutate",
     "structural_visit",
     "structural_walk",
+]
+
+from .structural_eq import (  # noqa: E402
+    AccessKind,
+    AccessPath,
+    AccessStep,
+    StructuralKey,
+    get_first_structural_mismatch,
+    structural_equal,
+    structural_hash,
+)
+
+__all__ += [
+    "AccessKind",
+    "AccessPath",
+    "AccessStep",
+    "StructuralKey",
+    "get_first_structural_mismatch",
+    "structural_equal",
+    "structural_hash",
 ]

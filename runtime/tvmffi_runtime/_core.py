@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import operator
 import os
+import sys
 import threading
 import traceback
 import weakref
@@ -202,8 +204,27 @@ class Object(_ObjectBase):
         except Exception:
             return f"<{self.type_key} at 0x{self._h:x}>"
 
+    def __tvm_ffi_object__(self) -> Any:
+        """This object as the ``tvm_ffi`` package's wrapper of the same handle (the protocol
+        ``tvm_ffi`` converts arguments by); imports ``tvm_ffi`` on first use."""
+        from .interop import to_tvm_ffi
+
+        return to_tvm_ffi(self)
+
+    def __copy__(self) -> Any:
+        from .copying import shallow_copy
+
+        return shallow_copy(self)
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        from .copying import deep_copy
+
+        return deep_copy(self)
+
     def __reduce__(self) -> Any:
-        raise TypeError(f"{self.type_key} objects cannot be pickled")
+        from .copying import reduce_object
+
+        return reduce_object(self)
 
 
 _new = object.__new__
@@ -804,6 +825,8 @@ def _resolve_packer(t: type) -> Packer | None:
         p = _pack_sequence
     elif _is_mapping(t):
         p = _pack_mapping
+    elif (number := _number_packer(t)) is not None:
+        p = number
     elif issubclass(t, type):  # classes are callable, but are not passed as functions
         p = None
     elif any("__call__" in vars(k) for k in t.__mro__):
@@ -816,6 +839,28 @@ def _resolve_packer(t: type) -> Packer | None:
     return p
 
 
+def _number_packer(t: type) -> Packer | None:
+    """Packer for a number type that is not an int/float subclass (numpy scalars, say): a
+    numpy bool as a bool, then anything with ``__index__`` as an int, with ``__float__`` as a
+    float. Only asked after the exact-type table missed, and cached per type by the caller."""
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
+    if numpy is not None and issubclass(t, numpy.bool_):
+        return _pack_bool
+    if hasattr(t, "__index__"):
+        return _pack_index
+    if hasattr(t, "__float__"):
+        return _pack_real
+    return None
+
+
+def _pack_index(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
+    _pack_pyint(buf, off, operator.index(v), temps)
+
+
+def _pack_real(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
+    _pack_float(buf, off, 3, 0, float(v))
+
+
 def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     h = v.__chandle__()  # borrowed: ``v`` is an argument, alive for the whole call
     if h:
@@ -825,9 +870,14 @@ def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    obj = v.__tvm_ffi_object__()
+    obj = v.__tvm_ffi_object__()  # a tvm_ffi object (or one of ours): kept alive for the call
     temps.append(_KeepAlive(obj))
-    _pack_object(buf, off, obj, temps)
+    if isinstance(obj, Object):
+        _pack_object(buf, off, obj, temps)
+    elif hasattr(type(obj), "__chandle__"):
+        _pack_chandle(buf, off, obj, temps)
+    else:
+        raise TypeError(f"__tvm_ffi_object__ of {type(v).__name__} returned {type(obj).__name__}, not an object")
 
 
 class _KeepAlive:

@@ -1,0 +1,92 @@
+"""``copy.copy``, ``copy.deepcopy`` and ``pickle`` of objects, through what the library offers.
+
+- shallow copy: the type's ``__ffi_shallow_copy__`` (a type attribute the library registers for
+  copy-constructible C++ types); containers are rebuilt from the same items by their own
+  constructor (a new container sharing the elements, like ``copy.copy`` of a list);
+- deep copy: the global ``ffi.DeepCopy`` (copies the whole graph, keeping shared nodes shared);
+- pickle: the JSON graph serialisation (``ffi.ToJSONGraphString``, read back by
+  :func:`from_json_graph` through ``ffi.FromJSONGraphString``).
+
+Enum entries are singletons and copy to themselves. Where the library has no way (a type that
+is not copy-constructible, a Function, a Tensor, a type without a JSON creator), the error is a
+``TypeError`` naming the type key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._core import Function, Object, TypeIndex, get_global_func, type_attr_value
+
+__all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy"]
+
+#: Containers without ``__ffi_shallow_copy__``: type index -> constructor, and whether the
+#: constructor takes flattened key/value pairs.
+_CONTAINER_CTORS: dict[int, tuple[str, bool]] = {
+    TypeIndex.ARRAY: ("ffi.Array", False),
+    TypeIndex.LIST: ("ffi.List", False),
+    TypeIndex.SHAPE: ("ffi.Shape", False),
+    TypeIndex.MAP: ("ffi.Map", True),
+    TypeIndex.DICT: ("ffi.Dict", True),
+}
+
+
+def _global(name: str) -> Function:
+    f = get_global_func(name, allow_missing=True)
+    if f is None:
+        raise TypeError(f"{name} is not registered in this libtvm_ffi (built without its extra API?)")
+    return f
+
+
+def _is_enum_entry(obj: Object) -> bool:
+    from .enums import Enum
+
+    return isinstance(obj, Enum)
+
+
+def _rebuilt_container(obj: Any, ctor: str, pairs: bool) -> Any:
+    """A new container of ``obj``'s kind holding the same items (keys and values)."""
+    items: list[Any] = [x for kv in obj.items() for x in kv] if pairs else list(obj)
+    return _global(ctor)(*items)
+
+
+def shallow_copy(obj: Object) -> Any:
+    """A new object with the same field values as ``obj`` (``copy.copy``)."""
+    if _is_enum_entry(obj):
+        return obj
+    copier = type_attr_value(obj.type_index, "__ffi_shallow_copy__")
+    if isinstance(copier, Function):
+        return copier(obj)
+    container = _CONTAINER_CTORS.get(obj.type_index)
+    if container is not None:
+        return _rebuilt_container(obj, *container)
+    raise TypeError(
+        f"copy.copy: {obj.type_key} has no __ffi_shallow_copy__ (its C++ type is not"
+        " copy-constructible, or the library registers no way to copy it)"
+    )
+
+
+def deep_copy(obj: Object) -> Any:
+    """A copy of the whole graph under ``obj`` (``copy.deepcopy``), by ``ffi.DeepCopy``."""
+    if _is_enum_entry(obj):
+        return obj
+    try:
+        return _global("ffi.DeepCopy")(obj)
+    except RuntimeError as exc:
+        if getattr(exc, "kind", None) != "InternalError":  # not the library's refusal
+            raise
+        raise TypeError(f"copy.deepcopy: {obj.type_key} cannot be deep-copied: {exc}") from exc
+
+
+def reduce_object(obj: Object) -> tuple[Any, tuple[str]]:
+    """``__reduce__``: rebuild from the object's JSON graph (``ffi.ToJSONGraphString``)."""
+    try:
+        text = _global("ffi.ToJSONGraphString")(obj, None)
+    except TypeError as exc:
+        raise TypeError(f"{obj.type_key} objects cannot be pickled: {exc}") from exc
+    return (from_json_graph, (str(text),))
+
+
+def from_json_graph(text: str) -> Any:
+    """The object a JSON graph string describes (what pickled objects are rebuilt by)."""
+    return _global("ffi.FromJSONGraphString")(text)
