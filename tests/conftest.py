@@ -80,3 +80,14 @@ def have_gxx() -> bool:
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
     return True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Cases marked ``tvm_ffi_child`` run only in the child interpreters of their file's driver
+    test (tests/with_tvm_ffi.py); elsewhere they are deselected, not skipped."""
+    if os.environ.get("TVMFFI_TESTS_WITH_TVM_FFI") == "1":
+        return
+    child = [item for item in items if item.get_closest_marker("tvm_ffi_child")]
+    if child:
+        config.hook.pytest_deselected(items=child)
+        items[:] = [item for item in items if not item.get_closest_marker("tvm_ffi_child")]
