@@ -20,7 +20,7 @@ PROGRAM = '''
 from __future__ import annotations
 
 import tvmffi_runtime as rt
-from exprpkg.exprir import Add, Call, Func, IntImm, Let, Mul, Var
+from exprpkg.exprir import Add, IntImm, Let, Mul, Var
 from exprpkg.visitors import Mapper, Mutator, Visitor, Walker
 
 

@@ -300,6 +300,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
 
 #: The module-level imports every template may emit, by the alias the generated code uses.
 STANDARD_IMPORTS = {
+    "_os": "import os as _os",
     "_ctypes": "import ctypes as _ctypes",
     "_t": "import typing as _t",
     "_abc": "from collections import abc as _abc",
