@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import collections.abc
 import functools
 import inspect
 import types
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 __all__ = ["typed_adapter", "checker_for"]
 
@@ -61,20 +60,21 @@ def checker_for(tp: Any) -> Checker | None:
         base = origin
     else:
         base = tp
-    if base in (collections.abc.Callable,):
-        base = collections.abc.Callable
     if base in (list, tuple, dict):
         # Native callers pass Python lists/tuples/dicts as Array/List and Map/Dict: accept those
         # and hand the callable the Python type its annotation names.
         from .containers import Array, Dict, List, Map
 
-        ffi_types: tuple[type[Any], ...] = (Map, Dict) if base is dict else (Array, List)
+        # Typed loosely on purpose: the checker returns whatever container the annotation names.
+        builtin = cast("type[Any]", base)
+        wants_dict = base is dict
+        ffi_types = cast("tuple[type[Any], ...]", (Map, Dict) if wants_dict else (Array, List))
 
         def check_builtin_container(v: Any) -> Any:
-            if isinstance(v, base):
+            if isinstance(v, builtin):
                 return v
             if isinstance(v, ffi_types):
-                return base(v.items()) if base is dict else base(v)
+                return builtin(v.items()) if wants_dict else builtin(v)
             raise TypeError(f"expected {_describe(tp)}, got {type(v).__name__}")
 
         return check_builtin_container

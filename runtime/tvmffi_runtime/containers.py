@@ -20,7 +20,7 @@ from collections.abc import (
     ValuesView,
 )
 from operator import index as _index  # a TypeError, like list, for a non-integer index
-from typing import Any, ClassVar, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from . import _core
 from ._core import Function, Object, TypeIndex, _new_container, _wrap, ffi_call
@@ -110,9 +110,10 @@ class _SeqBase(Object, Generic[T]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _SeqBase):
-            return self.same_as(other) or self._items() == other._items()
+            other_seq = cast("_SeqBase[object]", other)
+            return self.same_as(other_seq) or self._items() == other_seq._items()
         if isinstance(other, (list, tuple)):
-            return self._items() == list(other)
+            return self._items() == list(cast("Sequence[object]", other))
         return False
 
     def __ne__(self, other: object) -> bool:
@@ -262,7 +263,7 @@ class _MapBase(Object, Generic[K, V]):
         if len(self) == 0:
             return []
         it = _call(self._prefix + "ForwardIterFunctor", self)
-        out = []
+        out: list[tuple[K, V]] = []
         while True:
             out.append((it(0), it(1)))
             if not it(2):
@@ -296,13 +297,15 @@ class _MapBase(Object, Generic[K, V]):
         return value
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, _MapBase) and self.same_as(other):
+        if isinstance(other, _MapBase) and self.same_as(cast("_MapBase[object, object]", other)):
             return True
         if isinstance(other, (_MapBase, dict, Mapping)):
-            if len(self) != len(other):
+            # _MapBase answers len/in/[] like a Mapping; checkers only know the Mapping part.
+            other_map = cast("Mapping[object, object]", other)
+            if len(self) != len(other_map):
                 return False
             try:
-                return all(k in other and other[k] == v for k, v in self._pairs())
+                return all(k in other_map and other_map[k] == v for k, v in self._pairs())
             except TypeError:
                 return False
         return False
@@ -314,6 +317,16 @@ class _MapBase(Object, Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict(self._pairs())!r})"
+
+
+def _flat_pairs(items: Mapping[K, V] | Iterable[tuple[K, V]]) -> list[object]:
+    """``[k0, v0, k1, v1, ...]``: the argument layout of ``ffi.Map``/``ffi.Dict``."""
+    if isinstance(items, Mapping):
+        # Narrowing the union by Mapping loses K and V; the annotation says what they are.
+        pairs: Iterable[tuple[K, V]] = cast("Mapping[K, V]", items).items()
+    else:
+        pairs = items
+    return [x for kv in pairs for x in kv]
 
 
 _MISSING_OBJ: list[Object] = []
@@ -335,8 +348,7 @@ class Map(_MapBase[K, V], Mapping[K, V]):
     _prefix: ClassVar[str] = "ffi.Map"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
-        pairs = items.items() if isinstance(items, Mapping) else items
-        self._h = _new_container("ffi.Map", [x for kv in pairs for x in kv])
+        self._h = _new_container("ffi.Map", _flat_pairs(items))
         self._t = TypeIndex.MAP
 
 
@@ -349,8 +361,7 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
     _prefix: ClassVar[str] = "ffi.Dict"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
-        pairs = items.items() if isinstance(items, Mapping) else items
-        self._h = _new_container("ffi.Dict", [x for kv in pairs for x in kv])
+        self._h = _new_container("ffi.Dict", _flat_pairs(items))
         self._t = TypeIndex.DICT
 
     def __setitem__(self, key: K, value: V) -> None:
@@ -404,7 +415,7 @@ class Shape(Object, Sequence[int]):
         if isinstance(other, Shape):
             return self._dims() == other._dims()
         if isinstance(other, (tuple, list)):
-            return self._dims() == tuple(other)
+            return self._dims() == tuple(cast("Sequence[object]", other))
         return False
 
     def __ne__(self, other: object) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, cast
 
 from . import _core
 from ._core import Function, Object, ffi_call
@@ -96,7 +96,7 @@ class Module(Object):
 
     def import_module(self, other: Module) -> None:
         """Make ``other`` an import of this module (a cycle raises)."""
-        if not isinstance(other, Module):
+        if not isinstance(other, Module):  # pyright: ignore[reportUnnecessaryIsInstance] -- callers may pass anything
             raise TypeError(f"import_module expects a Module, not {type(other).__name__}")
         _g("ffi.ModuleImportModule")(self, other)
 
@@ -143,7 +143,7 @@ class Module(Object):
             raise ValueError(f"{self._describe()}: metadata of {name!r} is not JSON: {exc}") from None
         if not isinstance(value, dict):
             raise ValueError(f"{self._describe()}: metadata of {name!r} is not a JSON object: {text!r}")
-        return value
+        return cast("dict[str, Any]", value)
 
     def __getitem__(self, name: str) -> Function:
         f = self.get_function_or_none(name)

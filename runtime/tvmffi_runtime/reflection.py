@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import _core, _lib
 from ._core import Object, TypeIndex, _check, _IncRef, _wrap
@@ -93,7 +93,7 @@ class FieldInfo:
     @property
     def type_schema(self) -> Any:
         """The field's type schema (``{"type": ..., "args": [...]}``) if the registry has one."""
-        return self.metadata.get("type_schema") if isinstance(self.metadata, dict) else None
+        return _type_schema(self.metadata)
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,14 @@ class MethodInfo:
 
     @property
     def type_schema(self) -> Any:
-        return self.metadata.get("type_schema") if isinstance(self.metadata, dict) else None
+        return _type_schema(self.metadata)
+
+
+def _type_schema(metadata: Any) -> Any:
+    """The ``type_schema`` entry of a member's metadata; None when the metadata is not a JSON object."""
+    if isinstance(metadata, dict):
+        return cast("dict[str, Any]", metadata).get("type_schema")
+    return None
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ def _any_view_value(any_: _lib.TVMFFIAny) -> Any:
 def _read_type_info(ptr: Any) -> TypeInfo:
     ti = ptr.contents
     ancestors = tuple(_text(ti.type_ancestors[i].contents.type_key) for i in range(ti.type_depth))
-    fields = []
+    fields: list[FieldInfo] = []
     for i in range(ti.num_fields):
         f = ti.fields[i]
         has_default = bool(f.flags & FieldFlag.HAS_DEFAULT)
@@ -167,7 +174,7 @@ def _read_type_info(ptr: Any) -> TypeInfo:
                 default_is_factory=bool(f.flags & FieldFlag.DEFAULT_FROM_FACTORY),
             )
         )
-    methods = []
+    methods: list[MethodInfo] = []
     for i in range(ti.num_methods):
         m = ti.methods[i]
         methods.append(
@@ -239,7 +246,7 @@ def global_function_metadata(name: str) -> dict[str, Any]:
     if raw is None:
         return {}
     value = _json_or_none(str(raw)) if isinstance(raw, str) else raw
-    return value if isinstance(value, dict) else {}
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 #: Type attribute columns readers commonly want.

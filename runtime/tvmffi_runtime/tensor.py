@@ -280,7 +280,7 @@ class Tensor(Object):
         dl = self._dl()
         if dl.strides:
             return tuple(dl.strides[i] for i in range(dl.ndim))
-        out = []
+        out: list[int] = []
         acc = 1
         for i in range(dl.ndim - 1, -1, -1):
             out.append(acc)
