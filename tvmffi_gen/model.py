@@ -263,6 +263,7 @@ class _Builder:
         self.name = name
         self.warn_cb = warn
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
         self.prefixes = prefixes
         kept = [t for t in snap.types if self._keep(t.type_key)]
         self.types = {t.type_key: t for t in kept}
@@ -282,6 +283,10 @@ class _Builder:
                 self.external[t.type_key] = list(t.ancestors)
 
     def warn(self, message: str) -> None:
+        # once per item: a field's schema is read again for every subclass's auto-init
+        if message in self._warned:
+            return
+        self._warned.add(message)
         self.warnings.append(message)
         self.warn_cb(message)
 
