@@ -169,6 +169,9 @@ class Annotator:
         if k == "UnchangedOr":  # a structural-mutate result: a T, or UNCHANGED
             inner = self.annotate(a[0], pos) if a else "_t.Any"
             return inner if inner == "_t.Any" else _union([inner, "_rt.Unchanged"])
+        if k == "NestedMsg":  # Apache TVM's relax NestedMsg<T>: a T, None, or an Array of them
+            inner = self.annotate(a[0], pos) if a else "_t.Any"
+            return "_t.Any" if inner == "_t.Any" else _union([inner, "_rt.Array[_t.Any]", "None"])
         if k == "ffi.Unchanged":
             return "_rt.Unchanged"
         if k in ("ffi.Array", "ffi.List"):
