@@ -13,6 +13,7 @@ from . import __version__
 from .model import GenerationError, build_model, default_package_name
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
+from .uses import UsedPackageError
 from .writer import OutputError, apply_plan, plan_output
 
 __all__ = ["main", "generate", "default_library"]
@@ -53,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep only this namespace (repeatable), e.g. --prefix testing")
     p.add_argument("--preload", action="append", default=[], metavar="LIB",
                    help="load this library first (its registrations are not generated)")
+    p.add_argument("--use", action="append", default=[], metavar="PKG",
+                   help="a package generated before for a --preload library: its classes become the"
+                   " bases and annotations of the types deriving from them (repeatable)")
     p.add_argument("--bundle", action="store_true", help="copy the library into the package")
     p.add_argument("--check", action="store_true",
                    help="write nothing; list files that would change; exit 1 if any")
@@ -97,14 +101,20 @@ def generate(
     bundle: bool = False,
     snapshot: Snapshot | None = None,
     timeout: float = 120.0,
+    use: list[str] | None = None,
 ) -> tuple[Snapshot, dict[str, str], list[str]]:
-    """Snapshot (unless given), model and render; returns (snapshot, files, warnings)."""
+    """Snapshot (unless given), model and render; returns (snapshot, files, warnings).
+
+    ``use`` names packages generated before for libraries this one extends (``--use``)."""
+    from .uses import read_used_package
+
+    used = [read_used_package(u) for u in use or []]
     if snapshot is None:
         assert library is not None
         snapshot = take_snapshot(library, preload or [], timeout=timeout)
     pkg_name = name or default_package_name(output)
     warnings: list[str] = []
-    model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append)
+    model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append, used=used)
     model.bundled = bundle
     if not model.classes and not any(m.functions for m in model.modules.values()):
         what = f" under {', '.join(prefixes)}" if prefixes else ""
@@ -135,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             raise GenerationError(f"--bundle: the snapshot's library {snapshot.library_path} does not exist")
         log.debug(f"reading the registry of {library or args.from_snapshot}")
         snapshot, files, warnings = generate(
-            library, args.output, args.name, args.prefix, args.preload, args.bundle, snapshot, args.timeout
+            library, args.output, args.name, args.prefix, args.preload, args.bundle, snapshot, args.timeout,
+            args.use,
         )
         for w in warnings:
             log.warn(w)
@@ -180,6 +191,6 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             log.info("mypy --strict: no errors")
         return 0
-    except (SnapshotError, GenerationError, OutputError) as exc:
+    except (SnapshotError, GenerationError, OutputError, UsedPackageError) as exc:
         log.error(str(exc))
         return 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from importlib import resources
 
@@ -271,6 +271,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         ]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
+    runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_names = mod.exported_names()
     uses_missing = any(
@@ -293,6 +294,13 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         ) or any(m.override_ignore for c in mod.classes for m in c.methods),
     )
     return _wrap_all(text)
+
+
+def _used_imports(modules: set[str]) -> list[_Import]:
+    """Imports of ``--use`` packages' modules (bases and annotations from them)."""
+    from .uses import used_module_alias
+
+    return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
 
 
 def _wrap_all(text: str) -> str:
@@ -335,7 +343,8 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     return env.get_template("lib.py.jinja").render(
-        pkg=pkg, recorded_path=recorded, bundled_path=bundled, lazy_types=lazy
+        pkg=pkg, recorded_path=recorded, bundled_path=bundled, lazy_types=lazy,
+        used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
     )
 
 
@@ -409,6 +418,9 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         hooks.append(_Hook(suffix, tp, tp, what))
     for reserved in ("object", "any"):
         scope.claim(reserved)
+    used = [u for u in pkg.used_packages if u.has_visitors]
+    for u in used:  # hooks the bases from --use packages define keep their meaning
+        scope.taken.update(u.hook_suffixes)
     namespaces = set()
     # most-derived first reads best; the engine orders by depth anyway
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
@@ -418,6 +430,11 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     hooks.append(_Hook("object", "_rt.Object", "_rt.Object", "any other object"))
     hooks.append(_Hook("any", "object", "_t.Any", "any other value"))
     imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+    bases = _BASES
+    if used:  # subclass the used packages' bases: their hooks dispatch here too
+        modules = _used_imports({f"{u.name}.visitors" for u in used})
+        imports += modules
+        bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     return env.get_template("visitors.py.jinja").render(
-        pkg=pkg, hooks=hooks, bases=_BASES, imports=imports, object_hook="walk_object", any_hook="walk_any"
+        pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any"
     )
