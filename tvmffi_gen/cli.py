@@ -14,6 +14,7 @@ from .model import GenerationError, build_model, default_package_name
 from .project import ProjectError, plan_project, project_package_name, write_project
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
+from .uses import UsedPackageError
 from .writer import OutputError, apply_plan, plan_output
 
 __all__ = ["main", "generate", "default_library"]
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep only this namespace (repeatable), e.g. --prefix testing")
     p.add_argument("--preload", action="append", default=[], metavar="LIB",
                    help="load this library first (its registrations are not generated)")
+    p.add_argument("--use", action="append", default=[], metavar="PKG",
+                   help="a package generated before for a --preload library: its classes become the"
+                   " bases and annotations of the types deriving from them (repeatable)")
     p.add_argument("--bundle", action="store_true", help="copy the library into the package")
     p.add_argument("--check", action="store_true",
                    help="write nothing; list files that would change; exit 1 if any")
@@ -110,14 +114,20 @@ def generate(
     snapshot: Snapshot | None = None,
     timeout: float = 120.0,
     portable: bool = False,
+    use: list[str] | None = None,
 ) -> tuple[Snapshot, dict[str, str], list[str]]:
-    """Snapshot (unless given), model and render; returns (snapshot, files, warnings)."""
+    """Snapshot (unless given), model and render; returns (snapshot, files, warnings).
+
+    ``use`` names packages generated before for libraries this one extends (``--use``)."""
+    from .uses import read_used_package
+
+    used = [read_used_package(u) for u in use or []]
     if snapshot is None:
         assert library is not None
         snapshot = take_snapshot(library, preload or [], timeout=timeout)
     pkg_name = name or default_package_name(output)
     warnings: list[str] = []
-    model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append)
+    model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append, used=used)
     model.bundled = bundle
     model.record_absolute = not portable
     if not model.classes and not any(m.functions for m in model.modules.values()):
@@ -177,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             output = str(project_dir / (args.name or project_package_name(project_dir)))
         snapshot, files, warnings = generate(
             library, output, args.name, args.prefix, args.preload, args.bundle, snapshot, args.timeout,
-            args.portable,
+            args.portable, args.use,
         )
         for w in warnings:
             log.warn(w)
@@ -223,6 +233,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.verify:
             return _verify(root, args.verify, log)
         return 0
-    except (SnapshotError, GenerationError, OutputError, ProjectError) as exc:
+    except (SnapshotError, GenerationError, OutputError, ProjectError, UsedPackageError) as exc:
         log.error(str(exc))
         return 2

@@ -15,6 +15,7 @@ from . import __version__
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
+from .uses import UsedClass, UsedPackage
 
 __all__ = [
     "PackageModel",
@@ -197,6 +198,7 @@ class ModuleModel:
     runtime_imports: set[Namespace] = field(default_factory=set)
     type_imports: set[Namespace] = field(default_factory=set)
     scope: Scope = field(default_factory=Scope)
+    used_imports: set[str] = field(default_factory=set)  # modules of --use packages
 
     @property
     def file(self) -> str:
@@ -226,6 +228,7 @@ class PackageModel:
     #: Also record the library's absolute path, for a package-relative library found from a
     #: moved copy of the package (off with --portable: nothing machine-specific in the output).
     record_absolute: bool = True
+    used_packages: list[UsedPackage] = field(default_factory=list)
 
     @property
     def has_exports(self) -> bool:
@@ -261,11 +264,25 @@ def _literal(value: object) -> str | None:
 
 
 class _Builder:
-    def __init__(self, snap: Snapshot, name: str, prefixes: list[str], warn: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        snap: Snapshot,
+        name: str,
+        prefixes: list[str],
+        warn: Callable[[str], None],
+        used: Iterable[UsedPackage] = (),
+    ) -> None:
         self.snap = snap
+        self.used_packages = list(used)
+        # classes of packages generated before for the libraries this one extends (--use)
+        self.used: dict[str, UsedClass] = {}
+        for package in self.used_packages:
+            for key, ucls in package.classes.items():
+                self.used.setdefault(key, ucls)
         self.name = name
         self.warn_cb = warn
         self.warnings: list[str] = []
+        self._warned: set[str] = set()
         self.prefixes = prefixes
         kept = [t for t in snap.types if self._keep(t.type_key)]
         self.types = {t.type_key: t for t in kept}
@@ -285,6 +302,10 @@ class _Builder:
                 self.external[t.type_key] = list(t.ancestors)
 
     def warn(self, message: str) -> None:
+        # once per item: a field's schema is read again for every subclass's auto-init
+        if message in self._warned:
+            return
+        self._warned.add(message)
         self.warnings.append(message)
         self.warn_cb(message)
 
@@ -356,6 +377,7 @@ class _Builder:
             classes=self.classes,
             warnings=self.warnings,
             env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
+            used_packages=self.used_packages,
         )
 
     def _base_of(self, t: TypeSnap) -> tuple[str, str | None]:
@@ -363,6 +385,8 @@ class _Builder:
         for anc in reversed(t.ancestors):
             if anc in self.types:
                 return f"@{anc}", anc
+            if anc in self.used:
+                return f"%{anc}", None
             if anc in _RUNTIME_BASES:
                 return _RUNTIME_BASES[anc], None
         return "_rt.Object", None
@@ -384,6 +408,8 @@ class _Builder:
             target = self._resolve_key(key)
             if target is None:
                 return None
+            if target.startswith("%"):
+                return self.used_ref(target[1:], mod)
             if not target.startswith("@"):
                 return target
             return self.class_ref(target[1:], mod, runtime=False, member_names=member_names)
@@ -396,6 +422,8 @@ class _Builder:
 
         if key in self.types:
             return f"@{key}"
+        if key in self.used:
+            return f"%{key}"
         if key in RUNTIME_CLASSES:
             return RUNTIME_CLASSES[key]
         if key in _RUNTIME_BASES:
@@ -406,6 +434,8 @@ class _Builder:
         for anc in reversed(ancestors):
             if anc in self.types:
                 return f"@{anc}"
+            if anc in self.used:
+                return f"%{anc}"
             if anc in RUNTIME_CLASSES:
                 return RUNTIME_CLASSES[anc]
             if anc in _RUNTIME_BASES:
@@ -424,6 +454,21 @@ class _Builder:
 
     def module_alias(self, ns: Namespace) -> str:
         return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
+
+    def used_ref(self, key: str, mod: ModuleModel) -> str:
+        """The class of ``key`` in a ``--use`` package, imported by ``mod``."""
+        ucls = self.used[key]
+        mod.used_imports.add(ucls.module)
+        return f"{ucls.alias}.{ucls.name}"
+
+    def used_members(self, t: TypeSnap) -> set[str]:
+        """Member names ``t``'s classes inherit from ``--use`` packages (its whole chain)."""
+        names: set[str] = set()
+        for anc in t.ancestors:
+            ucls = self.used.get(anc)
+            if ucls is not None:
+                names |= ucls.members
+        return names
 
     def _sig(self, schema: object, context: str) -> FunctionSig:
         try:
@@ -497,7 +542,10 @@ class _Builder:
         mod = self.modules[cls.namespace]
         if cls.base.startswith("@"):
             cls.base = self.class_ref(cls.base[1:], mod, runtime=True)
+        elif cls.base.startswith("%"):
+            cls.base = self.used_ref(cls.base[1:], mod)
         inherited_fields, inherited_methods = self._inherited(cls)
+        from_used = self.used_members(t)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
         # the class's own name too: a member named like it would hide it in the class body
         inherited_entries: set[str] = set()
@@ -506,7 +554,8 @@ class _Builder:
             inherited_entries.update(n for n, _ in self.classes[key].enum_entries)
             key = self.classes[key].base_key
         scope = Scope(
-            reserved, taken=set(inherited_fields) | set(inherited_methods) | inherited_entries | {cls.name}
+            reserved,
+            taken=set(inherited_fields) | set(inherited_methods) | inherited_entries | from_used | {cls.name},
         )
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
@@ -538,6 +587,9 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
+        for member in [*cls.fields, *cls.methods]:
+            if member.name in from_used:  # overrides a member we cannot compare: let mypy be
+                member.override_ignore = True
         cls.pod_offsets = {
             f.reg_name: f.offset for f in cls.fields if f.kind
         }
@@ -648,6 +700,8 @@ class _Builder:
             snap = self.types.get(anc)
             if snap is not None:
                 chain += [(anc, f) for f in snap.fields]
+            else:  # a type of a preloaded library
+                chain += [(anc, f) for f in self.snap.external_fields.get(anc, [])]
         chain += [(t.type_key, f) for f in t.fields]
         scope = Scope(RESERVED_MODULE | {"self"})
         required: list[Param] = []
@@ -732,7 +786,9 @@ def build_model(
     name: str,
     prefixes: Iterable[str] = (),
     warn: Callable[[str], None] = lambda _m: None,
+    used: Iterable[UsedPackage] = (),
 ) -> PackageModel:
-    """Decide the whole package for ``snap``."""
+    """Decide the whole package for ``snap``; ``used``: packages generated before for libraries
+    this one extends (their classes become bases and annotations)."""
     validate_package_name(name)
-    return _Builder(snap, name, list(prefixes), warn).build()
+    return _Builder(snap, name, list(prefixes), warn, used).build()

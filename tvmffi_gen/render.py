@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from importlib import resources
 
@@ -274,6 +274,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         ]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
+    runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_names = mod.exported_names()
     uses_missing = any(
@@ -337,6 +338,13 @@ def prune_unused_imports(text: str) -> str:
     return "\n".join(kept)
 
 
+def _used_imports(modules: set[str]) -> list[_Import]:
+    """Imports of ``--use`` packages' modules (bases and annotations from them)."""
+    from .uses import used_module_alias
+
+    return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
+
+
 def _wrap_all(text: str) -> str:
     """Break an over-long ``__all__ = [...]`` into one name per line."""
     out = []
@@ -386,7 +394,8 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     return prune_unused_imports(env.get_template("lib.py.jinja").render(
-        pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy
+        pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
+        used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
     ))
 
 
@@ -460,6 +469,9 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         hooks.append(_Hook(suffix, tp, tp, what))
     for reserved in ("object", "any"):
         scope.claim(reserved)
+    used = [u for u in pkg.used_packages if u.has_visitors]
+    for u in used:  # hooks the bases from --use packages define keep their meaning
+        scope.taken.update(u.hook_suffixes)
     namespaces = set()
     # most-derived first reads best; the engine orders by depth anyway
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
@@ -469,6 +481,11 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     hooks.append(_Hook("object", "_rt.Object", "_rt.Object", "any other object"))
     hooks.append(_Hook("any", "object", "_t.Any", "any other value"))
     imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+    bases = _BASES
+    if used:  # subclass the used packages' bases: their hooks dispatch here too
+        modules = _used_imports({f"{u.name}.visitors" for u in used})
+        imports += modules
+        bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     return prune_unused_imports(env.get_template("visitors.py.jinja").render(
-        pkg=pkg, hooks=hooks, bases=_BASES, imports=imports, object_hook="walk_object", any_hook="walk_any"
+        pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any"
     ))

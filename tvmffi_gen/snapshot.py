@@ -94,6 +94,9 @@ class Snapshot:
     functions: list[FunctionSnap] = field(default_factory=list)
     #: type keys registered before the library loaded (core and preloads), with their ancestors
     external_types: dict[str, list[str]] = field(default_factory=dict)
+    #: fields of those external types that are ancestors of the library's types (what their
+    #: auto-init binds along with the library's own fields)
+    external_fields: dict[str, list[FieldSnap]] = field(default_factory=dict)
     format: int = SNAPSHOT_FORMAT
 
     def to_json(self) -> str:
@@ -126,6 +129,9 @@ class Snapshot:
                 types=types,
                 functions=functions,
                 external_types={k: list(v) for k, v in data.get("external_types", {}).items()},
+                external_fields={
+                    k: [FieldSnap(**f) for f in v] for k, v in data.get("external_fields", {}).items()
+                },
             )
         except (TypeError, KeyError) as exc:
             raise SnapshotError(f"{source}: malformed snapshot ({exc})") from None
@@ -173,28 +179,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         info = R.type_info(key)
         referenced.update(info.ancestors)
         ts = TypeSnap(type_key=key, ancestors=list(info.ancestors), doc=info.doc)
-        for f in info.fields:
-            default, default_repr = _json_default(f.default) if f.has_default else (None, None)
-            if f.default_is_factory:
-                default, default_repr = None, "<factory>"
-            ts.fields.append(
-                FieldSnap(
-                    name=f.name,
-                    doc=f.doc,
-                    schema=_parse_schema(f.type_schema),
-                    writable=f.writable,
-                    has_default=f.has_default,
-                    default=default,
-                    default_repr=default_repr,
-                    default_is_factory=f.default_is_factory,
-                    init=f.init,
-                    kw_only=f.kw_only,
-                    offset=f.offset,
-                    size=f.size,
-                    static_type_index=f.static_type_index,
-                    flags=f.flags,
-                )
-            )
+        ts.fields = [_field_snap(f) for f in info.fields]
         for m in info.methods:
             if m.name == "__ffi_init__":
                 ts.init = "method"
@@ -239,7 +224,34 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
             snap.external_types[key] = list(R.type_info(key).ancestors)
         except KeyError:
             continue
+    for key in sorted(referenced & before_types):
+        fields = R.type_info(key).fields
+        if fields:
+            snap.external_fields[key] = [_field_snap(f) for f in fields]
     return snap
+
+
+def _field_snap(f: Any) -> FieldSnap:
+    """One reflected field (``reflection.FieldInfo``) as snapshot data."""
+    default, default_repr = _json_default(f.default) if f.has_default else (None, None)
+    if f.default_is_factory:
+        default, default_repr = None, "<factory>"
+    return FieldSnap(
+        name=f.name,
+        doc=f.doc,
+        schema=_parse_schema(f.type_schema),
+        writable=f.writable,
+        has_default=f.has_default,
+        default=default,
+        default_repr=default_repr,
+        default_is_factory=f.default_is_factory,
+        init=f.init,
+        kw_only=f.kw_only,
+        offset=f.offset,
+        size=f.size,
+        static_type_index=f.static_type_index,
+        flags=f.flags,
+    )
 
 
 def _child_main(argv: list[str]) -> int:

@@ -46,7 +46,8 @@ def parse_schema(schema: Any) -> TypeRef:
     if not isinstance(schema, dict) or not isinstance(schema.get("type"), str):
         raise SchemaError(f"expected an object with a 'type' string, got {schema!r:.80}")
     key = schema["type"]
-    if key == "ffi.Function":
+    if key in ("ffi.Function", "std::function"):
+        key = "ffi.Function"
         if "named_args" in schema:
             na = schema["named_args"]
             if not isinstance(na, dict):
@@ -71,7 +72,9 @@ def parse_schema(schema: Any) -> TypeRef:
     raw_args = schema.get("args", [])
     if not isinstance(raw_args, list):
         raise SchemaError("args must be a list")
-    return TypeRef(key, tuple(parse_schema(a) for a in raw_args))
+    # a bare number is a template value, not a type (the length N of std::array<T, N>)
+    types = [a for a in raw_args if not (isinstance(a, int) and not isinstance(a, bool))]
+    return TypeRef(key, tuple(parse_schema(a) for a in types))
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,21 @@ def function_sig(schema: Any) -> FunctionSig:
         return FunctionSig(None, ANY)
     return FunctionSig(ref.params, ref.ret or ANY, ref.param_names or (None,) * len(ref.params))
 
+
+# Spellings the FFI's schema emitter (``TypeTraits<T>::TypeSchema()`` in tvm/ffi/*.h and
+# tvm/ffi/extra/stl.h) uses for C++ types that cross the ABI as one of the core types: each is
+# annotated like the core type it converts to.
+SCHEMA_ALIASES = {
+    "std::string": "ffi.String",
+    "std::vector": "ffi.Array",
+    "std::array": "ffi.Array",  # its length argument is dropped by parse_schema
+    "std::optional": "Optional",
+    "std::variant": "Variant",
+    "std::map": "ffi.Map",
+    "std::unordered_map": "ffi.Map",
+    "std::tuple": "Tuple",
+    "Expected": "Variant",  # Expected<T>: the value, or the ffi.Error returned in its place
+}
 
 # Runtime classes for the FFI core's object types.
 RUNTIME_CLASSES = {
@@ -118,7 +136,7 @@ class Annotator:
     seen_unknown: set[str] = field(default_factory=set)
 
     def annotate(self, t: TypeRef, pos: Position) -> str:
-        k = t.key
+        k = SCHEMA_ALIASES.get(t.key, t.key)
         a = t.args
         simple = {
             "int": "int", "float": "float", "bool": "bool", "None": "None", "void": "None",
@@ -141,6 +159,21 @@ class Annotator:
                 return "_t.Any"
             parts = [self.annotate(x, pos) for x in a]
             return "_t.Any" if "_t.Any" in parts else _union(parts)
+        if k == "Tuple":  # held in an ffi.Array: a sequence of its element types
+            elem = _union([self.annotate(x, pos) for x in a]) if a else "_t.Any"
+            if "_t.Any" in _split_union(elem):
+                elem = "_t.Any"
+            return f"_abc.Sequence[{elem}]" if pos == "param" else f"_rt.Array[{elem}]"
+        if k == "ObjectRValueRef":  # RValueRef<T>: a T whose reference the callee may take
+            return self.annotate(a[0], pos) if a else "_rt.Object"
+        if k == "UnchangedOr":  # a structural-mutate result: a T, or UNCHANGED
+            inner = self.annotate(a[0], pos) if a else "_t.Any"
+            return inner if inner == "_t.Any" else _union([inner, "_rt.Unchanged"])
+        if k == "NestedMsg":  # Apache TVM's relax NestedMsg<T>: a T, None, or an Array of them
+            inner = self.annotate(a[0], pos) if a else "_t.Any"
+            return "_t.Any" if inner == "_t.Any" else _union([inner, "_rt.Array[_t.Any]", "None"])
+        if k == "ffi.Unchanged":
+            return "_rt.Unchanged"
         if k in ("ffi.Array", "ffi.List"):
             elem = self.annotate(a[0], pos) if a else "_t.Any"
             if pos == "param":

@@ -1086,10 +1086,6 @@ static PyObject* field_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     PyErr_Format(PyExc_ValueError, "Field %U: unknown kind %s", qualname, kind);
     return NULL;
   }
-  if (offset < 0) {
-    PyErr_Format(PyExc_ValueError, "Field %U: negative offset", qualname);
-    return NULL;
-  }
   if (setter == Py_True && k != F_I64 && k != F_F64 && k != F_BOOL) {
     PyErr_Format(PyExc_ValueError, "Field %U: kind %s cannot be written in place", qualname, kind);
     return NULL;
