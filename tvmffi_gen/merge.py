@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextvars
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -135,16 +136,20 @@ def _entry(key: str, node: ast.stmt, lines: list[str]) -> str:
     return f"{key}\t{fp}" if fp else key
 
 
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
 def _fingerprint(code: str) -> str:
     """A member's text without indentation and blank lines, hashed: equal for the same member
     wherever it is indented (comments count: editing one is an edit)."""
-    return text_hash("\n".join(ln.strip() for ln in code.splitlines() if ln.strip()))
+    return hashlib.blake2b(_LINE_BREAKS.sub("\n", code.strip()).encode(), digest_size=8).hexdigest()
 
 
 def _ast_fingerprint(node: ast.stmt, lines: list[str]) -> str:
     if isinstance(node, ast.ClassDef):
         return ""  # a class is its members (fingerprinted one by one)
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0].lineno if decorators else node.lineno
     return _fingerprint("\n".join(lines[first - 1 : node.end_lineno]))
 
 
