@@ -50,7 +50,7 @@ def intern_entries(cls: type) -> None:
     index = cls._type_index  # type: ignore[attr-defined]
 
     def entry_from_handle(handle: int) -> Any:
-        obj = _INTERNED.get(handle)
+        obj: Any = _INTERNED.get(handle)
         if obj is not None and obj._h == handle:
             _core._DecRef(handle)  # the wrapper already holds its reference
             return obj

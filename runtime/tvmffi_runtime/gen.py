@@ -510,7 +510,7 @@ def _keyword_only(self: Object, type_key: str, key: str) -> bool:
 
     for klass in type(self).__mro__:
         if getattr(klass, "_type_key", None) == type_key and "__init__" in vars(klass):
-            param = inspect.signature(klass.__init__).parameters.get(key)
+            param = inspect.signature(vars(klass)["__init__"]).parameters.get(key)
             return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
     return False
 
@@ -545,7 +545,7 @@ class _InitSignature:
 
         if obj is not None:
             raise AttributeError("__signature__")  # instances are not callable
-        sig = inspect.signature(owner.__init__)
+        sig = inspect.signature(getattr(owner, "__init__"))  # noqa: B009 (the class's, not an instance's)
         return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
