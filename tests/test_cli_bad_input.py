@@ -41,6 +41,19 @@ struct Use { Use() { tvmffi_gen_test_missing_symbol(1); } };
 static Use u;
 """,
     "empty": "",
+    "duplicate": r"""
+TVM_FFI_STATIC_INIT_BLOCK() {
+  tvm::ffi::reflection::GlobalDef().def("dup.f", [](int64_t x) { return x; });
+  tvm::ffi::reflection::GlobalDef().def("dup.f", [](int64_t x) { return x + 1; });
+}
+""",
+    "segfaults": r"""
+static int crash_in_init() { volatile int* p = nullptr; return *p; }
+TVM_FFI_STATIC_INIT_BLOCK() {
+  static int v = crash_in_init();
+  (void)v;
+}
+""",
 }
 
 
@@ -210,3 +223,48 @@ def test_verify_runs_mypy_and_reports(tmp_path: Path, capsys: pytest.CaptureFixt
 
     errors, report = run_mypy(out)
     assert errors == 1 and "[assignment]" in report
+
+
+def test_a_library_that_fails_to_load_is_reported_by_its_error_and_its_own_frames(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the error line sits in the middle of the output (neither first nor last), and most frames
+    # are the loader's and the interpreter's
+    lib = bad_lib("duplicate")
+    status, text = run(capsys, str(lib), "-o", str(tmp_path / "pkg"))
+    assert status == 2 and lib.name in text and "SIGABRT" in text, text
+    assert "Global Function `dup.f` is already registered" in text, text
+    assert "at __TVMFFIStaticInitFunc0()" in text and "dl-init.c" not in text and "ceval.c" not in text, text
+    status, verbose = run(capsys, str(lib), "-o", str(tmp_path / "pkg"), "-v")
+    assert status == 2 and "Please remove the duplicate registration." in verbose and "dl-init.c" in verbose
+    lib = bad_lib("segfaults")
+    status, text = run(capsys, str(lib), "-o", str(tmp_path / "pkg"))
+    assert status == 2 and "SIGSEGV" in text and "Segfault encountered" in text, text
+    assert "at __TVMFFIStaticInitFunc0()" in text and "<unknown>" not in text, text
+    assert not (tmp_path / "pkg").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["-o", "{tmp}/x.py"], "the folder's name 'x.py' is not a valid package name"),
+        (["-o", "{tmp}/my-pkg"], "the folder's name 'my-pkg' is not a valid package name"),
+        (["-o", "{tmp}/out", "--name", "9lives"], "'9lives' is not a valid Python module name"),
+        (["-o", "{tmp}/numpy"], "package name 'numpy' is already an importable module"),
+        (["-o", "{tmp}/out", "--name", "tvmffi_runtime"], "package name 'tvmffi_runtime' is already an importable"),
+        (["-o", "{tmp}/sys"], "package name 'sys' is already an importable module (built in)"),
+    ],
+    ids=["dotted-folder", "dash", "digit", "numpy", "runtime", "builtin"],
+)
+def test_bad_or_shadowing_package_names_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expect: str
+) -> None:
+    status, text = run(capsys, str(TESTING_LIB), *[a.format(tmp=tmp_path) for a in args])
+    assert status == 2 and expect in text, text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_force_allows_a_name_an_importable_module_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, text = run(capsys, str(TESTING_LIB), "-o", str(tmp_path / "json"), "--force", "-q")
+    assert status == 0, text
+    assert (tmp_path / "json" / "testing" / "__init__.py").is_file()

@@ -200,3 +200,31 @@ def test_snapshot_json_round_trip() -> None:
     again = Snapshot.from_json(snap.to_json())
     assert again == snap
     assert json.loads(snap.to_json())["format"] == 1
+
+
+def test_names_follow_python_identifiers_nfkc_normalised() -> None:
+    # valid identifiers stay as they are (naïve, Ωmega); Python reads identifiers NFKC-normalised,
+    # so the generator writes that form (ﬁle -> file), not a spelling getattr would miss
+    assert [sanitize(n) for n in ["naïve", "Ωmega", "ﬁle", "a·b", "x-y", "²d", "名前"]] == [
+        "naïve", "Ωmega", "file", "a·b", "x_y", "_2d", "名前"
+    ]
+    model = build_model(make_snapshot(
+        [TypeSnap("u.Café", ["ffi.Object"], fields=[FieldSnap("naïve", schema=INT), FieldSnap("ﬁle", schema=INT)])],
+        [FunctionSnap("u.naïve_sum", schema=fn_schema(INT, INT))],
+    ), "upkg")
+    cls = model.classes["u.Café"]
+    assert cls.name == "Café" and [f.name for f in cls.fields] == ["naïve", "file"]
+    assert [f.name for f in model.modules[("u",)].functions] == ["naïve_sum"]
+
+
+def test_a_package_without_types_has_a_valid_visitors_module(tmp_path: Path) -> None:
+    model = build_model(make_snapshot([], [FunctionSnap("f.add", schema=fn_schema(INT, INT, INT))]), "fnpkg")
+    files = render_package(model)
+    assert "visitors.py" in files
+    tree = ast.parse(files["visitors.py"])
+    classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert sorted(classes) == ["Mapper", "Mutator", "Visitor", "Walker"]
+    root = tmp_path / "fnpkg"
+    apply_plan(plan_output(root, files, "test"))
+    errors, report = run_mypy(root)
+    assert errors == 0, report

@@ -188,7 +188,9 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
         '    foo: int = 2\n    """My foo."""\n\n    def f',
     ) + '\n    def g(self) -> int:\n        return 2\n    """A note about g."""\n'
     keys = member_keys(gen1)
-    assert keys == ["class A", "A::docstring", "A::assign a", "A::docstring of assign a", "A::def f @"]
+    assert [k.partition("\t")[0] for k in keys] == [  # each with its fingerprint after a tab
+        "class A", "A::docstring", "A::assign a", "A::docstring of assign a", "A::def f @"
+    ]
     merged, kept = merge_source("x.py", user, keys, gen1)
     assert kept == 4
     assert merged == user
@@ -198,3 +200,121 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     assert info.value.problems == [
         "your assign 'foo' in class A has the name of a member the generator now writes; rename yours"
     ]
+
+
+GEN1 = '''import typing as _t
+
+
+class Func:
+    """Cls doc."""
+
+    name: str = "f"
+
+    @staticmethod
+    def make_label() -> str:
+        return "x"
+
+
+def helper() -> int:
+    return 1
+'''
+# the library grows: a field width, make_label renamed to label, a function USER_CONSTANT, a
+# class Extra, a function math
+GEN2 = GEN1.replace("    @staticmethod\n    def make_label", "    width: int = 0\n\n    @staticmethod\n    def label").replace(
+    "def helper", "class Extra:\n    pass\n\n\ndef USER_CONSTANT() -> int:\n    return 2\n\n\ndef math() -> int:\n    return 3\n\n\ndef helper"
+)
+
+
+@pytest.mark.parametrize(
+    ("scope", "user_code", "expect"),
+    [
+        ("class", "    def width(self) -> int:\n        return 1\n", "your def 'width' in class Func binds 'width' (assignment 'width')"),
+        ("class", "    @property\n    def width(self) -> int:\n        return 1\n", "your def 'width' in class Func binds 'width'"),
+        ("class", "    def label(self) -> str:\n        return 'mine'\n", "your def 'label' in class Func binds 'label' (def 'label')"),
+        ("class", "    width = 3\n", "your assign 'width' in class Func has the name of a member the generator now writes"),
+        ("class", "    label: str = 'x'\n", "your assignment 'label' in class Func binds 'label' (def 'label')"),
+        ("class", "    class width:\n        pass\n", "your class 'width' in class Func binds 'width'"),
+        ("class", "    from os import sep as width\n", "binds 'width' (assignment 'width')"),
+        ("module", "USER_CONSTANT = 42\n", "your assignment 'USER_CONSTANT' in the module binds 'USER_CONSTANT' (def 'USER_CONSTANT')"),
+        ("module", "USER_CONSTANT: int = 42\n", "binds 'USER_CONSTANT' (def 'USER_CONSTANT')"),
+        ("module", "import math\n", "your statement `import math` in the module binds 'math' (def 'math')"),
+        ("module", "def Extra() -> None:\n    pass\n", "your def 'Extra' in the module binds 'Extra' (class 'Extra')"),
+        ("module", "a, USER_CONSTANT = 1, 2\n", "binds 'USER_CONSTANT'"),
+        ("module", "if True:\n    from os import path as math\n", "binds 'math' (def 'math')"),
+    ],
+    ids=["method-field", "property-field", "method-staticmethod", "assign-field", "annotated-method",
+         "nested-class", "import-in-class", "constant-function", "annotated-function", "import-function",
+         "function-class", "unpacking", "import-in-if"],
+)
+def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
+    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+
+    keys = member_keys(GEN1)
+    if scope == "class":
+        user = GEN1.replace("\n\ndef helper", "\n" + user_code + "\n\ndef helper")
+    else:
+        user = GEN1 + "\n\n" + user_code
+    merged, kept = merge_source("x.py", user, keys, GEN1)  # no conflict with the first version
+    assert kept == 1
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", user, keys, GEN2)
+    assert len(info.value.problems) == 1 and expect in info.value.problems[0], info.value.problems
+    # changing what a generated name holds is not binding the name
+    extended = GEN1 + "\n\nhelper.__doc__ = 'mine'\n"
+    assert merge_source("x.py", extended, keys, GEN2)[1] == 1
+
+
+def test_kind_clash_stops_the_run_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    v1, v2 = build(1), build(2)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    text = module.read_text()
+    start = text.index("class Point(")
+    nxt = text.index("\n\n\n", start)
+    # v2 adds the field z and the method norm1: the user wrote a method z and an attribute norm1
+    text = text[:nxt] + "\n\n    def z(self) -> int:\n        return 7\n\n    norm1 = 1" + text[nxt:]
+    module.write_text(text)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main([str(v2), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "your def 'z' in class Point binds 'z' (assignment 'z')" in err, err
+    assert "your assignment 'norm1' in class Point binds 'norm1' (def 'norm1')" in err, err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def _edit_norm(module: Path) -> None:
+    """The user edits a generated member: the docstring and body of method manhattan."""
+    text = module.read_text()
+    start = text.index("    def manhattan(")
+    body = text.index("return result", start)
+    text = text[:body] + "return result * 2  # doubled by me" + text[body + len("return result"):]
+    module.write_text(text)
+
+
+def test_edits_to_generated_members_are_refused_kept_or_replaced_by_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v1 = build(1)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    _edit_norm(module)
+    edited = module.read_text()
+    # default: stop, name the member, write nothing (also with --check)
+    for extra in ([], ["--check"]):
+        assert main([str(v1), "-o", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "you edited the generated def 'manhattan' in class Point" in err and "--keep-edits" in err, err
+        assert module.read_text() == edited
+    # --keep-edits: the user's version stays, and the run says so
+    assert main([str(v1), "-o", str(out), "--keep-edits"]) == 0
+    err = capsys.readouterr().err
+    assert "kept your edited def 'manhattan' in class Point" in err, err
+    assert "return result * 2  # doubled by me" in module.read_text()
+    # --overwrite-edits: the generated version comes back, and the run says which member
+    assert main([str(v1), "-o", str(out), "--overwrite-edits"]) == 0
+    err = capsys.readouterr().err
+    assert "replaced your edits to the generated def 'manhattan' in class Point" in err, err
+    assert "doubled by me" not in module.read_text()
+    assert main([str(v1), "-o", str(out), "--check", "-q"]) == 0

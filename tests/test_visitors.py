@@ -171,3 +171,81 @@ def test_generated_package_and_program_pass_pyright_strict(exprpkg: Path, tmp_pa
     prog.write_text(textwrap.dedent(PROGRAM))
     errors, report = run_pyright(exprpkg, extra_files=[prog])
     assert errors == 0, report
+
+
+HELPERS_ARE_NOT_HOOKS = '''
+import warnings
+import tvmffi_runtime as rt
+from exprpkg.exprir import Add, IntImm, Var, Call
+from exprpkg.visitors import Mapper, Walker
+
+warnings.simplefilter("error", UserWarning)  # a helper must not warn
+
+
+class Notes(Walker):
+    """Helpers named with a hook prefix are plain methods: only generated names are hooks."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.vars = 0
+
+    def walk_note(self, msg: str) -> None:  # a helper, not a hook for every str
+        self.notes.append(msg)
+
+    def walk_var(self, node: Var) -> None:
+        self.vars += 1
+        self.walk_note(node.name)
+
+
+class Rename(Mapper):
+    def map_name(self, name: str) -> str:  # a helper, not a hook for every str value
+        return name + "_"
+
+    def map_var(self, node: Var) -> object:
+        return Var(self.map_name(node.name))
+
+
+tree = Add(Var("x"), Call("f", [Var("y"), IntImm(1)]))
+notes = Notes()
+rt.structural_walk(tree, notes)
+print(notes.vars, notes.notes)
+out = rt.structural_map(tree, Rename())
+print(out.a.name, out.b.op, out.b.args[0].name)
+
+caught = []
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+
+    class Typo(Mapper):
+        def map_vra(self, node: Var) -> object:
+            return IntImm(0)
+
+    class WrongBase(Walker):
+        def map_add(self, node: Add) -> None:
+            pass
+
+    class Fine(Walker):
+        def helper(self) -> None:
+            pass
+for w in seen:
+    print(w.category.__name__, w.message)
+print(rt.structural_map(tree, Typo()).a.name)  # the typo is not a hook
+'''
+
+
+def test_only_generated_names_are_hooks_and_near_misses_warn(exprpkg: Path, tmp_path: Path) -> None:
+    prog = tmp_path / "helpers.py"
+    prog.write_text(HELPERS_ARE_NOT_HOOKS)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(exprpkg.parent), str(ROOT / "runtime")])
+    proc = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "2 ['x', 'y']",
+        "x_ f y_",
+        "HookNameWarning Typo.map_vra is not a hook of Typo (only the names its base declares are);"
+        " did you mean map_var?",
+        "HookNameWarning WrongBase.map_add is not a hook of WrongBase (only the names its base declares are);"
+        " did you mean walk_add?",
+        "x",
+    ]

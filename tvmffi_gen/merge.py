@@ -6,22 +6,35 @@ generator wrote are replaced from the registry on every run; the user's members 
 were (after the same neighbour). The manifest records which members of each file the generator
 wrote, so nothing needs markers in the code.
 
-A conflict is reported, never resolved silently: a user member named like a member the
-generator now writes, or user code inside a class whose type left the library.
+A conflict is reported, never resolved silently: a user member binding a name the generator now
+writes in the same class or module (whatever the kinds: a method against a field, an assignment
+against a function, an import against a class...), or user code inside a class whose type left the
+library. Edits to generated members are found through a fingerprint of each member recorded in the
+manifest (``key<TAB>fingerprint``); what happens to them is the run's ``edit_policy``: refuse (the
+default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit listed in
+``edit_report``.
 """
 
 from __future__ import annotations
 
 import ast
+import contextvars
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["member_keys", "merge_source", "MergeConflict", "text_hash"]
+__all__ = ["member_keys", "merge_source", "MergeConflict", "text_hash", "edit_policy", "edit_report"]
 
+#: What to do with generated members the user edited: "refuse" (a conflict), "overwrite" (the new
+#: version replaces theirs) or "keep" (their version stays instead of the new one). Set by the CLI
+#: around planning (the writer calls merge_source without it).
+edit_policy: contextvars.ContextVar[str] = contextvars.ContextVar("edit_policy", default="refuse")
+#: Where edits found under "overwrite" or "keep" are listed: (file, member) pairs.
+edit_report: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar("edit_report", default=None)
 
 
 class MergeConflict(RuntimeError):
@@ -107,41 +120,158 @@ def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
 
 def member_keys(text: str) -> list[str]:
     """Keys of the members of a generated file: module statements and class members
-    (``ClassName::key``), as recorded in the manifest."""
+    (``ClassName::key``), each with the fingerprint of its text after a tab, as recorded in the
+    manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output)."""
+    lines = text.splitlines()
     body = ast.parse(text).body
-    keys = _ast_keys(body)
+    keys = [_entry(k, n, lines) for k, n in zip(_ast_keys(body), body)]
     for stmt in body:
         if isinstance(stmt, ast.ClassDef):
-            keys += [f"{stmt.name}::{k}" for k in _ast_keys(stmt.body)]
+            keys += [_entry(f"{stmt.name}::{k}", n, lines) for k, n in zip(_ast_keys(stmt.body), stmt.body)]
     return keys
+
+
+def _entry(key: str, node: ast.stmt, lines: list[str]) -> str:
+    fp = _ast_fingerprint(node, lines)
+    return f"{key}\t{fp}" if fp else key
+
+
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
+def _fingerprint(code: str) -> str:
+    """A member's text without indentation and blank lines, hashed: equal for the same member
+    wherever it is indented (comments count: editing one is an edit)."""
+    return hashlib.blake2b(_LINE_BREAKS.sub("\n", code.strip()).encode(), digest_size=8).hexdigest()
+
+
+def _ast_fingerprint(node: ast.stmt, lines: list[str]) -> str:
+    if isinstance(node, ast.ClassDef):
+        return ""  # a class is its members (fingerprinted one by one)
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0].lineno if decorators else node.lineno
+    return _fingerprint("\n".join(lines[first - 1 : node.end_lineno]))
+
+
+def _cst_fingerprint(node: cst.CSTNode) -> str:
+    import libcst as cst
+
+    if isinstance(node, cst.ClassDef):
+        return ""
+    if isinstance(node, (cst.FunctionDef, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        node = node.with_changes(leading_lines=[])
+    return _fingerprint(cst.Module(body=[]).code_for_node(node))
+
+
+def _split_recorded(entries: list[str]) -> dict[str, str]:
+    """Manifest entries -> {key: fingerprint} ("" where a manifest predates fingerprints)."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        key, _, fp = entry.partition("\t")
+        out[key] = fp
+    return out
+
+
+def _bound_names(node: cst.CSTNode) -> list[str]:
+    """Names a statement binds in its scope: defs, classes, assignment and annotation targets,
+    imports, also inside ``if``/``try``/``with``/``for`` blocks (augmented assignments extend a
+    name rather than bind it, and ``from __future__`` binds nothing)."""
+    return _ast_bound(ast.parse(_code(node)).body)
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    """Names an assignment target binds (``a``, ``a, *b``; not ``a.x`` or ``a[0]``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for t in target.elts for n in _target_names(t)]
+    return []
+
+
+def _ast_bound(body: list[ast.stmt]) -> list[str]:
+    names: list[str] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names += [n for t in stmt.targets for n in _target_names(t)]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.append(stmt.target.id)
+        elif isinstance(stmt, ast.Import):
+            names += [a.asname or a.name.split(".")[0] for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
+            names += [a.asname or a.name for a in stmt.names if a.name != "*"]
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            if isinstance(stmt, ast.For):
+                names += _target_names(stmt.target)
+            for part in ("body", "orelse", "finalbody"):
+                names += _ast_bound(getattr(stmt, part, []))
+            for handler in getattr(stmt, "handlers", []):
+                names += _ast_bound(handler.body)
+    return names
+
+
+def _describe(key: str) -> str:
+    """A member key as the user would name the member."""
+    kind, _, rest = key.partition(" ")
+    if kind == "def":
+        return f"def {rest.split(' @')[0]!r}"
+    if kind == "assign":
+        return f"assignment {rest!r}"
+    if kind == "class":
+        return f"class {rest!r}"
+    if key == "docstring":
+        return "docstring"
+    if key.startswith("docstring of "):
+        return "docstring of " + _describe(key[len("docstring of "):])
+    code = rest if len(rest) <= 60 else rest[:57] + "..."
+    return f"statement `{code}`"
 
 
 @dataclass
 class _Merge:
-    generated: set[str]
+    path: str
+    #: member keys the generator wrote last time -> fingerprint ("" when not recorded)
+    generated: dict[str, str]
     problems: list[str] = field(default_factory=list)
     kept: int = 0
+    policy: str = "refuse"
+    edits: list[str] = field(default_factory=list)
 
     def members(
         self, scope: str, user: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], classes_in_new: set[str]
     ) -> list[cst.CSTNode]:
         prefix = f"{scope}::" if scope else ""
+        where = f"class {scope}" if scope else "the module"
         out = list(new)
         new_keys = _statement_keys(new)
         out_keys = list(new_keys)
+        new_names: dict[str, str] = {}
+        for node, key in zip(new, new_keys):
+            for name in _bound_names(node):
+                new_names.setdefault(name, key)
         user_keys = _statement_keys(user)
         for i, node in enumerate(user):
             key = user_keys[i]
-            if prefix + key in self.generated:
-                continue  # the generator's own member: the new version replaces it
+            if prefix + key in self.generated and not self._edited(where, prefix, key, node, out, out_keys):
+                continue  # the generator's own member: the new version replaces it (or it was kept)
             if key in new_keys and key.startswith("docstring of "):
                 continue  # the string of a member that conflicts (reported for the member)
             if key in new_keys:
                 name = key.split(" ", 1)[1].split(" @")[0]
-                where = f"class {scope}" if scope else "the module"
                 self.problems.append(
                     f"your {key.split(' ')[0]} {name!r} in {where} has the name of a member the"
                     " generator now writes; rename yours"
+                )
+                continue
+            clash = [n for n in dict.fromkeys(_bound_names(node)) if n in new_names]
+            if clash:
+                theirs = ", ".join(f"{n!r} ({_describe(new_names[n])})" for n in clash)
+                self.problems.append(
+                    f"your {_describe(key)} in {where} binds {theirs}, which the generator now writes"
+                    " there; rename yours"
                 )
                 continue
             # place it after the nearest preceding user-file member that is in the output
@@ -154,6 +284,34 @@ class _Merge:
             out_keys.insert(anchor + 1, key)
             self.kept += 1
         return out
+
+    def _edited(
+        self, where: str, prefix: str, key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]
+    ) -> bool:
+        """Handle a generated member of last time that the user may have edited. True when it
+        is to be kept as the user's own code (an edited member the library no longer has,
+        under "keep"); the edited version replaces the new one in ``out`` under "keep"."""
+        recorded = self.generated[prefix + key]
+        mine = _cst_fingerprint(node)
+        if not recorded or mine == recorded:
+            return False
+        index = out_keys.index(key) if key in out_keys else -1
+        if index >= 0 and _cst_fingerprint(out[index]) == mine:
+            return False  # the user's edit is what the generator writes now
+        what = f"{_describe(key)} in {where}"
+        if self.policy == "refuse":
+            gone = "" if index >= 0 else " (no longer generated)"
+            self.problems.append(
+                f"you edited the generated {what}{gone}; regeneration would replace it: pass"
+                " --keep-edits to keep your version or --overwrite-edits to replace it"
+            )
+            return False
+        self.edits.append(what)
+        if self.policy == "keep":
+            if index < 0:
+                return True
+            out[index] = node
+        return False
 
 
 def merge_source(path: str, current: str, generated_keys: list[str], new_text: str) -> tuple[str, int]:
@@ -168,7 +326,7 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     except cst.ParserSyntaxError as exc:
         raise MergeConflict(path, [f"cannot parse your edited file ({exc.message} at line {exc.raw_line})"]) from None
     new_mod = cst.parse_module(new_text)
-    merge = _Merge(set(generated_keys))
+    merge = _Merge(path, _split_recorded(generated_keys), policy=edit_policy.get())
     new_classes = {s.name.value: s for s in new_mod.body if isinstance(s, cst.ClassDef)}
     user_classes = {s.name.value: s for s in user_mod.body if isinstance(s, cst.ClassDef)}
 
@@ -198,4 +356,7 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     body = merge.members("", list(user_mod.body), module_body, set(new_classes))
     if merge.problems:
         raise MergeConflict(path, merge.problems)
+    report = edit_report.get()
+    if report is not None:
+        report += [(path, what) for what in merge.edits]
     return new_mod.with_changes(body=body).code, merge.kept

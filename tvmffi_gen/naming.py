@@ -1,7 +1,8 @@
 """Python names for registry names: one deterministic rule, stated in the README.
 
-1. Sanitise: every character that cannot appear in an identifier becomes ``_``; a name that starts
-   with a digit gets a leading ``_``; an empty name becomes ``_``.
+1. Sanitise: the name is NFKC-normalised (as Python reads identifiers); every character
+   ``str.isidentifier()`` does not accept inside a name becomes ``_``; a name that cannot start
+   with its first character (a digit) gets a leading ``_``; an empty name becomes ``_``.
 2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, an alias
    generated modules import under (``_t``, ``_rt``, ``_gen``, ...), a file the package root holds
    (``visitors``, ``_lib``), or a member the runtime base class already defines (for enums also
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 
 __all__ = [
     "RESERVED_ENUM",
@@ -49,15 +51,18 @@ RESERVED_CLASS = RESERVED_MODULE | frozenset(
     {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}
 )
 
-_INVALID = re.compile(r"[^0-9A-Za-z_]")
-
-
 def sanitize(name: str) -> str:
-    """Rule 1: make ``name`` a syntactically valid identifier."""
-    out = _INVALID.sub("_", name)
+    """Rule 1: make ``name`` a valid identifier, as Python reads it.
+
+    Python reads identifiers NFKC-normalised (``ﬁ`` is ``fi``), so the name is normalised first;
+    then every character ``str.isidentifier()`` does not accept inside a name becomes ``_``, and
+    a name that cannot start with its first character (a digit) gets a leading ``_``.
+    """
+    text = unicodedata.normalize("NFKC", name)
+    out = "".join(c if ("_" + c).isidentifier() else "_" for c in text)
     if not out:
         return "_"
-    if out[0].isdigit():
+    if not out[0].isidentifier():
         out = "_" + out
     return out
 

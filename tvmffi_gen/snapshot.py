@@ -32,7 +32,13 @@ SNAPSHOT_FORMAT = 1
 
 
 class SnapshotError(RuntimeError):
-    """The library could not be loaded or read; the message names the library and the reason."""
+    """The library could not be loaded or read; the message names the library and the reason.
+
+    ``detail`` is everything the loading process printed (shown with ``-v``)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass
@@ -294,16 +300,57 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
             f"{lib}: loading the library did not finish within {timeout:g} s (it hangs in its initialisers?)"
         ) from None
     if proc.returncode != 0:
-        detail = proc.stderr.strip().splitlines()
-        reason = detail[-1] if detail else ""
+        error, frames = summarise_failure(proc.stderr)
+        where = "".join(f"\n  at {f}" for f in frames)
+        more = "\n  (-v shows everything the loading process printed)" if proc.stderr.strip() else ""
         if proc.returncode < 0:
             sig = signal.Signals(-proc.returncode).name
             raise SnapshotError(
-                f"{lib}: the process loading it died with {sig}" + (f" ({reason})" if reason else "")
-                + " — the library crashes or aborts in its static initialisers"
+                f"{lib}: the process loading it died with {sig} — the library crashes or aborts in its"
+                f" static initialisers" + (f":\n  {error}" if error else "") + where + more,
+                proc.stderr,
             )
-        raise SnapshotError(f"{lib}: {reason or f'snapshot failed with exit status {proc.returncode}'}")
+        reason = error or f"snapshot failed with exit status {proc.returncode}"
+        raise SnapshotError(f"{lib}: {reason}" + where + (more if where else ""), proc.stderr)
     return Snapshot.from_json(proc.stdout, source=lib)
+
+
+#: Source files of the dynamic loader, libc and the Python interpreter: frames there say nothing
+#: about the library (a loading traceback is mostly these).
+_NOT_THE_LIBRARY = ("./", "Objects/", "Python/", "Modules/", "Parser/", "Include/", "/tmp/python-build")
+_MAX_FRAMES = 8
+
+
+def summarise_failure(stderr: str) -> tuple[str, list[str]]:
+    """The error's first line and the frames of the library's own code (at most eight), from the
+    output of a loading process that failed: a native traceback is mostly loader and interpreter
+    frames, and its error line is neither the first nor the last line."""
+    lines = [ln.rstrip() for ln in stderr.splitlines() if ln.strip()]
+    frames: list[str] = []
+    error = ""
+    for ln in lines:
+        frame = _frame(ln)
+        if frame is not None:
+            if frame and len(frames) < _MAX_FRAMES:
+                frames.append(frame)
+        elif not error and not ln.startswith("Traceback"):
+            error = ln.strip().strip("!").strip()  # "!!!!!!! Segfault encountered !!!!!!!"
+    return error, frames
+
+
+def _frame(line: str) -> str | None:
+    """A traceback line as ``function (file:line)``: "" for a loader or interpreter frame, None
+    when the line is not a frame."""
+    text = line.strip()
+    if not text.startswith('File "') or '", line ' not in text:
+        return None
+    path, _, rest = text[6:].partition('", line ')
+    number, _, func = rest.partition(", in ")
+    if path.startswith(_NOT_THE_LIBRARY) or func in ("_start", "") or func.startswith("0x"):
+        return ""
+    if len(func) > 120:
+        func = func[:117] + "..."
+    return func if path == "<unknown>" else f"{func} ({path}:{number})"
 
 
 if __name__ == "__main__":

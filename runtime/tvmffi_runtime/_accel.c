@@ -1016,6 +1016,13 @@ static PyObject* field_get(Field* f, PyObject* obj, PyObject* type) {
   }
 }
 
+/* A TypeError naming the field for a value it cannot hold (replaces any exception set). */
+static int field_type_error(Field* f, const char* expected, PyObject* value) {
+  PyErr_Clear();
+  PyErr_Format(PyExc_TypeError, "field %U: expected %s, got %s", f->qualname, expected, Py_TYPE(value)->tp_name);
+  return -1;
+}
+
 static int field_set(Field* f, PyObject* obj, PyObject* value) {
   if (value == NULL) {
     PyErr_Format(PyExc_AttributeError, "field %U cannot be deleted", f->qualname);
@@ -1036,11 +1043,11 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
   switch (f->kind) {
     case F_I64: {
       PyObject* i = PyNumber_Index(value);
-      if (i == NULL) return -1;
+      if (i == NULL) return field_type_error(f, "int", value);
       int overflow = 0;
       long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
       if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "%S does not fit the int64 field", i);
+        PyErr_Format(PyExc_OverflowError, "field %U: %S does not fit the int64 field", f->qualname, i);
         Py_DECREF(i);
         return -1;
       }
@@ -1050,21 +1057,23 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
       return 0;
     }
     case F_F64: {
-      if (!PyFloat_Check(value) && (PyBool_Check(value) || !PyLong_Check(value))) {
-        PyErr_Format(PyExc_TypeError, "expected float, got %s", Py_TYPE(value)->tp_name);
-        return -1;
-      }
+      if (!PyFloat_Check(value) && (PyBool_Check(value) || !PyLong_Check(value)))
+        return field_type_error(f, "float", value);
       double x = PyFloat_AsDouble(value);
       if (x == -1.0 && PyErr_Occurred()) return -1;
       *(double*)p = x;
       return 0;
     }
     case F_BOOL: {
+      /* what the native bool conversion (and so a bool argument) accepts: a bool or an int */
+      int truth = value == Py_True;
       if (!PyBool_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "expected bool, got %s", Py_TYPE(value)->tp_name);
-        return -1;
+        PyObject* i = PyNumber_Index(value);
+        if (i == NULL) return field_type_error(f, "bool or int", value);
+        truth = PyObject_IsTrue(i);
+        Py_DECREF(i);
       }
-      *(uint8_t*)p = value == Py_True;
+      *(uint8_t*)p = (uint8_t)truth;
       return 0;
     }
     default:

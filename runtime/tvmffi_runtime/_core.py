@@ -1019,7 +1019,9 @@ def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseExcept
     if not isinstance(exc, (TypeError, ValueError, OverflowError, _struct_error)):
         return exc  # not a conversion problem: it propagates as it is
     if isinstance(exc, ReleasedObjectError):
-        return ReleasedObjectError(f"{_callee_name(name)}: argument {i}: {exc}")
+        released = ReleasedObjectError(f"{_callee_name(name)}: argument {i}: {exc}")
+        released.ffi_argument = i  # type: ignore[attr-defined]
+        return released
     err = TypeError(
         f"{_callee_name(name)}: argument {i} has type {type(value).__name__},"
         " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
@@ -1027,6 +1029,7 @@ def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseExcept
     if str(exc):
         err.__cause__ = exc
     err.__suppress_context__ = True
+    err.ffi_argument = i  # type: ignore[attr-defined]  # which one, for callers that name it better
     return err
 
 

@@ -96,7 +96,7 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 def write_i64(addr: int, value: int) -> None:
     """Store an int field in place (what its registry setter does), refusing what does not fit."""
     if type(value) is not int:
-        value = _index(value)
+        value = _as_index(value, "int")
     if not _I64_MIN <= value <= _I64_MAX:
         raise OverflowError(f"{value} does not fit the int64 field")
     _i64_at(addr).value = value
@@ -112,10 +112,18 @@ def write_f64(addr: int, value: float) -> None:
 
 
 def write_bool(addr: int, value: bool) -> None:
-    """Store a bool field in place."""
+    """Store a bool field in place. It accepts what the native bool conversion (and so a bool
+    argument) accepts: a bool, or an int (non-zero is true)."""
     if type(value) is not bool:
-        raise TypeError(f"expected bool, got {type(value).__name__}")
+        value = bool(_as_index(value, "bool or int"))
     _bool_at(addr).value = value
+
+
+def _as_index(value: Any, expected: str) -> int:
+    try:
+        return _index(value)
+    except TypeError:
+        raise TypeError(f"expected {expected}, got {type(value).__name__}") from None
 
 
 from operator import index as _index  # noqa: E402
@@ -232,7 +240,17 @@ class FieldAccess:
 
     def set(self, obj: Object, value: Any) -> None:
         acc = self._acc or self._resolve()
-        acc.set(obj, value)
+        try:
+            acc.set(obj, value)
+        except (TypeError, ValueError) as exc:
+            raise _naming_field(exc, f"{self.type_key}.{self.name}") from exc.__cause__
+
+
+def _naming_field(exc: BaseException, qualname: str) -> BaseException:
+    """``exc`` of a field write, reworded to name the field (a message that names it is kept)."""
+    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _core.ReleasedObjectError):
+        return exc
+    return type(exc)(f"field {qualname}: {exc}")
 
 
 _G = TypeVar("_G")
@@ -340,7 +358,11 @@ class ReadOnlyField(Generic[_G]):
             if setter is None:
                 raise AttributeError(f"field {self.qualname} is read-only")
             if setter is True:
-                _FIELD_WRITERS[self.kind](self._address(obj), value)
+                addr = self._address(obj)
+                try:
+                    _FIELD_WRITERS[self.kind](addr, value)
+                except (TypeError, OverflowError) as exc:
+                    raise type(exc)(f"field {self.qualname}: {exc}") from None
             else:
                 setter(obj, value)  # the registry accessor refuses a released object itself
 
@@ -445,7 +467,45 @@ def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ..
         if value is not MISSING:
             args.append(key)
             args.append(value)
-    _adopt(self, ffi_call(_init_handle(type_key), args, f"{type_key}.__init__"), type_key)
+    try:
+        made = ffi_call(_init_handle(type_key), args, f"{type_key}.__init__")
+    except (TypeError, ValueError) as exc:
+        raise _auto_argument_error(self, type_key, named, args, exc) from exc.__cause__
+    _adopt(self, made, type_key)
+
+
+def _auto_argument_error(
+    self: Object, type_key: str, named: tuple[tuple[str, Any], ...], args: list[Any], exc: BaseException
+) -> BaseException:
+    """``exc`` reworded to name the parameter the caller wrote, not the slot of the packed
+    keyword call (``[marker, key, value, ...]``) the runtime saw."""
+    slot = getattr(exc, "ffi_argument", None)
+    if slot is None or slot < 2 or slot % 2:
+        return exc  # not an argument conversion (a native error already names its field)
+    key = args[slot - 1]
+    position = [k for k, _ in named].index(key)
+    what = f"argument {key!r} (position {position})"
+    if _keyword_only(self, type_key, key):
+        what = f"keyword argument {key!r}"
+    value = args[slot]
+    detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+    if isinstance(exc, _core.ReleasedObjectError):
+        return _core.ReleasedObjectError(f"{type_key}.__init__: {what}: {_core._released_object_error(value)}")
+    return TypeError(
+        f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
+        f" to a TVM FFI value{detail}"
+    )
+
+
+def _keyword_only(self: Object, type_key: str, key: str) -> bool:
+    """Whether the generated ``__init__`` of ``type_key`` takes ``key`` as keyword-only."""
+    import inspect
+
+    for klass in type(self).__mro__:
+        if getattr(klass, "_type_key", None) == type_key and "__init__" in vars(klass):
+            param = inspect.signature(vars(klass)["__init__"]).parameters.get(key)
+            return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
+    return False
 
 
 def not_constructible(self: Object, type_key: str) -> NoReturn:
@@ -467,6 +527,19 @@ def _refuse_new(cls: type, *args: Any, **kwargs: Any) -> NoReturn:
 
 def _plain_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     return object.__new__(cls)
+
+
+class _InitSignature:
+    """``cls.__signature__`` for classes whose ``__new__`` takes anything: the signature of the
+    class's ``__init__`` without ``self`` (what ``help()``, IDEs and ``inspect`` should show)."""
+
+    def __get__(self, obj: object, owner: type) -> Any:
+        import inspect
+
+        if obj is not None:
+            raise AttributeError("__signature__")  # instances are not callable
+        sig = inspect.signature(getattr(owner, "__init__"))  # noqa: B009 (the class's, not an instance's)
+        return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
 def register(
@@ -500,7 +573,14 @@ def register(
             cls.__new__ = _refuse_new  # type: ignore[assignment]
         elif any(getattr(b, "__new__", None) is _refuse_new for b in cls.__mro__[1:]):
             cls.__new__ = _plain_new  # type: ignore[assignment]
-        return registrar(cls)
+            # inspect.signature would report this __new__'s (*args, **kwargs): show __init__'s
+            cls.__signature__ = _InitSignature()  # type: ignore[attr-defined]
+        registered = registrar(cls)
+        from .enums import Enum, intern_entries
+
+        if issubclass(cls, Enum):
+            intern_entries(cls)
+        return registered
 
     return decorate
 

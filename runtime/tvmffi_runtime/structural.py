@@ -32,6 +32,7 @@ import struct
 import sys
 import types
 import typing
+import warnings
 from enum import IntEnum
 from typing import Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, TypeAlias, TypeVar
 
@@ -57,6 +58,7 @@ __all__ = [
     "WalkOrder",
     "WalkResult",
     "WalkerBase",
+    "HookNameWarning",
     "default_hook",
     "move",
     "on",
@@ -1215,7 +1217,9 @@ class _HookBase:
         for klass in reversed(cls.__mro__):
             declared.update(klass.__dict__.get("_hook_types", {}) or {})
         others: list[str] = []
-        for klass in reversed(cls.__mro__):
+        # Where a (generated) base declares its hooks, those names are the only hooks; a bare
+        # runtime base (nothing declared) takes any prefixed method, chosen by its annotation.
+        for klass in reversed(cls.__mro__) if not declared else ():
             for name, attr in klass.__dict__.items():
                 if (
                     name.startswith(prefix)
@@ -1254,6 +1258,71 @@ class _HookBase:
 
     def _bound_hooks(self) -> list[_Entry]:
         return [_Entry(s.indices, getattr(self, s.name), s.extra) for s in type(self)._hook_table()]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, hook in _near_hook_names(cls):
+            warnings.warn(
+                f"{cls.__qualname__}.{name} is not a hook of {cls.__qualname__} (only the names its"
+                f" base declares are); did you mean {hook}?",
+                HookNameWarning,
+                stacklevel=2,
+            )
+
+
+class HookNameWarning(UserWarning):
+    """A method of a Walker / Visitor / Mapper / Mutator subclass is named almost like a hook
+    (a typo, or another base's prefix): it is not called by the traversal."""
+
+
+_HOOK_PREFIXES = ("walk_", "visit_", "map_", "mutate_")
+
+
+def _near_hook_names(cls: type[_HookBase]) -> list[tuple[str, str]]:
+    """(method, hook it is probably meant to be) for the methods ``cls`` defines that are not
+    hooks but are close to one: an edit away, or a hook's name under another base's prefix."""
+    declared: set[str] = set()
+    for klass in cls.__mro__:
+        declared.update(klass.__dict__.get("_hook_types", {}) or {})
+    if not declared:
+        return []
+    prefix = cls._hook_prefix
+    out: list[tuple[str, str]] = []
+    for name, attr in cls.__dict__.items():
+        if name in declared or name in cls._hook_reserved or name.startswith("_"):
+            continue
+        if not isinstance(attr, (types.FunctionType, functools.partialmethod)):
+            continue
+        other = next((p for p in _HOOK_PREFIXES if name.startswith(p) and p != prefix), None)
+        if other is not None and prefix + name[len(other):] in declared:
+            out.append((name, prefix + name[len(other):]))
+            continue
+        if not name.startswith(prefix):
+            continue
+        suffix = name[len(prefix):]
+        limit = 1 if len(suffix) < 8 else 2
+        near = sorted(
+            (_edit_distance(suffix, hook[len(prefix):]), hook) for hook in declared if hook.startswith(prefix)
+        )
+        if near and near[0][0] <= limit:
+            out.append((name, near[0][1]))
+    return out
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap of neighbours) that turn ``a`` into ``b``."""
+    if abs(len(a) - len(b)) > 2:
+        return 3  # more than any limit we use
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
 
 
 class WalkerBase(_HookBase):
