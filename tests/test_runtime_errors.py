@@ -217,6 +217,9 @@ SIGINT_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time
     import tvmffi_runtime as rt
+    # a shell starts background jobs with SIGINT ignored, and Python keeps that: restore the
+    # default handler so the test does not depend on how the suite was launched
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rt.load_library(sys.argv[1])
     run_check_signal = rt.get_global_func("testing.run_check_signal")
 
