@@ -9,9 +9,10 @@ script
    ``ir.IntImm``s, ``prim.Mul``, ``prim.Add``, made by TVM's constructor functions);
 3. folds constants with a generated ``Mapper`` and walks the result with a ``Walker``;
 4. builds the same expression with ``tvm``'s own Python API in this process and checks the
-   results against it: TVM's simplifier gives the same value once ``x`` is bound, and the
-   FFI's structural equality (``ffi.StructuralEqual``, free variables mapped) holds between our
-   folded expression and ``x + 6`` built by ``tvm``.
+   results against it: TVM's simplifier gives the same value once ``x`` is bound, structural
+   equality (free variables mapped) holds between our folded expression and ``x + 6`` built by
+   ``tvm`` — asked of our runtime and of ``tvm_ffi.structural_equal`` (what ``tvm`` uses) — and TVM's simplifier
+   accepts our objects as its own.
 
 Run: ``python examples/tvm_tir/run.py`` (prints what it checked, exits 0 on success).
 """
@@ -107,6 +108,7 @@ def check(package_dir: Path) -> None:
 
     # The same expression through tvm's own Python API, in this process.
     import tvm
+    import tvm_ffi
     from tvm import tirx
 
     tx = tirx.Var("x", "int32")
@@ -126,12 +128,18 @@ def check(package_dir: Path) -> None:
     assert isinstance(ours_at_5, ir.IntImm) and ours_at_5.value == int(theirs_at_5) == 11
     print(f"x = 5: ours {ours_at_5.value}, tvm {int(theirs_at_5)}")
 
-    # Structural equality in the FFI's engine: our folded 6 + x against tvm's 6 + x.
-    structural_equal = rt.get_global_func("ffi.StructuralEqual")
+    # Structural equality in the FFI's engine: our folded 6 + x against tvm's 6 + x, asked of
+    # our runtime and of tvm's own API (our objects cross into tvm_ffi as its own objects).
     expected = tirx.Add(tirx.IntImm("int32", 6), tx)
-    assert structural_equal(folded, expected, True, False) is True
-    assert structural_equal(expr, expected, True, False) is False
-    print("ffi.StructuralEqual(ours folded, tvm's 6 + x): True")
+    assert rt.structural_equal(folded, expected, map_free_vars=True)
+    assert not rt.structural_equal(expr, expected, map_free_vars=True)
+    assert tvm_ffi.structural_equal(folded, expected, map_free_vars=True)
+    assert not tvm_ffi.structural_equal(expr, expected, map_free_vars=True)
+    assert rt.structural_hash(folded, map_free_vars=True) == tvm_ffi.structural_hash(expected, map_free_vars=True) % 2**64
+    print("structural_equal(ours folded, tvm's 6 + x): True, asked of our runtime and of tvm")
+    # and tvm's analyzer works on our objects directly
+    assert str(tvm.sym.Analyzer().simplify(expr)) == str(simplified)
+    print(f"tvm's simplifier on our expression: {tvm.sym.Analyzer().simplify(expr)}")
     print("OK")
 
 
