@@ -8,7 +8,6 @@ generated Mapper, walked with a Walker, and checked against ``tvm``'s own Python
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -17,23 +16,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tvmffi_gen.cli import generate
+from tvmffi_gen.cli import generate, library_shipped_with
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output
 
 
-def _tvm_compiler_library() -> Path | None:
-    spec = importlib.util.find_spec("tvm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        lib = Path(loc) / "lib" / "libtvm_compiler.so"
-        if lib.is_file():
-            return lib
-    return None
-
-
-TVM_LIB = _tvm_compiler_library()
+TVM_LIB = library_shipped_with("tvm", "libtvm_compiler.so")
 pytestmark = pytest.mark.skipif(
     TVM_LIB is None, reason="apache-tvm is not installed (pip install apache-tvm to run these tests)"
 )

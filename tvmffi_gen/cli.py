@@ -17,21 +17,29 @@ from .snapshot import Snapshot, SnapshotError, take_snapshot
 from .uses import UsedPackageError
 from .writer import OutputError, Plan, apply_plan, plan_output
 
-__all__ = ["main", "generate", "default_library"]
+__all__ = ["main", "generate", "default_library", "library_shipped_with"]
+
+
+def library_shipped_with(package: str, filename: str) -> Path | None:
+    """``<package>/lib/<filename>`` of an installed Python package (found without importing it,
+    as apache-tvm-ffi and apache-tvm ship their libraries); None if the package or file is absent."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    for loc in (spec.submodule_search_locations or []) if spec is not None else []:
+        candidate = Path(loc) / "lib" / filename
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def default_library() -> str:
     """``libtvm_ffi_testing.so`` from the apache-tvm-ffi package: the embedded default."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("tvm_ffi")
-    if spec is None or not spec.submodule_search_locations:
-        raise SnapshotError("no library given, and apache-tvm-ffi (which ships the default) is not installed")
-    for loc in spec.submodule_search_locations:
-        candidate = Path(loc) / "lib" / "libtvm_ffi_testing.so"
-        if candidate.is_file():
-            return str(candidate)
-    raise SnapshotError("no library given, and libtvm_ffi_testing.so was not found in apache-tvm-ffi")
+    found = library_shipped_with("tvm_ffi", "libtvm_ffi_testing.so")
+    if found is None:
+        raise SnapshotError("no library given, and libtvm_ffi_testing.so of apache-tvm-ffi (which ships"
+                            " the default) was not found: pip install apache-tvm-ffi")
+    return str(found)
 
 
 def _tvm_ffi_libdir() -> str | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -35,14 +34,12 @@ ROOT = HERE.parent.parent
 
 def tvm_compiler_library() -> Path:
     """``libtvm_compiler.so`` inside the installed apache-tvm wheel (found without importing tvm)."""
-    spec = importlib.util.find_spec("tvm")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("apache-tvm is not installed: pip install apache-tvm")
-    for loc in spec.submodule_search_locations:
-        lib = Path(loc) / "lib" / "libtvm_compiler.so"
-        if lib.is_file():
-            return lib
-    raise SystemExit("apache-tvm is installed, but libtvm_compiler.so is not in its lib/ folder")
+    from tvmffi_gen.cli import library_shipped_with
+
+    lib = library_shipped_with("tvm", "libtvm_compiler.so")
+    if lib is None:
+        raise SystemExit("apache-tvm's libtvm_compiler.so was not found: pip install apache-tvm")
+    return lib
 
 
 def generate(out: Path) -> float:
