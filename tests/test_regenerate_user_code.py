@@ -191,7 +191,8 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     assert [k.partition("\t")[0] for k in keys] == [  # each with its fingerprint after a tab
         "class A", "A::docstring", "A::assign a", "A::docstring of assign a", "A::def f @"
     ]
-    merged, kept = merge_source("x.py", user, keys, gen1)
+    result = merge_source("x.py", user, keys, gen1)
+    merged, kept = result.text, result.kept
     assert kept == 4
     assert merged == user
     gen2 = gen1.replace("    def f", '    foo: int = 3\n    """Generated foo."""\n\n    def f')
@@ -254,14 +255,15 @@ def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, e
         user = GEN1.replace("\n\ndef helper", "\n" + user_code + "\n\ndef helper")
     else:
         user = GEN1 + "\n\n" + user_code
-    merged, kept = merge_source("x.py", user, keys, GEN1)  # no conflict with the first version
+    result = merge_source("x.py", user, keys, GEN1)  # no conflict with the first version
+    merged, kept = result.text, result.kept
     assert kept == 1
     with pytest.raises(MergeConflict) as info:
         merge_source("x.py", user, keys, GEN2)
     assert len(info.value.problems) == 1 and expect in info.value.problems[0], info.value.problems
     # changing what a generated name holds is not binding the name
     extended = GEN1 + "\n\nhelper.__doc__ = 'mine'\n"
-    assert merge_source("x.py", extended, keys, GEN2)[1] == 1
+    assert merge_source("x.py", extended, keys, GEN2).kept == 1
 
 
 def test_kind_clash_stops_the_run_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -57,3 +57,13 @@ def test_runtime_passes_pyright_strict() -> None:
         f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20]
     )
     assert not errors, f"pyright strict on the runtime, errors per file {dict(per_file)}:\n{first}"
+
+
+def test_generator_is_mypy_strict_clean(tmp_path: Path) -> None:
+    """The generator too: its model objects are what the templates trust."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--show-error-codes", "--cache-dir", str(tmp_path / "c"),
+         "-p", "tvmffi_gen"],
+        cwd=RUNTIME.parent, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]

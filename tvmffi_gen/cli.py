@@ -220,18 +220,10 @@ def _importable_elsewhere(top: str, output: Path) -> str | None:
 def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str, str], log: _Log) -> Plan:
     """``plan_output`` under the run's choice for edited generated members (refused unless
     --keep-edits or --overwrite-edits), listing each edit it kept or replaced."""
-    from . import merge
-
     policy = "keep" if args.keep_edits else "overwrite" if args.overwrite_edits else "refuse"
-    edits: list[tuple[str, str]] = []
-    tokens = (merge.edit_policy.set(policy), merge.edit_report.set(edits))
-    try:
-        plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force)
-    finally:
-        merge.edit_report.reset(tokens[1])
-        merge.edit_policy.reset(tokens[0])
+    plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy)
     verb = "kept your edited" if policy == "keep" else "replaced your edits to the generated"
-    for path, what in edits:
+    for path, what in plan.edits:
         log.warn(f"{path}: {verb} {what}")
     return plan
 

@@ -10,15 +10,14 @@ A conflict is reported, never resolved silently: a user member binding a name th
 writes in the same class or module (whatever the kinds: a method against a field, an assignment
 against a function, an import against a class...), or user code inside a class whose type left the
 library. Edits to generated members are found through a fingerprint of each member recorded in the
-manifest (``key<TAB>fingerprint``); what happens to them is the run's ``edit_policy``: refuse (the
-default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit listed in
-``edit_report``.
+manifest (``key<TAB>fingerprint``); what happens to them is the run's edit policy (``EDIT_POLICIES``):
+refuse (the default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit
+listed in the merge's result.
 """
 
 from __future__ import annotations
 
 import ast
-import contextvars
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -27,14 +26,21 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["member_keys", "merge_source", "MergeConflict", "text_hash", "edit_policy", "edit_report"]
+__all__ = ["EDIT_POLICIES", "Merged", "member_keys", "merge_source", "MergeConflict", "text_hash"]
 
 #: What to do with generated members the user edited: "refuse" (a conflict), "overwrite" (the new
-#: version replaces theirs) or "keep" (their version stays instead of the new one). Set by the CLI
-#: around planning (the writer calls merge_source without it).
-edit_policy: contextvars.ContextVar[str] = contextvars.ContextVar("edit_policy", default="refuse")
-#: Where edits found under "overwrite" or "keep" are listed: (file, member) pairs.
-edit_report: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar("edit_report", default=None)
+#: version replaces theirs) or "keep" (their version stays instead of the new one).
+EDIT_POLICIES = ("refuse", "overwrite", "keep")
+
+
+@dataclass
+class Merged:
+    """The result of a merge: the text, how many user members it kept, and the generated
+    members the user had edited (kept or overwritten, per the policy)."""
+
+    text: str
+    kept: int
+    edits: list[str]
 
 
 class MergeConflict(RuntimeError):
@@ -314,11 +320,14 @@ class _Merge:
         return False
 
 
-def merge_source(path: str, current: str, generated_keys: list[str], new_text: str) -> tuple[str, int]:
+def merge_source(
+    path: str, current: str, generated_keys: list[str], new_text: str, edit_policy: str = "refuse"
+) -> Merged:
     """Merge the user's additions in ``current`` into freshly generated ``new_text``.
 
-    ``generated_keys`` are the member keys the generator wrote last time (from the manifest).
-    Returns the merged text and the number of user members kept; raises MergeConflict.
+    ``generated_keys`` are the member keys the generator wrote last time (from the manifest);
+    ``edit_policy`` (one of ``EDIT_POLICIES``) says what happens to generated members the user
+    edited. Raises MergeConflict.
     """
     import libcst as cst
     try:
@@ -326,7 +335,7 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     except cst.ParserSyntaxError as exc:
         raise MergeConflict(path, [f"cannot parse your edited file ({exc.message} at line {exc.raw_line})"]) from None
     new_mod = cst.parse_module(new_text)
-    merge = _Merge(path, _split_recorded(generated_keys), policy=edit_policy.get())
+    merge = _Merge(path, _split_recorded(generated_keys), policy=edit_policy)
     new_classes = {s.name.value: s for s in new_mod.body if isinstance(s, cst.ClassDef)}
     user_classes = {s.name.value: s for s in user_mod.body if isinstance(s, cst.ClassDef)}
 
@@ -356,7 +365,4 @@ def merge_source(path: str, current: str, generated_keys: list[str], new_text: s
     body = merge.members("", list(user_mod.body), module_body, set(new_classes))
     if merge.problems:
         raise MergeConflict(path, merge.problems)
-    report = edit_report.get()
-    if report is not None:
-        report += [(path, what) for what in merge.edits]
-    return new_mod.with_changes(body=body).code, merge.kept
+    return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits))

@@ -587,7 +587,8 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
-        for member in [*cls.fields, *cls.methods]:
+        members: list[FieldModel | MethodModel] = [*cls.fields, *cls.methods]
+        for member in members:
             if member.name in from_used:  # overrides a member we cannot compare: let mypy be
                 member.override_ignore = True
         cls.pod_offsets = {

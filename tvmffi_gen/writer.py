@@ -42,6 +42,8 @@ class Plan:
     merged: dict[str, int] = field(default_factory=dict)
     #: files no longer generated but edited by the user: left in place
     orphaned: list[str] = field(default_factory=list)
+    #: generated members the user had edited, kept or overwritten per the edit policy: (file, member)
+    edits: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -118,9 +120,12 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
-def plan_output(root: Path, files: dict[str, str], generator: str, force: bool = False) -> Plan:
+def plan_output(
+    root: Path, files: dict[str, str], generator: str, force: bool = False, edit_policy: str = "refuse"
+) -> Plan:
     """Compare rendered ``files`` with what is in ``root``; merge user additions into files the
-    user edited; refuse folders we did not generate. Nothing is written here."""
+    user edited (``edit_policy``: see ``merge.EDIT_POLICIES``); refuse folders we did not
+    generate. Nothing is written here."""
     if root.exists() and not root.is_dir():
         raise OutputError(f"{root}: the output path exists and is not a folder")
     manifest = _read_manifest(root) if root.is_dir() else None
@@ -144,12 +149,13 @@ def plan_output(root: Path, files: dict[str, str], generator: str, force: bool =
         if before is None or text_hash(current) == before.get("hash"):
             continue  # not edited since we wrote it (or --force over a foreign file)
         try:
-            merged, kept = merge_source(str(target), current, list(before.get("members", [])), text)
+            merged = merge_source(str(target), current, list(before.get("members", [])), text, edit_policy)
         except MergeConflict as exc:
             conflicts += [f"{exc.path}: {p}" for p in exc.problems]
             continue
-        final[rel] = merged
-        plan.merged[rel] = kept
+        final[rel] = merged.text
+        plan.merged[rel] = merged.kept
+        plan.edits += [(str(target), what) for what in merged.edits]
     if conflicts:
         raise OutputError(
             "your code conflicts with what the library now registers (nothing was written):\n  "
