@@ -285,9 +285,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"would write {root / rel}")
             for rel in plan.removed:
                 print(f"would remove {root / rel}")
-            if project is not None and project.changed:
-                print(f"would write {project.path}")
-            if plan.has_changes or (project is not None and project.changed):
+            for path in project.changed if project is not None else []:
+                print(f"would write {path}")
+            for path in project.removed if project is not None else []:
+                print(f"would remove {path}")
+            if plan.has_changes or (project is not None and (project.changed or project.removed)):
                 return 1
             log.info(f"{root}: up to date")
             return 0
