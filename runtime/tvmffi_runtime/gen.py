@@ -450,38 +450,35 @@ def registry_field(write: bool = False, name: str | None = None) -> Any:
     return UnboundField(None, None, "registry" if write else None, name)
 
 
-class RegistryField:
+class RegistryField(property):
     """The descriptor of a field read and written through the registry (see
     :func:`registry_field`); typed, like :func:`field`'s, as :class:`ReadOnlyField` or
-    :class:`Field` in generated classes."""
-
-    __slots__ = ("qualname", "_access", "_writable", "_doc")
+    :class:`Field` in generated classes. A property over the accessor's own methods: a read is
+    one Python call, as fast as the generated property it replaces (faster: no wrapper)."""
 
     def __init__(self, type_key: str, name: str, writable: bool) -> None:
         self.qualname = f"{type_key}.{name}"
-        self._access = FieldAccess(type_key, name)
+        access = FieldAccess(type_key, name)
+        super().__init__(access.get, access.set if writable else self._read_only, self._no_delete)
         self._writable = writable
-        self._doc: Any = _field_doc
 
-    def _documentation(self) -> str | None:
-        if callable(self._doc):
-            self._doc = self._doc(self.qualname)
-        return self._doc  # type: ignore[no-any-return]
+    def _read_only(self, obj: Object, value: Any) -> None:
+        raise AttributeError(f"field {self.qualname} is read-only")
 
-    __doc__ = property(_documentation)
-
-    def __get__(self, obj: object, owner: Any = None) -> Any:
-        if obj is None:
-            return self
-        return self._access.get(obj)  # type: ignore[arg-type]  # the accessor checks the object
-
-    def __set__(self, obj: Object, value: Any) -> None:
-        if not self._writable:
-            raise AttributeError(f"field {self.qualname} is read-only")
-        self._access.set(obj, value)
-
-    def __delete__(self, obj: Object) -> None:
+    def _no_delete(self, obj: Object) -> None:
         raise AttributeError(f"field {self.qualname} cannot be deleted")
+
+    def _get_doc(self) -> str | None:
+        doc = self.__dict__.get("_doc")
+        if doc is None:
+            doc = self.__dict__["_doc"] = _field_doc(self.qualname)
+        return doc
+
+    def _set_doc(self, value: Any) -> None:
+        pass  # property.__init__ stores the getter's doc; the registry's is shown instead
+
+    # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
+    __doc__ = property(_get_doc, _set_doc)
 
     def __repr__(self) -> str:
         return f"<field {self.qualname} (registry{'' if self._writable else ', read-only'})>"
