@@ -365,6 +365,27 @@ def _build_and_render(snap: Snapshot) -> tuple[Any, dict[str, str]] | None:
     return model, render_package(model)
 
 
+def _declared_fields(node: ast.ClassDef) -> dict[str, str]:
+    """Registry name -> how it is given ("attribute" or "name=") of the class's field declarations
+    (``x: ... = _gen.field(...)`` / ``_gen.registry_field(...)``)."""
+    out: dict[str, str] = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        call = stmt.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        if call.func.attr not in ("field", "registry_field"):
+            continue
+        named = [k.value for k in call.keywords if k.arg == "name"]
+        if named:
+            assert isinstance(named[0], ast.Constant) and isinstance(named[0].value, str)
+            out[named[0].value] = "name="
+        else:
+            out[stmt.target.id] = "attribute"
+    return out
+
+
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(any_registry)
 def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
@@ -390,8 +411,13 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
         tree = trees["/".join([*model.modules[cls.namespace].path, "__init__.py"])]
         assert cls.name in {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
         assert t.type_key in literals and in_docs(t.type_key), t.type_key
+        # a field's registry name is its attribute's name (the descriptor learns it through
+        # __set_name__) or, where the Python name differs, the literal name= passed
+        class_node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.name)
+        declared = _declared_fields(class_node)
         for f in t.fields:
-            assert f.name in literals, f.name
+            assert declared.get(f.name) == "attribute" or f.name in literals, f.name
+            assert f.name in declared, (f.name, declared)
         for m in t.methods:
             assert m.name in literals, m.name
         for e in t.enum_entries or []:
@@ -647,7 +673,11 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     # and the rendered module binds each registry name to its own accessor
     tree = ast.parse(render_package(model)["a/__init__.py"])
     bound = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    bound += [node.target.id for node in tree.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
     assert len(bound) == len(set(bound)), sorted(bound)
+    # each field of C is declared once, under its own registry name
+    class_c = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == child.name)
+    assert set(_declared_fields(class_c)) == {"my-f", "my_f"}
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

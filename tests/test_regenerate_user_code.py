@@ -289,8 +289,9 @@ def _edit_norm(module: Path) -> None:
     """The user edits a generated member: the docstring and body of method manhattan."""
     text = module.read_text()
     start = text.index("    def manhattan(")
-    body = text.index("return result", start)
-    text = text[:body] + "return result * 2  # doubled by me" + text[body + len("return result"):]
+    body = text.index("        return ", start)
+    end = text.index("\n", body)
+    text = text[:end] + " * 2  # doubled by me" + text[end:]
     module.write_text(text)
 
 
@@ -313,7 +314,7 @@ def test_edits_to_generated_members_are_refused_kept_or_replaced_by_choice(
     assert main([str(v1), "-o", str(out), "--keep-edits"]) == 0
     err = capsys.readouterr().err
     assert "kept your edited def 'manhattan' in class Point" in err, err
-    assert "return result * 2  # doubled by me" in module.read_text()
+    assert "(self) * 2  # doubled by me" in module.read_text()
     # --overwrite-edits: the generated version comes back, and the run says which member
     assert main([str(v1), "-o", str(out), "--overwrite-edits"]) == 0
     err = capsys.readouterr().err

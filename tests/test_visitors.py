@@ -132,7 +132,12 @@ def test_generated_bases_have_one_typed_hook_per_class(exprpkg: Path) -> None:
     text = (exprpkg / "visitors.py").read_text()
     for hook in ("walk_add", "walk_int_imm", "visit_let", "map_mul", "mutate_var", "walk_object", "walk_any", "walk_int"):
         assert f"def {hook}(" in text, hook
-    assert "def walk_var(self, node: _ffi_ns_exprir.Var) -> _rt.WalkResult | _rt.VisitInterrupt | None:" in text
+    # one line per default hook: its typed signature, the return type through the module's alias
+    assert "    def walk_var(self, node: _ffi_ns_exprir.Var) -> _Walked: ...\n" in text
+    assert '_Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"\n' in text
+    # the four bases share one table of the class each hook handles
+    assert text.count('"var": _ffi_ns_exprir.Var,') == 1
+    assert text.count("@_gen.dispatch_base(") == 4
 
 
 def test_program_typechecks_and_runs(exprpkg: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
+from .docparams import documented_param_names
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
@@ -126,15 +127,11 @@ class FieldModel:
     setter_type: str
     writable: bool
     doc: str
-    kind: str | None  # layout read from memory by ``_gen.field`` (None: through the registry)
+    kind: str | None  # layout read from memory by ``_gen.field`` (None: ``_gen.registry_field``)
     write: str | None  # None (read-only), "in_place" or "registry"
     offset: int
-    accessor: str  # module-level lazy accessor name (reads and writes through the registry)
+    accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
-
-    @property
-    def needs_accessor(self) -> bool:
-        return self.kind is None
 
 
 @dataclass
@@ -487,7 +484,9 @@ class _Builder:
             return ANY
 
     # -- functions ---------------------------------------------------------------------------
-    def _params(self, sig: FunctionSig, ann: Annotator, skip_self: bool) -> list[Param]:
+    def _params(self, sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:
+        """Parameters named as the schema names them (keyword-capable), else as the registry
+        docstring documents them (still positional-only), else ``_0, _1, ...``."""
         assert sig.params is not None
         params = list(sig.params)
         names = list(sig.param_names) if sig.param_names else [None] * len(params)
@@ -496,8 +495,14 @@ class _Builder:
         out: list[Param] = []
         scope = Scope(RESERVED_MODULE | {"self"})
         named = all(n for n in names) and params
+        documented = None if named else documented_param_names(doc, len(params))
         for i, (p, n) in enumerate(zip(params, names)):
-            pname = scope.claim(n) if named and n else scope.claim(f"_{i}")
+            if named and n:
+                pname = scope.claim(n)
+            elif documented is not None:
+                pname = scope.claim(documented[i])
+            else:
+                pname = scope.claim(f"_{i}")
             out.append(Param(pname, ann.annotate(p, "param"), None, "normal" if named else "posonly"))
         return out
 
@@ -515,7 +520,7 @@ class _Builder:
                 )
         if sig.params is None:
             return FunctionModel(name, f.name, [], "_t.Any", doc, var, typed=False, exported=f.exported)
-        params = self._params(sig, ann, skip_self=False)
+        params = self._params(sig, ann, skip_self=False, doc=f.doc)
         return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, var, exported=f.exported)
 
     # -- classes -----------------------------------------------------------------------------
@@ -634,9 +639,7 @@ class _Builder:
             accessor=f"_ffi_field_{cls.name}_{name}",
         )
         base = inherited.get(name)
-        # a property over a descriptor (or the reverse) is an override mypy rejects as well
-        kinds_differ = base is not None and (base.kind is None) != (kind is None)
-        if base is not None and (base.getter_type != getter or base.writable != f.writable or kinds_differ):
+        if base is not None and (base.getter_type != getter or base.writable != f.writable):
             fm.override_ignore = True
         return fm
 
@@ -658,7 +661,7 @@ class _Builder:
         if sig.params is None or (not m.is_static and not sig.params):
             mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, var, typed=False)
         else:
-            params = self._params(sig, ann, skip_self=not m.is_static)
+            params = self._params(sig, ann, skip_self=not m.is_static, doc=m.doc)
             mm = MethodModel(name, m.name, params, ann.annotate(sig.ret, "return"), m.is_static, doc, var)
         mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
         base = inherited.get(name)
@@ -680,7 +683,7 @@ class _Builder:
             if sig.params is None:
                 return InitModel("method", [Param("args", "_t.Any", None, "varargs")], t.init_doc)
             ann = self.annotator(mod, context, members)
-            return InitModel("method", self._params(sig, ann, skip_self=False), t.init_doc)
+            return InitModel("method", self._params(sig, ann, skip_self=False, doc=t.init_doc), t.init_doc)
         if t.init == "auto":
             return InitModel("auto", self._auto_init_params(t, mod, members), "")
         return InitModel("none", [], "")

@@ -30,6 +30,10 @@ from .model import (
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX"]
 
+#: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (field(kind, offset) bound by
+#: register, registry_field, dispatch_base); a generated package checks it at import.
+RUNTIME_API_LEVEL = 2
+
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
 
@@ -55,6 +59,7 @@ def _environment() -> jinja2.Environment:
     env.globals.update(
         doc=lambda text, indent: "\n".join(docstring_lines(text, indent)),
         sig=_sig,
+        stub=_stub,
         init_signature=_init_signature,
         init_doc=_init_doc,
         init_body=_init_body,
@@ -64,7 +69,7 @@ def _environment() -> jinja2.Environment:
         function_body=_function_body,
         register_line=_register_line,
         field_lines=_field_lines,
-        assign_lines=_assign_lines,
+        return_lines=_return_lines,
         q=q,
     )
     return env
@@ -84,38 +89,57 @@ def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: 
     return lines
 
 
+def _stub(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
+    """A method declared for type checkers and IDEs (``def f(...) -> R: ...``), on one line when
+    it fits."""
+    one = f"{indent}{prefix}({', '.join(items)}) -> {ret}: ..."
+    if len(one) <= LINE_LENGTH:
+        return [one]
+    inner = f"{indent}    {', '.join(items)}"
+    if len(inner) <= LINE_LENGTH:
+        return [f"{indent}{prefix}(", inner, f"{indent}) -> {ret}: ..."]
+    return [f"{indent}{prefix}(", *[f"{indent}    {item}," for item in items], f"{indent}) -> {ret}: ..."]
+
+
 def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
-    """A field read from memory: a class attribute holding its runtime descriptor, laid out the
-    way black would (arguments, then annotation parameters, broken out as lines overflow)."""
+    """A field read from memory: a class attribute holding its runtime descriptor (the type key
+    comes from the class's ``register``, the name from the attribute), laid out the way black
+    would (arguments, then annotation parameters, broken out as lines overflow)."""
     if f.write is None:
         # Final: assigning it reads as a read-only error in both checkers ("cannot assign to
         # final attribute"), not as a type mismatch
         ann_name, ann_args, ann_tail = "_t.Final[_gen.ReadOnlyField", [f.getter_type], "]"
     else:
         ann_name, ann_args, ann_tail = "_gen.Field", [f.getter_type, f.setter_type], ""
-    assert f.kind is not None
-    args = [q(cls.type_key), q(f.reg_name), q(f.kind), str(f.offset)]
-    if f.write is not None:
-        args.append(f"write={q(f.write)}")
+    if f.kind is None:  # through the registry's accessors
+        call = "_gen.registry_field("
+        args = ["write=True"] if f.write is not None else []
+    else:
+        call = "_gen.field("
+        args = [q(f.kind), str(f.offset)] + ([f"write={q(f.write)}"] if f.write is not None else [])
+    if f.reg_name != f.name:
+        args.append(f"name={q(f.reg_name)}")
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
     ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
-    head = f"    {f.name}: {ann} = _gen.field("
+    head = f"    {f.name}: {ann} = {call}"
     line = f"{head}{', '.join(args)}){ignore}"
     if len(line) - len(ignore) <= LINE_LENGTH:
         return [line]
     if len(head) <= LINE_LENGTH:
         lines = [head + ignore]
-        closing = "    )"
     else:  # the annotation alone is too long: its parameters go on their own line(s)
         inner_ann = f"        {', '.join(ann_args)}"
         ann_lines = [inner_ann] if len(inner_ann) <= LINE_LENGTH else [f"        {a}," for a in ann_args]
-        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines, f"    ]{ann_tail} = _gen.field("]
-        closing = "    )"
+        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines]
+        tail = f"    ]{ann_tail} = {call}{', '.join(args)})"
+        if len(tail) <= LINE_LENGTH:
+            return [*lines, tail]
+        lines.append(f"    ]{ann_tail} = {call}")
     inner = f"        {', '.join(args)}"
     if len(inner) <= LINE_LENGTH:
-        return [*lines, inner, closing]
-    return [*lines, *[f"        {a}," for a in args], closing]
+        return [*lines, inner, "    )"]
+    return [*lines, *[f"        {a}," for a in args], "    )"]
 
 
 def _assign_lines(target: str, expr: str, indent: str) -> list[str]:
@@ -126,25 +150,23 @@ def _assign_lines(target: str, expr: str, indent: str) -> list[str]:
     return [f"{indent}{target} = (", f"{indent}    {expr}", f"{indent})"]
 
 
+def _return_lines(expr: str, indent: str) -> list[str]:
+    """``return expr``, with the expression parenthesised on its own line when too long."""
+    line = f"{indent}return {expr}"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    return [f"{indent}return (", f"{indent}    {expr}", f"{indent})"]
+
+
 def _register_line(cls: ClassModel) -> str:
+    """``@_gen.register(type_key)``: it binds the class's fields (and checks their offsets)."""
     args = [q(cls.type_key)]
-    if cls.pod_offsets:
-        offsets = ", ".join(f"{q(k)}: {v}" for k, v in sorted(cls.pod_offsets.items()))
-        args.append(f"offsets={{{offsets}}}")
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
     line = f"@_gen.register({', '.join(args)})"
-    if len(line) <= 99:
+    if len(line) <= LINE_LENGTH:
         return line
-    lines = ["@_gen.register("]
-    for a in args:
-        if a.startswith("offsets=") and len(a) + 5 > 99:
-            lines.append("    offsets={")
-            lines += [f"        {q(k)}: {v}," for k, v in sorted(cls.pod_offsets.items())]
-            lines.append("    },")
-        else:
-            lines.append(f"    {a},")
-    return "\n".join(lines) + "\n)"
+    return "\n".join(["@_gen.register(", *[f"    {a}," for a in args], ")"])
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
@@ -189,7 +211,7 @@ def _init_body(cls: ClassModel) -> str:
         return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
     body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
-    if len(body) + 8 <= 99:
+    if len(body) + 8 <= LINE_LENGTH:
         return body
     inner = "".join(f"\n                {pair}," for pair in pairs)
     return f"_gen.construct_auto(\n            self,\n            {q(key)},\n            ({inner}\n            ),\n        )"
@@ -203,13 +225,11 @@ def _method_signature(m: MethodModel) -> list[str]:
 
 
 def _call_body(var: str, args: list[str], ret: str, indent: str) -> str:
+    """The wrapper's body: the call of its handle, whose annotation gives the return type."""
     call = f"{var}({', '.join(args)})"
     if ret == "None":
         return call
-    if ret == "_t.Any":
-        return f"return {call}"
-    line = f"result: {ret} = {call}"
-    return f"{line}\n{indent}return result"
+    return "\n".join(_return_lines(call, indent)).lstrip()
 
 
 def _method_body(m: MethodModel) -> str:
@@ -231,28 +251,28 @@ def _function_body(f: FunctionModel) -> str:
     return _call_body(f.func_var, [p.name for p in f.params], f.ret, "    ")
 
 
-def _accessor_lines(mod: ModuleModel, pkg_name: str) -> list[str]:
+def _handle_type(ret: str) -> str:
+    """The annotation of a function handle: any arguments (the wrapper's signature checks them),
+    the wrapper's return type (so the wrapper returns the call directly)."""
+    return "_t.Callable[..., None]" if ret == "None" else f"_t.Callable[..., {ret}]"
+
+
+def _class_handles(cls: ClassModel) -> list[str]:
+    """The handles of the class's reflected methods, written just above the class."""
     lines: list[str] = []
-    for c in mod.classes:
-        for f in c.fields:
-            if f.needs_accessor:
-                lines.append(f"{f.accessor} = _gen.FieldAccess({q(c.type_key)}, {q(f.reg_name)})")
-        for m in c.methods:
-            lines.append(f"{m.func_var} = _gen.method({q(c.type_key)}, {q(m.reg_name)})")
-    for fn in mod.functions:
-        if fn.exported:
-            lines.append(f"{fn.func_var} = _gen.module_function({q(pkg_name + '._lib')}, {q(fn.reg_name)})")
-        else:
-            lines.append(f"{fn.func_var} = _gen.global_function({q(fn.reg_name)})")
-    return [_wrap_call(line) for line in lines]
+    for m in cls.methods:
+        ann = _handle_type(m.ret)
+        lines += _assign_lines(f"{m.func_var}: {ann}", f"_gen.method({q(cls.type_key)}, {q(m.reg_name)})", "")
+    return lines
 
 
-def _wrap_call(line: str) -> str:
-    """``x = f(a, b)`` longer than the line limit, with the arguments on their own line."""
-    if len(line) <= 99 or not line.endswith(")") or "(" not in line:
-        return line
-    head, _, rest = line.partition("(")
-    return f"{head}(\n    {rest[:-1]},\n)"
+def _function_handle(fn: FunctionModel, pkg_name: str) -> list[str]:
+    """The handle a function wrapper calls, written just above it."""
+    if fn.exported:
+        expr = f"_gen.module_function({q(pkg_name + '._lib')}, {q(fn.reg_name)})"
+    else:
+        expr = f"_gen.global_function({q(fn.reg_name)})"
+    return _assign_lines(f"{fn.func_var}: {_handle_type(fn.ret)}", expr, "")
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -287,7 +307,8 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         runtime_imports=runtime,
         type_imports=typing_only,
         all_names=all_names,
-        accessors=_accessor_lines(mod, pkg.name),
+        class_handles=_class_handles,
+        function_handle=lambda fn: _function_handle(fn, pkg.name),
         uses_missing=uses_missing,
         # mypy reports some incompatible overrides on the decorator line and some on the def
         # line, and accepts some overrides our check cannot prove compatible: the ignores we
@@ -346,13 +367,19 @@ def _used_imports(modules: set[str]) -> list[_Import]:
 
 
 def _wrap_all(text: str) -> str:
-    """Break an over-long ``__all__ = [...]`` into one name per line."""
+    """Break an over-long ``__all__ = [...]`` into lines filled with names."""
     out = []
     for line in text.split("\n"):
-        if line.startswith("__all__ = [") and len(line) > 99:
+        if line.startswith("__all__ = [") and len(line) > LINE_LENGTH:
             names = line[len("__all__ = [") : -1].split(", ")
             out.append("__all__ = [")
-            out += [f"    {n}," for n in names]
+            row = "   "
+            for n in names:
+                if len(row) + len(n) + 2 > LINE_LENGTH:
+                    out.append(row)
+                    row = "   "
+                row += f" {n},"
+            out.append(row)
             out.append("]")
         else:
             out.append(line)
@@ -394,6 +421,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     return prune_unused_imports(env.get_template("lib.py.jinja").render(
+        api_level=RUNTIME_API_LEVEL,
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
         used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
     ))
@@ -416,10 +444,6 @@ class _Hook:
     suffix: str
     type_expr: str
     annotation: str
-    what: str
-
-    def doc(self, verb: str) -> str:
-        return f"{verb} {self.what}."
 
 
 @dataclass(frozen=True)
@@ -428,33 +452,27 @@ class _Base:
     runtime_base: str
     prefix: str
     ret: str
-    body: str
-    verb: str
     doc: str
 
 
-_BUILTIN_HOOKS = [
-    ("bool", "bool", "a bool"),
-    ("int", "int", "an int"),
-    ("float", "float", "a float"),
-    ("str", "str", "a str"),
-    ("bytes", "bytes", "a bytes value"),
-]
+_BUILTIN_HOOKS = ["bool", "int", "float", "str", "bytes"]
 _BASES = [
-    _Base("Walker", "_rt.WalkerBase", "walk_", "_rt.WalkResult | _rt.VisitInterrupt | None", "return None",
-          "Called for", "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
-          "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``."),
-    _Base("Visitor", "_rt.VisitorBase", "visit_", "_rt.VisitInterrupt | None",
-          "return self.default_visit_children(node)", "Visits",
+    _Base("Walker", "_rt.WalkerBase", "walk_", "_Walked",
+          "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
+          "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.\n\n"
+          "Each hook below stands for the default: it returns None."),
+    _Base("Visitor", "_rt.VisitorBase", "visit_", "_Visited",
           "Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``\n"
-          "or ``self.visit(child)``. Use with ``structural_visit``."),
-    _Base("Mapper", "_rt.MapperBase", "map_", "_t.Any", "return _rt.UNCHANGED", "Maps",
-          "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``."),
+          "or ``self.visit(child)``. Use with ``structural_visit``.\n\n"
+          "Each hook below stands for the default: ``self.default_visit_children(node)``."),
+    _Base("Mapper", "_rt.MapperBase", "map_", "_t.Any",
+          "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.\n\n"
+          "Each hook below stands for the default: it returns ``UNCHANGED``."),
     _Base("Mutator", "_rt.MutatorBase", "mutate_", "_t.Any",
-          "return self.default_maybe_inplace_mutate(node)", "Mutates",
           "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
           "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
-          "Use with ``structural_mutate``."),
+          "Use with ``structural_mutate``.\n\n"
+          "Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``."),
 ]
 
 
@@ -463,9 +481,9 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
 
     scope = Scope()
     hooks: list[_Hook] = []
-    for suffix, tp, what in _BUILTIN_HOOKS:
-        scope.claim(suffix)
-        hooks.append(_Hook(suffix, tp, tp, what))
+    for tp in _BUILTIN_HOOKS:
+        scope.claim(tp)
+        hooks.append(_Hook(tp, tp, tp))
     for reserved in ("object", "any"):
         scope.claim(reserved)
     used = [u for u in pkg.used_packages if u.has_visitors]
@@ -476,9 +494,9 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
         ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"
         namespaces.add(cls.namespace)
-        hooks.append(_Hook(scope.claim(cls.snake), ref, ref, f"each ``{cls.type_key}``"))
-    hooks.append(_Hook("object", "_rt.Object", "_rt.Object", "any other object"))
-    hooks.append(_Hook("any", "object", "_t.Any", "any other value"))
+        hooks.append(_Hook(scope.claim(cls.snake), ref, ref))
+    hooks.append(_Hook("object", "_rt.Object", "_rt.Object"))
+    hooks.append(_Hook("any", "object", "_t.Any"))
     imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
     bases = _BASES
     if used:  # subclass the used packages' bases: their hooks dispatch here too
@@ -486,5 +504,6 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     return prune_unused_imports(env.get_template("visitors.py.jinja").render(
-        pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any"
+        pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
+        line_length=LINE_LENGTH,
     ))

@@ -19,15 +19,23 @@ if _t.TYPE_CHECKING:
 __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 
+# The registry functions the wrappers below call, each typed with its wrapper's return type.
+_ffi_fn_testing_dll_schema_id_int: _t.Callable[..., int] = (
+    _gen.module_function("tvmffi_testing._lib", "testing_dll_schema_id_int")
+)
+_ffi_fn_testing_dll_test_add_with_docstring: _t.Callable[..., int] = (
+    _gen.module_function("tvmffi_testing._lib", "testing_dll_test_add_with_docstring")
+)
+
+
 def testing_dll_schema_id_int(_0: int, /) -> int:
     """Exported function: ``testing_dll_schema_id_int``
     (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
     """
-    result: int = _ffi_fn_testing_dll_schema_id_int(_0)
-    return result
+    return _ffi_fn_testing_dll_schema_id_int(_0)
 
 
-def testing_dll_test_add_with_docstring(_0: int, _1: int, /) -> int:
+def testing_dll_test_add_with_docstring(a: int, b: int, /) -> int:
     """Add two integers and return the sum.
 
     Parameters
@@ -45,16 +53,7 @@ def testing_dll_test_add_with_docstring(_0: int, _1: int, /) -> int:
     Exported function: ``testing_dll_test_add_with_docstring``
     (symbol ``__tvm_ffi_testing_dll_test_add_with_docstring``).
     """
-    result: int = _ffi_fn_testing_dll_test_add_with_docstring(_0, _1)
-    return result
-
-
-_ffi_fn_testing_dll_schema_id_int = _gen.module_function(
-    "tvmffi_testing._lib", "testing_dll_schema_id_int",
-)
-_ffi_fn_testing_dll_test_add_with_docstring = _gen.module_function(
-    "tvmffi_testing._lib", "testing_dll_test_add_with_docstring",
-)
+    return _ffi_fn_testing_dll_test_add_with_docstring(a, b)
 
 
 _ffi_SUBPACKAGES = frozenset({"testing"})

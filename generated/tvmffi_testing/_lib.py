@@ -15,6 +15,16 @@ import os as _os
 import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
+#: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.gen.API_LEVEL``).
+API_LEVEL = 2
+_RUNTIME_API_LEVEL: int = getattr(_gen, "API_LEVEL", 1)  # runtimes from before API levels: 1
+if _RUNTIME_API_LEVEL < API_LEVEL:
+    raise ImportError(
+        f"tvmffi_testing was generated for tvmffi-runtime API level {API_LEVEL}, but the installed"
+        f" tvmffi-runtime supports level {_RUNTIME_API_LEVEL}: upgrade the tvmffi-runtime"
+        " distribution (pip install -U tvmffi-runtime)"
+    )
+
 LIBRARY_ENV = "TVMFFI_TESTING_LIBRARY"
 RECORDED_PATH = _os.path.join(_os.path.dirname(_rt.LIB_PATH), "libtvm_ffi_testing.so")
 BUNDLED_PATH: str | None = None

@@ -24,1302 +24,356 @@ from __future__ import annotations
 import typing as _t
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime.structural import default_hook as _default_hook
+from tvmffi_runtime import gen as _gen
 
 import tvmffi_testing.testing as _ffi_ns_testing
 
 __all__ = ["Mapper", "Mutator", "Visitor", "Walker"]
 
+#: The class (or builtin) each hook handles, by hook name without the base's prefix.
+_HOOK_TYPES: dict[str, _t.Any] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bytes": bytes,
+    "schema_all_types": _ffi_ns_testing.SchemaAllTypes,
+    "test_compare": _ffi_ns_testing.TestCompare,
+    "test_custom_compare": _ffi_ns_testing.TestCustomCompare,
+    "test_custom_hash": _ffi_ns_testing.TestCustomHash,
+    "test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
+    "test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
+    "test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
+    "test_cxx_auto_init_kw_only_defaults": _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
+    "test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
+    "test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
+    "test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,
+    "test_cxx_class_derived": _ffi_ns_testing.TestCxxClassDerived,
+    "test_cxx_class_derived_derived": _ffi_ns_testing.TestCxxClassDerivedDerived,
+    "test_cxx_class_hidden_field": _ffi_ns_testing.TestCxxClassHiddenField,
+    "test_cxx_class_polymorphic": _ffi_ns_testing.TestCxxClassPolymorphic,
+    "test_cxx_enum_holder": _ffi_ns_testing.TestCxxEnumHolder,
+    "test_cxx_init_subset": _ffi_ns_testing.TestCxxInitSubset,
+    "test_cxx_int_enum": _ffi_ns_testing.TestCxxIntEnum,
+    "test_cxx_kw_only": _ffi_ns_testing.TestCxxKwOnly,
+    "test_cxx_no_auto_init": _ffi_ns_testing.TestCxxNoAutoInit,
+    "test_cxx_str_enum": _ffi_ns_testing.TestCxxStrEnum,
+    "test_deep_copy_edges": _ffi_ns_testing.TestDeepCopyEdges,
+    "test_enum_variant": _ffi_ns_testing.TestEnumVariant,
+    "test_eq_without_hash": _ffi_ns_testing.TestEqWithoutHash,
+    "test_frozen_cxx": _ffi_ns_testing.TestFrozenCxx,
+    "test_hash": _ffi_ns_testing.TestHash,
+    "test_int_pair": _ffi_ns_testing.TestIntPair,
+    "test_non_copyable": _ffi_ns_testing.TestNonCopyable,
+    "test_object_base": _ffi_ns_testing.TestObjectBase,
+    "test_object_derived": _ffi_ns_testing.TestObjectDerived,
+    "test_object_ptr_holder": _ffi_ns_testing.TestObjectPtrHolder,
+    "test_unregistered_base_object": _ffi_ns_testing.TestUnregisteredBaseObject,
+    "test_unregistered_object": _ffi_ns_testing.TestUnregisteredObject,
+    "test_visit_hook": _ffi_ns_testing.TestVisitHook,
+    "test_visit_regions": _ffi_ns_testing.TestVisitRegions,
+    "object": _rt.Object,
+    "any": object,
+}
+_Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"
+_Visited: _t.TypeAlias = "_rt.VisitInterrupt | None"
 
+
+@_gen.dispatch_base("walk_", _HOOK_TYPES)
 class Walker(_rt.WalkerBase):
     """Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the
     children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.
+
+    Each hook below stands for the default: it returns None.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "walk_bool": bool,
-        "walk_int": int,
-        "walk_float": float,
-        "walk_str": str,
-        "walk_bytes": bytes,
-        "walk_schema_all_types": _ffi_ns_testing.SchemaAllTypes,
-        "walk_test_compare": _ffi_ns_testing.TestCompare,
-        "walk_test_custom_compare": _ffi_ns_testing.TestCustomCompare,
-        "walk_test_custom_hash": _ffi_ns_testing.TestCustomHash,
-        "walk_test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
-        "walk_test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-        "walk_test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
-        "walk_test_cxx_auto_init_kw_only_defaults": _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-        "walk_test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
-        "walk_test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
-        "walk_test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,
-        "walk_test_cxx_class_derived": _ffi_ns_testing.TestCxxClassDerived,
-        "walk_test_cxx_class_derived_derived": _ffi_ns_testing.TestCxxClassDerivedDerived,
-        "walk_test_cxx_class_hidden_field": _ffi_ns_testing.TestCxxClassHiddenField,
-        "walk_test_cxx_class_polymorphic": _ffi_ns_testing.TestCxxClassPolymorphic,
-        "walk_test_cxx_enum_holder": _ffi_ns_testing.TestCxxEnumHolder,
-        "walk_test_cxx_init_subset": _ffi_ns_testing.TestCxxInitSubset,
-        "walk_test_cxx_int_enum": _ffi_ns_testing.TestCxxIntEnum,
-        "walk_test_cxx_kw_only": _ffi_ns_testing.TestCxxKwOnly,
-        "walk_test_cxx_no_auto_init": _ffi_ns_testing.TestCxxNoAutoInit,
-        "walk_test_cxx_str_enum": _ffi_ns_testing.TestCxxStrEnum,
-        "walk_test_deep_copy_edges": _ffi_ns_testing.TestDeepCopyEdges,
-        "walk_test_enum_variant": _ffi_ns_testing.TestEnumVariant,
-        "walk_test_eq_without_hash": _ffi_ns_testing.TestEqWithoutHash,
-        "walk_test_frozen_cxx": _ffi_ns_testing.TestFrozenCxx,
-        "walk_test_hash": _ffi_ns_testing.TestHash,
-        "walk_test_int_pair": _ffi_ns_testing.TestIntPair,
-        "walk_test_non_copyable": _ffi_ns_testing.TestNonCopyable,
-        "walk_test_object_base": _ffi_ns_testing.TestObjectBase,
-        "walk_test_object_derived": _ffi_ns_testing.TestObjectDerived,
-        "walk_test_object_ptr_holder": _ffi_ns_testing.TestObjectPtrHolder,
-        "walk_test_unregistered_base_object": _ffi_ns_testing.TestUnregisteredBaseObject,
-        "walk_test_unregistered_object": _ffi_ns_testing.TestUnregisteredObject,
-        "walk_test_visit_hook": _ffi_ns_testing.TestVisitHook,
-        "walk_test_visit_regions": _ffi_ns_testing.TestVisitRegions,
-        "walk_object": _rt.Object,
-        "walk_any": object,
-    }
-
-    @_default_hook
-    def walk_bool(self, node: bool) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a bool."""
-        return None
-
-    @_default_hook
-    def walk_int(self, node: int) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for an int."""
-        return None
-
-    @_default_hook
-    def walk_float(self, node: float) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a float."""
-        return None
-
-    @_default_hook
-    def walk_str(self, node: str) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a str."""
-        return None
-
-    @_default_hook
-    def walk_bytes(self, node: bytes) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a bytes value."""
-        return None
-
-    @_default_hook
-    def walk_schema_all_types(
-        self,
-        node: _ffi_ns_testing.SchemaAllTypes,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.SchemaAllTypes``."""
-        return None
-
-    @_default_hook
-    def walk_test_compare(
-        self,
-        node: _ffi_ns_testing.TestCompare,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCompare``."""
-        return None
-
-    @_default_hook
-    def walk_test_custom_compare(
-        self,
-        node: _ffi_ns_testing.TestCustomCompare,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCustomCompare``."""
-        return None
-
-    @_default_hook
-    def walk_test_custom_hash(
-        self,
-        node: _ffi_ns_testing.TestCustomHash,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCustomHash``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_auto_init(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInit,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInit``."""
-        return None
-
-    @_default_hook
+    def walk_bool(self, node: bool) -> _Walked: ...
+    def walk_int(self, node: int) -> _Walked: ...
+    def walk_float(self, node: float) -> _Walked: ...
+    def walk_str(self, node: str) -> _Walked: ...
+    def walk_bytes(self, node: bytes) -> _Walked: ...
+    def walk_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _Walked: ...
+    def walk_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _Walked: ...
+    def walk_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _Walked: ...
+    def walk_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _Walked: ...
+    def walk_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _Walked: ...
     def walk_test_cxx_auto_init_all_init_off(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInitAllInitOff``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitAllInitOff
+    ) -> _Walked: ...
     def walk_test_cxx_auto_init_child(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitChild,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInitChild``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitChild
+    ) -> _Walked: ...
     def walk_test_cxx_auto_init_kw_only_defaults(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInitKwOnlyDefaults``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
+    ) -> _Walked: ...
     def walk_test_cxx_auto_init_parent(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitParent,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInitParent``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitParent
+    ) -> _Walked: ...
     def walk_test_cxx_auto_init_simple(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitSimple,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxAutoInitSimple``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_class_base(
-        self,
-        node: _ffi_ns_testing.TestCxxClassBase,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxClassBase``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitSimple
+    ) -> _Walked: ...
+    def walk_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _Walked: ...
     def walk_test_cxx_class_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerived,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxClassDerived``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerived
+    ) -> _Walked: ...
     def walk_test_cxx_class_derived_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerivedDerived,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxClassDerivedDerived``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerivedDerived
+    ) -> _Walked: ...
     def walk_test_cxx_class_hidden_field(
-        self,
-        node: _ffi_ns_testing.TestCxxClassHiddenField,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxClassHiddenField``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassHiddenField
+    ) -> _Walked: ...
     def walk_test_cxx_class_polymorphic(
-        self,
-        node: _ffi_ns_testing.TestCxxClassPolymorphic,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxClassPolymorphic``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_enum_holder(
-        self,
-        node: _ffi_ns_testing.TestCxxEnumHolder,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxEnumHolder``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_init_subset(
-        self,
-        node: _ffi_ns_testing.TestCxxInitSubset,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxInitSubset``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_int_enum(
-        self,
-        node: _ffi_ns_testing.TestCxxIntEnum,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxIntEnum``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_kw_only(
-        self,
-        node: _ffi_ns_testing.TestCxxKwOnly,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxKwOnly``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_no_auto_init(
-        self,
-        node: _ffi_ns_testing.TestCxxNoAutoInit,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxNoAutoInit``."""
-        return None
-
-    @_default_hook
-    def walk_test_cxx_str_enum(
-        self,
-        node: _ffi_ns_testing.TestCxxStrEnum,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestCxxStrEnum``."""
-        return None
-
-    @_default_hook
-    def walk_test_deep_copy_edges(
-        self,
-        node: _ffi_ns_testing.TestDeepCopyEdges,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestDeepCopyEdges``."""
-        return None
-
-    @_default_hook
-    def walk_test_enum_variant(
-        self,
-        node: _ffi_ns_testing.TestEnumVariant,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestEnumVariant``."""
-        return None
-
-    @_default_hook
-    def walk_test_eq_without_hash(
-        self,
-        node: _ffi_ns_testing.TestEqWithoutHash,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestEqWithoutHash``."""
-        return None
-
-    @_default_hook
-    def walk_test_frozen_cxx(
-        self,
-        node: _ffi_ns_testing.TestFrozenCxx,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestFrozenCxx``."""
-        return None
-
-    @_default_hook
-    def walk_test_hash(
-        self,
-        node: _ffi_ns_testing.TestHash,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestHash``."""
-        return None
-
-    @_default_hook
-    def walk_test_int_pair(
-        self,
-        node: _ffi_ns_testing.TestIntPair,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestIntPair``."""
-        return None
-
-    @_default_hook
-    def walk_test_non_copyable(
-        self,
-        node: _ffi_ns_testing.TestNonCopyable,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestNonCopyable``."""
-        return None
-
-    @_default_hook
-    def walk_test_object_base(
-        self,
-        node: _ffi_ns_testing.TestObjectBase,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestObjectBase``."""
-        return None
-
-    @_default_hook
-    def walk_test_object_derived(
-        self,
-        node: _ffi_ns_testing.TestObjectDerived,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestObjectDerived``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassPolymorphic
+    ) -> _Walked: ...
+    def walk_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _Walked: ...
+    def walk_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _Walked: ...
+    def walk_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _Walked: ...
+    def walk_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _Walked: ...
+    def walk_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _Walked: ...
+    def walk_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _Walked: ...
+    def walk_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _Walked: ...
+    def walk_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _Walked: ...
+    def walk_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _Walked: ...
+    def walk_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _Walked: ...
+    def walk_test_hash(self, node: _ffi_ns_testing.TestHash) -> _Walked: ...
+    def walk_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _Walked: ...
+    def walk_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _Walked: ...
+    def walk_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _Walked: ...
+    def walk_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _Walked: ...
     def walk_test_object_ptr_holder(
-        self,
-        node: _ffi_ns_testing.TestObjectPtrHolder,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestObjectPtrHolder``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestObjectPtrHolder
+    ) -> _Walked: ...
     def walk_test_unregistered_base_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredBaseObject,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestUnregisteredBaseObject``."""
-        return None
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestUnregisteredBaseObject
+    ) -> _Walked: ...
     def walk_test_unregistered_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredObject,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestUnregisteredObject``."""
-        return None
-
-    @_default_hook
-    def walk_test_visit_hook(
-        self,
-        node: _ffi_ns_testing.TestVisitHook,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestVisitHook``."""
-        return None
-
-    @_default_hook
-    def walk_test_visit_regions(
-        self,
-        node: _ffi_ns_testing.TestVisitRegions,
-    ) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for each ``testing.TestVisitRegions``."""
-        return None
-
-    @_default_hook
-    def walk_object(self, node: _rt.Object) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for any other object."""
-        return None
-
-    @_default_hook
-    def walk_any(self, node: _t.Any) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for any other value."""
-        return None
+        self, node: _ffi_ns_testing.TestUnregisteredObject
+    ) -> _Walked: ...
+    def walk_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _Walked: ...
+    def walk_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _Walked: ...
+    def walk_object(self, node: _rt.Object) -> _Walked: ...
+    def walk_any(self, node: _t.Any) -> _Walked: ...
 
 
+@_gen.dispatch_base("visit_", _HOOK_TYPES)
 class Visitor(_rt.VisitorBase):
     """Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``
     or ``self.visit(child)``. Use with ``structural_visit``.
+
+    Each hook below stands for the default: ``self.default_visit_children(node)``.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "visit_bool": bool,
-        "visit_int": int,
-        "visit_float": float,
-        "visit_str": str,
-        "visit_bytes": bytes,
-        "visit_schema_all_types": _ffi_ns_testing.SchemaAllTypes,
-        "visit_test_compare": _ffi_ns_testing.TestCompare,
-        "visit_test_custom_compare": _ffi_ns_testing.TestCustomCompare,
-        "visit_test_custom_hash": _ffi_ns_testing.TestCustomHash,
-        "visit_test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
-        "visit_test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-        "visit_test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
-        "visit_test_cxx_auto_init_kw_only_defaults": _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-        "visit_test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
-        "visit_test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
-        "visit_test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,
-        "visit_test_cxx_class_derived": _ffi_ns_testing.TestCxxClassDerived,
-        "visit_test_cxx_class_derived_derived": _ffi_ns_testing.TestCxxClassDerivedDerived,
-        "visit_test_cxx_class_hidden_field": _ffi_ns_testing.TestCxxClassHiddenField,
-        "visit_test_cxx_class_polymorphic": _ffi_ns_testing.TestCxxClassPolymorphic,
-        "visit_test_cxx_enum_holder": _ffi_ns_testing.TestCxxEnumHolder,
-        "visit_test_cxx_init_subset": _ffi_ns_testing.TestCxxInitSubset,
-        "visit_test_cxx_int_enum": _ffi_ns_testing.TestCxxIntEnum,
-        "visit_test_cxx_kw_only": _ffi_ns_testing.TestCxxKwOnly,
-        "visit_test_cxx_no_auto_init": _ffi_ns_testing.TestCxxNoAutoInit,
-        "visit_test_cxx_str_enum": _ffi_ns_testing.TestCxxStrEnum,
-        "visit_test_deep_copy_edges": _ffi_ns_testing.TestDeepCopyEdges,
-        "visit_test_enum_variant": _ffi_ns_testing.TestEnumVariant,
-        "visit_test_eq_without_hash": _ffi_ns_testing.TestEqWithoutHash,
-        "visit_test_frozen_cxx": _ffi_ns_testing.TestFrozenCxx,
-        "visit_test_hash": _ffi_ns_testing.TestHash,
-        "visit_test_int_pair": _ffi_ns_testing.TestIntPair,
-        "visit_test_non_copyable": _ffi_ns_testing.TestNonCopyable,
-        "visit_test_object_base": _ffi_ns_testing.TestObjectBase,
-        "visit_test_object_derived": _ffi_ns_testing.TestObjectDerived,
-        "visit_test_object_ptr_holder": _ffi_ns_testing.TestObjectPtrHolder,
-        "visit_test_unregistered_base_object": _ffi_ns_testing.TestUnregisteredBaseObject,
-        "visit_test_unregistered_object": _ffi_ns_testing.TestUnregisteredObject,
-        "visit_test_visit_hook": _ffi_ns_testing.TestVisitHook,
-        "visit_test_visit_regions": _ffi_ns_testing.TestVisitRegions,
-        "visit_object": _rt.Object,
-        "visit_any": object,
-    }
-
-    @_default_hook
-    def visit_bool(self, node: bool) -> _rt.VisitInterrupt | None:
-        """Visits a bool."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_int(self, node: int) -> _rt.VisitInterrupt | None:
-        """Visits an int."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_float(self, node: float) -> _rt.VisitInterrupt | None:
-        """Visits a float."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_str(self, node: str) -> _rt.VisitInterrupt | None:
-        """Visits a str."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_bytes(self, node: bytes) -> _rt.VisitInterrupt | None:
-        """Visits a bytes value."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_schema_all_types(
-        self,
-        node: _ffi_ns_testing.SchemaAllTypes,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.SchemaAllTypes``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCompare``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_custom_compare(
-        self,
-        node: _ffi_ns_testing.TestCustomCompare,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCustomCompare``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_custom_hash(
-        self,
-        node: _ffi_ns_testing.TestCustomHash,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCustomHash``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_auto_init(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInit,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInit``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+    def visit_bool(self, node: bool) -> _Visited: ...
+    def visit_int(self, node: int) -> _Visited: ...
+    def visit_float(self, node: float) -> _Visited: ...
+    def visit_str(self, node: str) -> _Visited: ...
+    def visit_bytes(self, node: bytes) -> _Visited: ...
+    def visit_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _Visited: ...
+    def visit_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _Visited: ...
+    def visit_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _Visited: ...
+    def visit_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _Visited: ...
+    def visit_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _Visited: ...
     def visit_test_cxx_auto_init_all_init_off(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInitAllInitOff``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitAllInitOff
+    ) -> _Visited: ...
     def visit_test_cxx_auto_init_child(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitChild,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInitChild``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitChild
+    ) -> _Visited: ...
     def visit_test_cxx_auto_init_kw_only_defaults(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInitKwOnlyDefaults``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
+    ) -> _Visited: ...
     def visit_test_cxx_auto_init_parent(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitParent,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInitParent``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitParent
+    ) -> _Visited: ...
     def visit_test_cxx_auto_init_simple(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitSimple,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxAutoInitSimple``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_class_base(
-        self,
-        node: _ffi_ns_testing.TestCxxClassBase,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxClassBase``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitSimple
+    ) -> _Visited: ...
+    def visit_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _Visited: ...
     def visit_test_cxx_class_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerived,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxClassDerived``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerived
+    ) -> _Visited: ...
     def visit_test_cxx_class_derived_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerivedDerived,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxClassDerivedDerived``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerivedDerived
+    ) -> _Visited: ...
     def visit_test_cxx_class_hidden_field(
-        self,
-        node: _ffi_ns_testing.TestCxxClassHiddenField,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxClassHiddenField``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassHiddenField
+    ) -> _Visited: ...
     def visit_test_cxx_class_polymorphic(
-        self,
-        node: _ffi_ns_testing.TestCxxClassPolymorphic,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxClassPolymorphic``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_enum_holder(
-        self,
-        node: _ffi_ns_testing.TestCxxEnumHolder,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxEnumHolder``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_init_subset(
-        self,
-        node: _ffi_ns_testing.TestCxxInitSubset,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxInitSubset``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_int_enum(
-        self,
-        node: _ffi_ns_testing.TestCxxIntEnum,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxIntEnum``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_kw_only(
-        self,
-        node: _ffi_ns_testing.TestCxxKwOnly,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxKwOnly``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_no_auto_init(
-        self,
-        node: _ffi_ns_testing.TestCxxNoAutoInit,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxNoAutoInit``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_cxx_str_enum(
-        self,
-        node: _ffi_ns_testing.TestCxxStrEnum,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestCxxStrEnum``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_deep_copy_edges(
-        self,
-        node: _ffi_ns_testing.TestDeepCopyEdges,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestDeepCopyEdges``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_enum_variant(
-        self,
-        node: _ffi_ns_testing.TestEnumVariant,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestEnumVariant``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_eq_without_hash(
-        self,
-        node: _ffi_ns_testing.TestEqWithoutHash,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestEqWithoutHash``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_frozen_cxx(
-        self,
-        node: _ffi_ns_testing.TestFrozenCxx,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestFrozenCxx``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_hash(self, node: _ffi_ns_testing.TestHash) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestHash``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestIntPair``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_non_copyable(
-        self,
-        node: _ffi_ns_testing.TestNonCopyable,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestNonCopyable``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_object_base(
-        self,
-        node: _ffi_ns_testing.TestObjectBase,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestObjectBase``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_object_derived(
-        self,
-        node: _ffi_ns_testing.TestObjectDerived,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestObjectDerived``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassPolymorphic
+    ) -> _Visited: ...
+    def visit_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _Visited: ...
+    def visit_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _Visited: ...
+    def visit_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _Visited: ...
+    def visit_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _Visited: ...
+    def visit_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _Visited: ...
+    def visit_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _Visited: ...
+    def visit_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _Visited: ...
+    def visit_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _Visited: ...
+    def visit_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _Visited: ...
+    def visit_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _Visited: ...
+    def visit_test_hash(self, node: _ffi_ns_testing.TestHash) -> _Visited: ...
+    def visit_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _Visited: ...
+    def visit_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _Visited: ...
+    def visit_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _Visited: ...
+    def visit_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _Visited: ...
     def visit_test_object_ptr_holder(
-        self,
-        node: _ffi_ns_testing.TestObjectPtrHolder,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestObjectPtrHolder``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestObjectPtrHolder
+    ) -> _Visited: ...
     def visit_test_unregistered_base_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredBaseObject,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestUnregisteredBaseObject``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestUnregisteredBaseObject
+    ) -> _Visited: ...
     def visit_test_unregistered_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredObject,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestUnregisteredObject``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_visit_hook(
-        self,
-        node: _ffi_ns_testing.TestVisitHook,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestVisitHook``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_test_visit_regions(
-        self,
-        node: _ffi_ns_testing.TestVisitRegions,
-    ) -> _rt.VisitInterrupt | None:
-        """Visits each ``testing.TestVisitRegions``."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_object(self, node: _rt.Object) -> _rt.VisitInterrupt | None:
-        """Visits any other object."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_any(self, node: _t.Any) -> _rt.VisitInterrupt | None:
-        """Visits any other value."""
-        return self.default_visit_children(node)
+        self, node: _ffi_ns_testing.TestUnregisteredObject
+    ) -> _Visited: ...
+    def visit_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _Visited: ...
+    def visit_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _Visited: ...
+    def visit_object(self, node: _rt.Object) -> _Visited: ...
+    def visit_any(self, node: _t.Any) -> _Visited: ...
 
 
+@_gen.dispatch_base("map_", _HOOK_TYPES)
 class Mapper(_rt.MapperBase):
-    """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``."""
+    """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "map_bool": bool,
-        "map_int": int,
-        "map_float": float,
-        "map_str": str,
-        "map_bytes": bytes,
-        "map_schema_all_types": _ffi_ns_testing.SchemaAllTypes,
-        "map_test_compare": _ffi_ns_testing.TestCompare,
-        "map_test_custom_compare": _ffi_ns_testing.TestCustomCompare,
-        "map_test_custom_hash": _ffi_ns_testing.TestCustomHash,
-        "map_test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
-        "map_test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-        "map_test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
-        "map_test_cxx_auto_init_kw_only_defaults": _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-        "map_test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
-        "map_test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
-        "map_test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,
-        "map_test_cxx_class_derived": _ffi_ns_testing.TestCxxClassDerived,
-        "map_test_cxx_class_derived_derived": _ffi_ns_testing.TestCxxClassDerivedDerived,
-        "map_test_cxx_class_hidden_field": _ffi_ns_testing.TestCxxClassHiddenField,
-        "map_test_cxx_class_polymorphic": _ffi_ns_testing.TestCxxClassPolymorphic,
-        "map_test_cxx_enum_holder": _ffi_ns_testing.TestCxxEnumHolder,
-        "map_test_cxx_init_subset": _ffi_ns_testing.TestCxxInitSubset,
-        "map_test_cxx_int_enum": _ffi_ns_testing.TestCxxIntEnum,
-        "map_test_cxx_kw_only": _ffi_ns_testing.TestCxxKwOnly,
-        "map_test_cxx_no_auto_init": _ffi_ns_testing.TestCxxNoAutoInit,
-        "map_test_cxx_str_enum": _ffi_ns_testing.TestCxxStrEnum,
-        "map_test_deep_copy_edges": _ffi_ns_testing.TestDeepCopyEdges,
-        "map_test_enum_variant": _ffi_ns_testing.TestEnumVariant,
-        "map_test_eq_without_hash": _ffi_ns_testing.TestEqWithoutHash,
-        "map_test_frozen_cxx": _ffi_ns_testing.TestFrozenCxx,
-        "map_test_hash": _ffi_ns_testing.TestHash,
-        "map_test_int_pair": _ffi_ns_testing.TestIntPair,
-        "map_test_non_copyable": _ffi_ns_testing.TestNonCopyable,
-        "map_test_object_base": _ffi_ns_testing.TestObjectBase,
-        "map_test_object_derived": _ffi_ns_testing.TestObjectDerived,
-        "map_test_object_ptr_holder": _ffi_ns_testing.TestObjectPtrHolder,
-        "map_test_unregistered_base_object": _ffi_ns_testing.TestUnregisteredBaseObject,
-        "map_test_unregistered_object": _ffi_ns_testing.TestUnregisteredObject,
-        "map_test_visit_hook": _ffi_ns_testing.TestVisitHook,
-        "map_test_visit_regions": _ffi_ns_testing.TestVisitRegions,
-        "map_object": _rt.Object,
-        "map_any": object,
-    }
+    Each hook below stands for the default: it returns ``UNCHANGED``.
+    """
 
-    @_default_hook
-    def map_bool(self, node: bool) -> _t.Any:
-        """Maps a bool."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_int(self, node: int) -> _t.Any:
-        """Maps an int."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_float(self, node: float) -> _t.Any:
-        """Maps a float."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_str(self, node: str) -> _t.Any:
-        """Maps a str."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_bytes(self, node: bytes) -> _t.Any:
-        """Maps a bytes value."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _t.Any:
-        """Maps each ``testing.SchemaAllTypes``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _t.Any:
-        """Maps each ``testing.TestCompare``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _t.Any:
-        """Maps each ``testing.TestCustomCompare``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _t.Any:
-        """Maps each ``testing.TestCustomHash``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInit``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+    def map_bool(self, node: bool) -> _t.Any: ...
+    def map_int(self, node: int) -> _t.Any: ...
+    def map_float(self, node: float) -> _t.Any: ...
+    def map_str(self, node: str) -> _t.Any: ...
+    def map_bytes(self, node: bytes) -> _t.Any: ...
+    def map_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _t.Any: ...
+    def map_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _t.Any: ...
+    def map_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _t.Any: ...
+    def map_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _t.Any: ...
+    def map_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _t.Any: ...
     def map_test_cxx_auto_init_all_init_off(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-    ) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInitAllInitOff``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_auto_init_child(self, node: _ffi_ns_testing.TestCxxAutoInitChild) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInitChild``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitAllInitOff
+    ) -> _t.Any: ...
+    def map_test_cxx_auto_init_child(
+        self, node: _ffi_ns_testing.TestCxxAutoInitChild
+    ) -> _t.Any: ...
     def map_test_cxx_auto_init_kw_only_defaults(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-    ) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInitKwOnlyDefaults``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_auto_init_parent(self, node: _ffi_ns_testing.TestCxxAutoInitParent) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInitParent``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_auto_init_simple(self, node: _ffi_ns_testing.TestCxxAutoInitSimple) -> _t.Any:
-        """Maps each ``testing.TestCxxAutoInitSimple``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _t.Any:
-        """Maps each ``testing.TestCxxClassBase``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_class_derived(self, node: _ffi_ns_testing.TestCxxClassDerived) -> _t.Any:
-        """Maps each ``testing.TestCxxClassDerived``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
+    ) -> _t.Any: ...
+    def map_test_cxx_auto_init_parent(
+        self, node: _ffi_ns_testing.TestCxxAutoInitParent
+    ) -> _t.Any: ...
+    def map_test_cxx_auto_init_simple(
+        self, node: _ffi_ns_testing.TestCxxAutoInitSimple
+    ) -> _t.Any: ...
+    def map_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _t.Any: ...
+    def map_test_cxx_class_derived(self, node: _ffi_ns_testing.TestCxxClassDerived) -> _t.Any: ...
     def map_test_cxx_class_derived_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerivedDerived,
-    ) -> _t.Any:
-        """Maps each ``testing.TestCxxClassDerivedDerived``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerivedDerived
+    ) -> _t.Any: ...
     def map_test_cxx_class_hidden_field(
-        self,
-        node: _ffi_ns_testing.TestCxxClassHiddenField,
-    ) -> _t.Any:
-        """Maps each ``testing.TestCxxClassHiddenField``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassHiddenField
+    ) -> _t.Any: ...
     def map_test_cxx_class_polymorphic(
-        self,
-        node: _ffi_ns_testing.TestCxxClassPolymorphic,
-    ) -> _t.Any:
-        """Maps each ``testing.TestCxxClassPolymorphic``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _t.Any:
-        """Maps each ``testing.TestCxxEnumHolder``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _t.Any:
-        """Maps each ``testing.TestCxxInitSubset``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _t.Any:
-        """Maps each ``testing.TestCxxIntEnum``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _t.Any:
-        """Maps each ``testing.TestCxxKwOnly``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _t.Any:
-        """Maps each ``testing.TestCxxNoAutoInit``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _t.Any:
-        """Maps each ``testing.TestCxxStrEnum``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _t.Any:
-        """Maps each ``testing.TestDeepCopyEdges``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _t.Any:
-        """Maps each ``testing.TestEnumVariant``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _t.Any:
-        """Maps each ``testing.TestEqWithoutHash``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _t.Any:
-        """Maps each ``testing.TestFrozenCxx``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_hash(self, node: _ffi_ns_testing.TestHash) -> _t.Any:
-        """Maps each ``testing.TestHash``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _t.Any:
-        """Maps each ``testing.TestIntPair``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _t.Any:
-        """Maps each ``testing.TestNonCopyable``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _t.Any:
-        """Maps each ``testing.TestObjectBase``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _t.Any:
-        """Maps each ``testing.TestObjectDerived``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_object_ptr_holder(self, node: _ffi_ns_testing.TestObjectPtrHolder) -> _t.Any:
-        """Maps each ``testing.TestObjectPtrHolder``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassPolymorphic
+    ) -> _t.Any: ...
+    def map_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _t.Any: ...
+    def map_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _t.Any: ...
+    def map_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _t.Any: ...
+    def map_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _t.Any: ...
+    def map_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _t.Any: ...
+    def map_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _t.Any: ...
+    def map_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _t.Any: ...
+    def map_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _t.Any: ...
+    def map_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _t.Any: ...
+    def map_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _t.Any: ...
+    def map_test_hash(self, node: _ffi_ns_testing.TestHash) -> _t.Any: ...
+    def map_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _t.Any: ...
+    def map_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _t.Any: ...
+    def map_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _t.Any: ...
+    def map_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _t.Any: ...
+    def map_test_object_ptr_holder(self, node: _ffi_ns_testing.TestObjectPtrHolder) -> _t.Any: ...
     def map_test_unregistered_base_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredBaseObject,
-    ) -> _t.Any:
-        """Maps each ``testing.TestUnregisteredBaseObject``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_unregistered_object(self, node: _ffi_ns_testing.TestUnregisteredObject) -> _t.Any:
-        """Maps each ``testing.TestUnregisteredObject``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _t.Any:
-        """Maps each ``testing.TestVisitHook``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _t.Any:
-        """Maps each ``testing.TestVisitRegions``."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_object(self, node: _rt.Object) -> _t.Any:
-        """Maps any other object."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_any(self, node: _t.Any) -> _t.Any:
-        """Maps any other value."""
-        return _rt.UNCHANGED
+        self, node: _ffi_ns_testing.TestUnregisteredBaseObject
+    ) -> _t.Any: ...
+    def map_test_unregistered_object(
+        self, node: _ffi_ns_testing.TestUnregisteredObject
+    ) -> _t.Any: ...
+    def map_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _t.Any: ...
+    def map_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _t.Any: ...
+    def map_object(self, node: _rt.Object) -> _t.Any: ...
+    def map_any(self, node: _t.Any) -> _t.Any: ...
 
 
+@_gen.dispatch_base("mutate_", _HOOK_TYPES)
 class Mutator(_rt.MutatorBase):
     """Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children
     copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.
     Use with ``structural_mutate``.
+
+    Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "mutate_bool": bool,
-        "mutate_int": int,
-        "mutate_float": float,
-        "mutate_str": str,
-        "mutate_bytes": bytes,
-        "mutate_schema_all_types": _ffi_ns_testing.SchemaAllTypes,
-        "mutate_test_compare": _ffi_ns_testing.TestCompare,
-        "mutate_test_custom_compare": _ffi_ns_testing.TestCustomCompare,
-        "mutate_test_custom_hash": _ffi_ns_testing.TestCustomHash,
-        "mutate_test_cxx_auto_init": _ffi_ns_testing.TestCxxAutoInit,
-        "mutate_test_cxx_auto_init_all_init_off": _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-        "mutate_test_cxx_auto_init_child": _ffi_ns_testing.TestCxxAutoInitChild,
-        "mutate_test_cxx_auto_init_kw_only_defaults": (
-            _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
-        ),
-        "mutate_test_cxx_auto_init_parent": _ffi_ns_testing.TestCxxAutoInitParent,
-        "mutate_test_cxx_auto_init_simple": _ffi_ns_testing.TestCxxAutoInitSimple,
-        "mutate_test_cxx_class_base": _ffi_ns_testing.TestCxxClassBase,
-        "mutate_test_cxx_class_derived": _ffi_ns_testing.TestCxxClassDerived,
-        "mutate_test_cxx_class_derived_derived": _ffi_ns_testing.TestCxxClassDerivedDerived,
-        "mutate_test_cxx_class_hidden_field": _ffi_ns_testing.TestCxxClassHiddenField,
-        "mutate_test_cxx_class_polymorphic": _ffi_ns_testing.TestCxxClassPolymorphic,
-        "mutate_test_cxx_enum_holder": _ffi_ns_testing.TestCxxEnumHolder,
-        "mutate_test_cxx_init_subset": _ffi_ns_testing.TestCxxInitSubset,
-        "mutate_test_cxx_int_enum": _ffi_ns_testing.TestCxxIntEnum,
-        "mutate_test_cxx_kw_only": _ffi_ns_testing.TestCxxKwOnly,
-        "mutate_test_cxx_no_auto_init": _ffi_ns_testing.TestCxxNoAutoInit,
-        "mutate_test_cxx_str_enum": _ffi_ns_testing.TestCxxStrEnum,
-        "mutate_test_deep_copy_edges": _ffi_ns_testing.TestDeepCopyEdges,
-        "mutate_test_enum_variant": _ffi_ns_testing.TestEnumVariant,
-        "mutate_test_eq_without_hash": _ffi_ns_testing.TestEqWithoutHash,
-        "mutate_test_frozen_cxx": _ffi_ns_testing.TestFrozenCxx,
-        "mutate_test_hash": _ffi_ns_testing.TestHash,
-        "mutate_test_int_pair": _ffi_ns_testing.TestIntPair,
-        "mutate_test_non_copyable": _ffi_ns_testing.TestNonCopyable,
-        "mutate_test_object_base": _ffi_ns_testing.TestObjectBase,
-        "mutate_test_object_derived": _ffi_ns_testing.TestObjectDerived,
-        "mutate_test_object_ptr_holder": _ffi_ns_testing.TestObjectPtrHolder,
-        "mutate_test_unregistered_base_object": _ffi_ns_testing.TestUnregisteredBaseObject,
-        "mutate_test_unregistered_object": _ffi_ns_testing.TestUnregisteredObject,
-        "mutate_test_visit_hook": _ffi_ns_testing.TestVisitHook,
-        "mutate_test_visit_regions": _ffi_ns_testing.TestVisitRegions,
-        "mutate_object": _rt.Object,
-        "mutate_any": object,
-    }
-
-    @_default_hook
-    def mutate_bool(self, node: bool) -> _t.Any:
-        """Mutates a bool."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_int(self, node: int) -> _t.Any:
-        """Mutates an int."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_float(self, node: float) -> _t.Any:
-        """Mutates a float."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_str(self, node: str) -> _t.Any:
-        """Mutates a str."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_bytes(self, node: bytes) -> _t.Any:
-        """Mutates a bytes value."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _t.Any:
-        """Mutates each ``testing.SchemaAllTypes``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _t.Any:
-        """Mutates each ``testing.TestCompare``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _t.Any:
-        """Mutates each ``testing.TestCustomCompare``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _t.Any:
-        """Mutates each ``testing.TestCustomHash``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInit``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+    def mutate_bool(self, node: bool) -> _t.Any: ...
+    def mutate_int(self, node: int) -> _t.Any: ...
+    def mutate_float(self, node: float) -> _t.Any: ...
+    def mutate_str(self, node: str) -> _t.Any: ...
+    def mutate_bytes(self, node: bytes) -> _t.Any: ...
+    def mutate_schema_all_types(self, node: _ffi_ns_testing.SchemaAllTypes) -> _t.Any: ...
+    def mutate_test_compare(self, node: _ffi_ns_testing.TestCompare) -> _t.Any: ...
+    def mutate_test_custom_compare(self, node: _ffi_ns_testing.TestCustomCompare) -> _t.Any: ...
+    def mutate_test_custom_hash(self, node: _ffi_ns_testing.TestCustomHash) -> _t.Any: ...
+    def mutate_test_cxx_auto_init(self, node: _ffi_ns_testing.TestCxxAutoInit) -> _t.Any: ...
     def mutate_test_cxx_auto_init_all_init_off(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitAllInitOff,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInitAllInitOff``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitAllInitOff
+    ) -> _t.Any: ...
     def mutate_test_cxx_auto_init_child(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitChild,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInitChild``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitChild
+    ) -> _t.Any: ...
     def mutate_test_cxx_auto_init_kw_only_defaults(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInitKwOnlyDefaults``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitKwOnlyDefaults
+    ) -> _t.Any: ...
     def mutate_test_cxx_auto_init_parent(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitParent,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInitParent``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitParent
+    ) -> _t.Any: ...
     def mutate_test_cxx_auto_init_simple(
-        self,
-        node: _ffi_ns_testing.TestCxxAutoInitSimple,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxAutoInitSimple``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _t.Any:
-        """Mutates each ``testing.TestCxxClassBase``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_class_derived(self, node: _ffi_ns_testing.TestCxxClassDerived) -> _t.Any:
-        """Mutates each ``testing.TestCxxClassDerived``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxAutoInitSimple
+    ) -> _t.Any: ...
+    def mutate_test_cxx_class_base(self, node: _ffi_ns_testing.TestCxxClassBase) -> _t.Any: ...
+    def mutate_test_cxx_class_derived(
+        self, node: _ffi_ns_testing.TestCxxClassDerived
+    ) -> _t.Any: ...
     def mutate_test_cxx_class_derived_derived(
-        self,
-        node: _ffi_ns_testing.TestCxxClassDerivedDerived,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxClassDerivedDerived``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassDerivedDerived
+    ) -> _t.Any: ...
     def mutate_test_cxx_class_hidden_field(
-        self,
-        node: _ffi_ns_testing.TestCxxClassHiddenField,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxClassHiddenField``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassHiddenField
+    ) -> _t.Any: ...
     def mutate_test_cxx_class_polymorphic(
-        self,
-        node: _ffi_ns_testing.TestCxxClassPolymorphic,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestCxxClassPolymorphic``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _t.Any:
-        """Mutates each ``testing.TestCxxEnumHolder``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _t.Any:
-        """Mutates each ``testing.TestCxxInitSubset``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _t.Any:
-        """Mutates each ``testing.TestCxxIntEnum``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _t.Any:
-        """Mutates each ``testing.TestCxxKwOnly``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _t.Any:
-        """Mutates each ``testing.TestCxxNoAutoInit``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _t.Any:
-        """Mutates each ``testing.TestCxxStrEnum``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _t.Any:
-        """Mutates each ``testing.TestDeepCopyEdges``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _t.Any:
-        """Mutates each ``testing.TestEnumVariant``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _t.Any:
-        """Mutates each ``testing.TestEqWithoutHash``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _t.Any:
-        """Mutates each ``testing.TestFrozenCxx``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_hash(self, node: _ffi_ns_testing.TestHash) -> _t.Any:
-        """Mutates each ``testing.TestHash``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _t.Any:
-        """Mutates each ``testing.TestIntPair``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _t.Any:
-        """Mutates each ``testing.TestNonCopyable``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _t.Any:
-        """Mutates each ``testing.TestObjectBase``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _t.Any:
-        """Mutates each ``testing.TestObjectDerived``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_object_ptr_holder(self, node: _ffi_ns_testing.TestObjectPtrHolder) -> _t.Any:
-        """Mutates each ``testing.TestObjectPtrHolder``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestCxxClassPolymorphic
+    ) -> _t.Any: ...
+    def mutate_test_cxx_enum_holder(self, node: _ffi_ns_testing.TestCxxEnumHolder) -> _t.Any: ...
+    def mutate_test_cxx_init_subset(self, node: _ffi_ns_testing.TestCxxInitSubset) -> _t.Any: ...
+    def mutate_test_cxx_int_enum(self, node: _ffi_ns_testing.TestCxxIntEnum) -> _t.Any: ...
+    def mutate_test_cxx_kw_only(self, node: _ffi_ns_testing.TestCxxKwOnly) -> _t.Any: ...
+    def mutate_test_cxx_no_auto_init(self, node: _ffi_ns_testing.TestCxxNoAutoInit) -> _t.Any: ...
+    def mutate_test_cxx_str_enum(self, node: _ffi_ns_testing.TestCxxStrEnum) -> _t.Any: ...
+    def mutate_test_deep_copy_edges(self, node: _ffi_ns_testing.TestDeepCopyEdges) -> _t.Any: ...
+    def mutate_test_enum_variant(self, node: _ffi_ns_testing.TestEnumVariant) -> _t.Any: ...
+    def mutate_test_eq_without_hash(self, node: _ffi_ns_testing.TestEqWithoutHash) -> _t.Any: ...
+    def mutate_test_frozen_cxx(self, node: _ffi_ns_testing.TestFrozenCxx) -> _t.Any: ...
+    def mutate_test_hash(self, node: _ffi_ns_testing.TestHash) -> _t.Any: ...
+    def mutate_test_int_pair(self, node: _ffi_ns_testing.TestIntPair) -> _t.Any: ...
+    def mutate_test_non_copyable(self, node: _ffi_ns_testing.TestNonCopyable) -> _t.Any: ...
+    def mutate_test_object_base(self, node: _ffi_ns_testing.TestObjectBase) -> _t.Any: ...
+    def mutate_test_object_derived(self, node: _ffi_ns_testing.TestObjectDerived) -> _t.Any: ...
+    def mutate_test_object_ptr_holder(
+        self, node: _ffi_ns_testing.TestObjectPtrHolder
+    ) -> _t.Any: ...
     def mutate_test_unregistered_base_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredBaseObject,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestUnregisteredBaseObject``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
+        self, node: _ffi_ns_testing.TestUnregisteredBaseObject
+    ) -> _t.Any: ...
     def mutate_test_unregistered_object(
-        self,
-        node: _ffi_ns_testing.TestUnregisteredObject,
-    ) -> _t.Any:
-        """Mutates each ``testing.TestUnregisteredObject``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _t.Any:
-        """Mutates each ``testing.TestVisitHook``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _t.Any:
-        """Mutates each ``testing.TestVisitRegions``."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_object(self, node: _rt.Object) -> _t.Any:
-        """Mutates any other object."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_any(self, node: _t.Any) -> _t.Any:
-        """Mutates any other value."""
-        return self.default_maybe_inplace_mutate(node)
+        self, node: _ffi_ns_testing.TestUnregisteredObject
+    ) -> _t.Any: ...
+    def mutate_test_visit_hook(self, node: _ffi_ns_testing.TestVisitHook) -> _t.Any: ...
+    def mutate_test_visit_regions(self, node: _ffi_ns_testing.TestVisitRegions) -> _t.Any: ...
+    def mutate_object(self, node: _rt.Object) -> _t.Any: ...
+    def mutate_any(self, node: _t.Any) -> _t.Any: ...

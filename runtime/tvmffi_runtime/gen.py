@@ -14,8 +14,15 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, ove
 
 from . import _core, _lib
 from ._core import Function, Object, _c_void_p, ffi_call, type_key_to_index, type_method
+from .structural import UNCHANGED, default_hook
+
+#: The form of generated code this runtime supports. A generated package records the level it
+#: was generated for and refuses to import on a runtime below it (naming what to upgrade).
+#: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
+API_LEVEL = 2
 
 __all__ = [
+    "API_LEVEL",
     "MISSING",
     "GlobalFunction",
     "TypeMethod",
@@ -23,9 +30,13 @@ __all__ = [
     "method",
     "module_function",
     "FieldAccess",
+    "RegistryField",
+    "registry_field",
     "Field",
     "ReadOnlyField",
     "field",
+    "UnboundField",
+    "dispatch_base",
     "construct",
     "construct_auto",
     "not_constructible",
@@ -218,6 +229,10 @@ def module_function(lib_module: str, name: str) -> Callable[..., Any]:
     return _fast(ModuleFunction(lib_module, name))
 
 
+_G = TypeVar("_G")
+_S = TypeVar("_S")
+
+
 class FieldAccess:
     """Reads and writes one reflected field through the registry, resolved on first use."""
 
@@ -253,8 +268,6 @@ def _naming_field(exc: BaseException, qualname: str) -> BaseException:
     return type(exc)(f"field {qualname}: {exc}")
 
 
-_G = TypeVar("_G")
-_S = TypeVar("_S")
 _FieldT = TypeVar("_FieldT", bound="ReadOnlyField[Any]")
 
 
@@ -392,12 +405,30 @@ class Field(ReadOnlyField[_G], Generic[_G, _S]):
         def __set__(self, obj: Object, value: _S) -> None: ...
 
 
-def field(type_key: str, name: str, kind: str, offset: int, write: str | None = None) -> Any:
-    """The descriptor of field ``name`` of ``type_key``, laid out as ``kind`` at ``offset``.
+def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
+    """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
-    ``write`` is None for a read-only field, ``"in_place"`` to store int64/double/bool values in
-    memory (what the registry setter does), or ``"registry"`` to call the registry setter.
+    ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
+    ``offset`` the byte offset in the object. The field learns its attribute name from the class
+    (``name`` gives the registry name where it differs) and its type key from :func:`register`,
+    which also checks the offset against the loaded library. ``write`` is None for a read-only
+    field, ``"in_place"`` to store int64/double/bool values in memory (what the registry setter
+    does), or ``"registry"`` to call the registry setter.
+
+    ``field(type_key, name, kind, offset)`` (packages generated for API level 1) gives the bound
+    descriptor at once.
     """
+    if len(args) == 2:
+        kind, offset = args
+        return UnboundField(kind, offset, write, name)
+    if len(args) in (4, 5) and name is None:
+        type_key, reg_name, kind, offset = args[:4]
+        return _bound_field(type_key, reg_name, kind, offset, args[4] if len(args) == 5 else write)
+    raise TypeError(f"field() takes (kind, offset) or (type_key, name, kind, offset), got {len(args)} arguments")
+
+
+def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | None) -> Any:
+    """The runtime descriptor of field ``type_key.name``: compiled when built, else ctypes."""
     qualname = f"{type_key}.{name}"
     setter: Any = None
     if write == "in_place":
@@ -410,6 +441,93 @@ def field(type_key: str, name: str, kind: str, offset: int, write: str | None = 
     if accel is not None:
         return accel.Field(qualname, kind, offset, setter, _field_doc)
     return (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc)
+
+
+def registry_field(write: bool = False, name: str | None = None) -> Any:
+    """A field read (and, with ``write``, written) through the registry's accessors: for fields
+    whose layout is not read from memory (Optional, Device, DataType, variants, ...). Bound by
+    :func:`register` like :func:`field`."""
+    return UnboundField(None, None, "registry" if write else None, name)
+
+
+class RegistryField(property):
+    """The descriptor of a field read and written through the registry (see
+    :func:`registry_field`); typed, like :func:`field`'s, as :class:`ReadOnlyField` or
+    :class:`Field` in generated classes. A property over the accessor's own methods: a read is
+    one Python call, as fast as the generated property it replaces (faster: no wrapper)."""
+
+    def __init__(self, type_key: str, name: str, writable: bool) -> None:
+        self.qualname = f"{type_key}.{name}"
+        access = FieldAccess(type_key, name)
+        super().__init__(access.get, access.set if writable else self._read_only, self._no_delete)
+        self._writable = writable
+
+    def _read_only(self, obj: Object, value: Any) -> None:
+        raise AttributeError(f"field {self.qualname} is read-only")
+
+    def _no_delete(self, obj: Object) -> None:
+        raise AttributeError(f"field {self.qualname} cannot be deleted")
+
+    def _get_doc(self) -> str | None:
+        doc = self.__dict__.get("_doc")
+        if doc is None:
+            doc = self.__dict__["_doc"] = _field_doc(self.qualname)
+        return doc
+
+    def _set_doc(self, value: Any) -> None:
+        pass  # property.__init__ stores the getter's doc; the registry's is shown instead
+
+    # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
+    __doc__ = property(_get_doc, _set_doc)
+
+    def __repr__(self) -> str:
+        return f"<field {self.qualname} (registry{'' if self._writable else ', read-only'})>"
+
+
+class UnboundField:
+    """A field declared in a class body, before :func:`register` binds it to its type.
+
+    ``__set_name__`` records the class and attribute; ``register`` checks the offset against the
+    library and puts the runtime descriptor (:class:`ReadOnlyField` or the compiled one, same
+    speed as ever) in its place, so an instance never reads through this object.
+    """
+
+    __slots__ = ("kind", "offset", "write", "name", "owner", "attr")
+
+    def __init__(
+        self, kind: str | None, offset: int | None, write: str | None = None, name: str | None = None
+    ) -> None:
+        self.kind = kind  # None: through the registry (registry_field)
+        self.offset = offset
+        self.write = write
+        self.name = name  # the registry name, when it differs from the attribute
+        self.owner: type | None = None
+        self.attr = ""
+
+    def __set_name__(self, owner: type, attr: str) -> None:
+        self.owner = owner
+        self.attr = attr
+        if self.name is None:
+            self.name = attr
+
+    def bind(self, type_key: str) -> Any:
+        assert self.name is not None, "bind() before __set_name__"
+        if self.kind is None or self.offset is None:
+            return RegistryField(type_key, self.name, self.write is not None)
+        return _bound_field(type_key, self.name, self.kind, self.offset, self.write)
+
+    def __get__(self, obj: object, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        where = self.owner.__name__ if self.owner is not None else "?"
+        raise TypeError(
+            f"field {where}.{self.attr} is not bound to a type: decorate {where} with"
+            " tvmffi_runtime.gen.register(type_key)"
+        )
+
+    def __repr__(self) -> str:
+        where = "registry" if self.kind is None else f"{self.kind}, offset {self.offset}"
+        return f"<unbound field {self.name} ({where})>"
 
 
 def _field_doc(qualname: str) -> str:
@@ -548,6 +666,10 @@ def register(
     """Register a generated class for ``type_key``; check that fields read straight from memory
     are still where the package was generated to look (else the package is stale).
 
+    The class's :func:`field` declarations are bound here: each offset is checked, then the
+    field's runtime descriptor replaces the declaration. (``offsets`` is the API level 1 form:
+    name -> offset of fields that were bound at once.)
+
     A class that is not ``constructible`` refuses construction with a TypeError naming the type
     (the runtime itself makes wrappers without calling the class)."""
     index = type_key_to_index(type_key)
@@ -557,18 +679,17 @@ def register(
             " out of date (regenerate it with tvmffi-gen)"
         )
     if offsets:
-        from .reflection import type_info
-
-        actual = {f.name: f.offset for f in type_info(index).fields}
-        for name, offset in offsets.items():
-            if actual.get(name) != offset:
-                raise ImportError(
-                    f"field {type_key}.{name} moved (offset {actual.get(name)}, generated for"
-                    f" {offset}); the generated package is out of date (regenerate it)"
-                )
+        _check_offsets(type_key, index, offsets)
     registrar = _core.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:
+        declared = {a: v for a, v in vars(cls).items() if isinstance(v, UnboundField)}
+        if declared:
+            in_memory = {f.name or a: f.offset for a, f in declared.items() if f.offset is not None}
+            if in_memory:
+                _check_offsets(type_key, index, in_memory)
+            for attr, unbound in declared.items():
+                setattr(cls, attr, unbound.bind(type_key))
         if not constructible:
             cls.__new__ = _refuse_new  # type: ignore[assignment]
         elif any(getattr(b, "__new__", None) is _refuse_new for b in cls.__mro__[1:]):
@@ -583,6 +704,67 @@ def register(
         return registered
 
     return decorate
+
+
+def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:
+    """ImportError unless each field is still at the offset the package was generated for."""
+    from .reflection import type_info
+
+    actual = {f.name: f.offset for f in type_info(index).fields}
+    for name, offset in offsets.items():
+        if actual.get(name) != offset:
+            raise ImportError(
+                f"field {type_key}.{name} moved (offset {actual.get(name)}, generated for"
+                f" {offset}); the generated package is out of date (regenerate it)"
+            )
+
+
+_DEFAULT_HOOK_BODIES: dict[str, Callable[[Any, Any], Any]] = {
+    "walk_": lambda self, node: None,
+    "visit_": lambda self, node: self.default_visit_children(node),
+    "map_": lambda self, node: UNCHANGED,
+    "mutate_": lambda self, node: self.default_maybe_inplace_mutate(node),
+}
+
+
+def dispatch_base(prefix: str, hook_types: dict[str, Any]) -> Callable[[_ClsT], _ClsT]:
+    """Class decorator of a generated dispatch base (``Walker``, ``Visitor``, ...).
+
+    ``hook_types`` maps each hook's suffix to the class (or builtin) it handles; the hook is
+    ``prefix + suffix``. The class declares each hook as a one-line stub (``...``) for type
+    checkers and IDEs; here each stub becomes the default behaviour (what the engine does for
+    an unmatched value, so ``super()`` calls work), marked so that only hooks a subclass
+    overrides cost a Python call per node.
+    """
+    body = _DEFAULT_HOOK_BODIES.get(prefix)
+    if body is None:
+        raise ValueError(f"dispatch_base: unknown hook prefix {prefix!r} (one of {', '.join(_DEFAULT_HOOK_BODIES)})")
+
+    def decorate(cls: _ClsT) -> _ClsT:
+        names = {prefix + suffix: tp for suffix, tp in hook_types.items()}
+        cls._hook_types = names  # type: ignore[attr-defined]
+        for name in names:
+            stub = vars(cls).get(name)
+            if stub is None:
+                continue
+            default = _copy_function(body, name, stub)
+            setattr(cls, name, default_hook(default))
+        return cls
+
+    return decorate
+
+
+def _copy_function(body: Callable[..., Any], name: str, stub: Any) -> Any:
+    """``body`` as a function of its own named like ``stub`` (and showing its signature)."""
+    import types
+
+    code = body.__code__
+    fn: Any = types.FunctionType(code.replace(co_name=name), body.__globals__, name)
+    fn.__qualname__ = stub.__qualname__
+    fn.__module__ = stub.__module__
+    fn.__doc__ = stub.__doc__
+    fn.__wrapped__ = stub  # inspect.signature shows the stub's typed signature
+    return fn
 
 
 class _EnumEntry:

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import typing as _t
+
 import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
@@ -12,11 +14,13 @@ from . import _lib as _lib  # loads the library
 __all__ = ["add_one_cpu"]
 
 
-def add_one_cpu(
-    _0: _rt.Tensor | _rt.DLPackExporter,
-    _1: _rt.Tensor | _rt.DLPackExporter,
-    /,
-) -> None:
+# The registry functions the wrappers below call, each typed with its wrapper's return type.
+_ffi_fn_add_one_cpu: _t.Callable[..., None] = (
+    _gen.module_function("add_one_pkg._lib", "add_one_cpu")
+)
+
+
+def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter, /) -> None:
     """Write x + 1 into y.
 
     Parameters
@@ -29,7 +33,4 @@ def add_one_cpu(
     Exported function: ``add_one_cpu``
     (symbol ``__tvm_ffi_add_one_cpu``).
     """
-    _ffi_fn_add_one_cpu(_0, _1)
-
-
-_ffi_fn_add_one_cpu = _gen.module_function("add_one_pkg._lib", "add_one_cpu")
+    _ffi_fn_add_one_cpu(x, y)

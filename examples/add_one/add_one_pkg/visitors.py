@@ -24,209 +24,87 @@ from __future__ import annotations
 import typing as _t
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime.structural import default_hook as _default_hook
+from tvmffi_runtime import gen as _gen
 
 __all__ = ["Mapper", "Mutator", "Visitor", "Walker"]
 
+#: The class (or builtin) each hook handles, by hook name without the base's prefix.
+_HOOK_TYPES: dict[str, _t.Any] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bytes": bytes,
+    "object": _rt.Object,
+    "any": object,
+}
+_Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"
+_Visited: _t.TypeAlias = "_rt.VisitInterrupt | None"
 
+
+@_gen.dispatch_base("walk_", _HOOK_TYPES)
 class Walker(_rt.WalkerBase):
     """Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the
     children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.
+
+    Each hook below stands for the default: it returns None.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "walk_bool": bool,
-        "walk_int": int,
-        "walk_float": float,
-        "walk_str": str,
-        "walk_bytes": bytes,
-        "walk_object": _rt.Object,
-        "walk_any": object,
-    }
-
-    @_default_hook
-    def walk_bool(self, node: bool) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a bool."""
-        return None
-
-    @_default_hook
-    def walk_int(self, node: int) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for an int."""
-        return None
-
-    @_default_hook
-    def walk_float(self, node: float) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a float."""
-        return None
-
-    @_default_hook
-    def walk_str(self, node: str) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a str."""
-        return None
-
-    @_default_hook
-    def walk_bytes(self, node: bytes) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for a bytes value."""
-        return None
-
-    @_default_hook
-    def walk_object(self, node: _rt.Object) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for any other object."""
-        return None
-
-    @_default_hook
-    def walk_any(self, node: _t.Any) -> _rt.WalkResult | _rt.VisitInterrupt | None:
-        """Called for any other value."""
-        return None
+    def walk_bool(self, node: bool) -> _Walked: ...
+    def walk_int(self, node: int) -> _Walked: ...
+    def walk_float(self, node: float) -> _Walked: ...
+    def walk_str(self, node: str) -> _Walked: ...
+    def walk_bytes(self, node: bytes) -> _Walked: ...
+    def walk_object(self, node: _rt.Object) -> _Walked: ...
+    def walk_any(self, node: _t.Any) -> _Walked: ...
 
 
+@_gen.dispatch_base("visit_", _HOOK_TYPES)
 class Visitor(_rt.VisitorBase):
     """Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``
     or ``self.visit(child)``. Use with ``structural_visit``.
+
+    Each hook below stands for the default: ``self.default_visit_children(node)``.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "visit_bool": bool,
-        "visit_int": int,
-        "visit_float": float,
-        "visit_str": str,
-        "visit_bytes": bytes,
-        "visit_object": _rt.Object,
-        "visit_any": object,
-    }
-
-    @_default_hook
-    def visit_bool(self, node: bool) -> _rt.VisitInterrupt | None:
-        """Visits a bool."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_int(self, node: int) -> _rt.VisitInterrupt | None:
-        """Visits an int."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_float(self, node: float) -> _rt.VisitInterrupt | None:
-        """Visits a float."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_str(self, node: str) -> _rt.VisitInterrupt | None:
-        """Visits a str."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_bytes(self, node: bytes) -> _rt.VisitInterrupt | None:
-        """Visits a bytes value."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_object(self, node: _rt.Object) -> _rt.VisitInterrupt | None:
-        """Visits any other object."""
-        return self.default_visit_children(node)
-
-    @_default_hook
-    def visit_any(self, node: _t.Any) -> _rt.VisitInterrupt | None:
-        """Visits any other value."""
-        return self.default_visit_children(node)
+    def visit_bool(self, node: bool) -> _Visited: ...
+    def visit_int(self, node: int) -> _Visited: ...
+    def visit_float(self, node: float) -> _Visited: ...
+    def visit_str(self, node: str) -> _Visited: ...
+    def visit_bytes(self, node: bytes) -> _Visited: ...
+    def visit_object(self, node: _rt.Object) -> _Visited: ...
+    def visit_any(self, node: _t.Any) -> _Visited: ...
 
 
+@_gen.dispatch_base("map_", _HOOK_TYPES)
 class Mapper(_rt.MapperBase):
-    """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``."""
+    """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "map_bool": bool,
-        "map_int": int,
-        "map_float": float,
-        "map_str": str,
-        "map_bytes": bytes,
-        "map_object": _rt.Object,
-        "map_any": object,
-    }
+    Each hook below stands for the default: it returns ``UNCHANGED``.
+    """
 
-    @_default_hook
-    def map_bool(self, node: bool) -> _t.Any:
-        """Maps a bool."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_int(self, node: int) -> _t.Any:
-        """Maps an int."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_float(self, node: float) -> _t.Any:
-        """Maps a float."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_str(self, node: str) -> _t.Any:
-        """Maps a str."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_bytes(self, node: bytes) -> _t.Any:
-        """Maps a bytes value."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_object(self, node: _rt.Object) -> _t.Any:
-        """Maps any other object."""
-        return _rt.UNCHANGED
-
-    @_default_hook
-    def map_any(self, node: _t.Any) -> _t.Any:
-        """Maps any other value."""
-        return _rt.UNCHANGED
+    def map_bool(self, node: bool) -> _t.Any: ...
+    def map_int(self, node: int) -> _t.Any: ...
+    def map_float(self, node: float) -> _t.Any: ...
+    def map_str(self, node: str) -> _t.Any: ...
+    def map_bytes(self, node: bytes) -> _t.Any: ...
+    def map_object(self, node: _rt.Object) -> _t.Any: ...
+    def map_any(self, node: _t.Any) -> _t.Any: ...
 
 
+@_gen.dispatch_base("mutate_", _HOOK_TYPES)
 class Mutator(_rt.MutatorBase):
     """Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children
     copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.
     Use with ``structural_mutate``.
+
+    Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``.
     """
 
-    _hook_types: _t.ClassVar[_t.Mapping[str, _t.Any]] = {
-        "mutate_bool": bool,
-        "mutate_int": int,
-        "mutate_float": float,
-        "mutate_str": str,
-        "mutate_bytes": bytes,
-        "mutate_object": _rt.Object,
-        "mutate_any": object,
-    }
-
-    @_default_hook
-    def mutate_bool(self, node: bool) -> _t.Any:
-        """Mutates a bool."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_int(self, node: int) -> _t.Any:
-        """Mutates an int."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_float(self, node: float) -> _t.Any:
-        """Mutates a float."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_str(self, node: str) -> _t.Any:
-        """Mutates a str."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_bytes(self, node: bytes) -> _t.Any:
-        """Mutates a bytes value."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_object(self, node: _rt.Object) -> _t.Any:
-        """Mutates any other object."""
-        return self.default_maybe_inplace_mutate(node)
-
-    @_default_hook
-    def mutate_any(self, node: _t.Any) -> _t.Any:
-        """Mutates any other value."""
-        return self.default_maybe_inplace_mutate(node)
+    def mutate_bool(self, node: bool) -> _t.Any: ...
+    def mutate_int(self, node: int) -> _t.Any: ...
+    def mutate_float(self, node: float) -> _t.Any: ...
+    def mutate_str(self, node: str) -> _t.Any: ...
+    def mutate_bytes(self, node: bytes) -> _t.Any: ...
+    def mutate_object(self, node: _rt.Object) -> _t.Any: ...
+    def mutate_any(self, node: _t.Any) -> _t.Any: ...

@@ -11,165 +11,112 @@ import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
 __all__ = [
-    "SchemaAllTypes",
-    "TestCompare",
-    "TestCustomCompare",
-    "TestCustomHash",
-    "TestCxxAutoInit",
-    "TestCxxAutoInitAllInitOff",
-    "TestCxxAutoInitChild",
-    "TestCxxAutoInitKwOnlyDefaults",
-    "TestCxxAutoInitParent",
-    "TestCxxAutoInitSimple",
-    "TestCxxClassBase",
-    "TestCxxClassDerived",
-    "TestCxxClassDerivedDerived",
-    "TestCxxClassHiddenField",
-    "TestCxxClassPolymorphic",
-    "TestCxxEnumHolder",
-    "TestCxxInitSubset",
-    "TestCxxIntEnum",
-    "TestCxxKwOnly",
-    "TestCxxNoAutoInit",
-    "TestCxxStrEnum",
-    "TestDeepCopyEdges",
-    "TestEnumVariant",
-    "TestEqWithoutHash",
-    "TestFrozenCxx",
-    "TestHash",
-    "TestIntPair",
-    "TestIntPairSum",
-    "TestNonCopyable",
-    "TestObjectBase",
-    "TestObjectDerived",
-    "TestObjectPtrHolder",
-    "TestUnregisteredBaseObject",
-    "TestUnregisteredObject",
-    "TestVisitHook",
-    "TestVisitRegions",
-    "add_one",
-    "apply",
-    "echo",
-    "enum_variant_get",
-    "get_add_one_c_symbol",
-    "get_mlir_add_one_c_symbol",
-    "make_array_with_mixed",
-    "make_array_with_tensor",
-    "make_dict_with_tensor",
-    "make_empty_array_with_tensor_input",
-    "make_list_with_tensor",
-    "make_map_with_tensor",
-    "make_nested_array_with_tensor",
-    "make_nested_map_with_tensor",
-    "make_unregistered_object",
-    "make_visit_region_graph",
-    "nop",
-    "object_use_count",
-    "optional_tensor_view_has_value",
-    "run_check_signal",
-    "schema_arr_map_opt",
-    "schema_id_any",
-    "schema_id_arr",
-    "schema_id_arr_int",
-    "schema_id_arr_obj",
-    "schema_id_arr_str",
-    "schema_id_bool",
-    "schema_id_bytes",
-    "schema_id_device",
-    "schema_id_dict_str_int",
-    "schema_id_dict_str_str",
-    "schema_id_dltensor",
-    "schema_id_dtype",
-    "schema_id_float",
-    "schema_id_func",
-    "schema_id_func_typed",
-    "schema_id_int",
-    "schema_id_list_int",
-    "schema_id_list_obj",
-    "schema_id_list_str",
-    "schema_id_map",
-    "schema_id_map_str_int",
-    "schema_id_map_str_obj",
-    "schema_id_map_str_str",
-    "schema_id_object",
-    "schema_id_opt_int",
-    "schema_id_opt_obj",
-    "schema_id_opt_str",
-    "schema_id_string",
-    "schema_id_tensor",
-    "schema_id_variant_int_str",
-    "schema_no_args",
-    "schema_no_args_no_return",
-    "schema_no_return",
-    "schema_packed",
-    "schema_tensor_view_input",
-    "schema_variant_mix",
-    "test_raise_error",
+    "SchemaAllTypes", "TestCompare", "TestCustomCompare", "TestCustomHash", "TestCxxAutoInit",
+    "TestCxxAutoInitAllInitOff", "TestCxxAutoInitChild", "TestCxxAutoInitKwOnlyDefaults",
+    "TestCxxAutoInitParent", "TestCxxAutoInitSimple", "TestCxxClassBase", "TestCxxClassDerived",
+    "TestCxxClassDerivedDerived", "TestCxxClassHiddenField", "TestCxxClassPolymorphic",
+    "TestCxxEnumHolder", "TestCxxInitSubset", "TestCxxIntEnum", "TestCxxKwOnly",
+    "TestCxxNoAutoInit", "TestCxxStrEnum", "TestDeepCopyEdges", "TestEnumVariant",
+    "TestEqWithoutHash", "TestFrozenCxx", "TestHash", "TestIntPair", "TestIntPairSum",
+    "TestNonCopyable", "TestObjectBase", "TestObjectDerived", "TestObjectPtrHolder",
+    "TestUnregisteredBaseObject", "TestUnregisteredObject", "TestVisitHook", "TestVisitRegions",
+    "add_one", "apply", "echo", "enum_variant_get", "get_add_one_c_symbol",
+    "get_mlir_add_one_c_symbol", "make_array_with_mixed", "make_array_with_tensor",
+    "make_dict_with_tensor", "make_empty_array_with_tensor_input", "make_list_with_tensor",
+    "make_map_with_tensor", "make_nested_array_with_tensor", "make_nested_map_with_tensor",
+    "make_unregistered_object", "make_visit_region_graph", "nop", "object_use_count",
+    "optional_tensor_view_has_value", "run_check_signal", "schema_arr_map_opt", "schema_id_any",
+    "schema_id_arr", "schema_id_arr_int", "schema_id_arr_obj", "schema_id_arr_str",
+    "schema_id_bool", "schema_id_bytes", "schema_id_device", "schema_id_dict_str_int",
+    "schema_id_dict_str_str", "schema_id_dltensor", "schema_id_dtype", "schema_id_float",
+    "schema_id_func", "schema_id_func_typed", "schema_id_int", "schema_id_list_int",
+    "schema_id_list_obj", "schema_id_list_str", "schema_id_map", "schema_id_map_str_int",
+    "schema_id_map_str_obj", "schema_id_map_str_str", "schema_id_object", "schema_id_opt_int",
+    "schema_id_opt_obj", "schema_id_opt_str", "schema_id_string", "schema_id_tensor",
+    "schema_id_variant_int_str", "schema_no_args", "schema_no_args_no_return", "schema_no_return",
+    "schema_packed", "schema_tensor_view_input", "schema_variant_mix", "test_raise_error",
 ]
 
 
-@_gen.register(
-    "testing.SchemaAllTypes",
-    offsets={
-        "v_arr_int": 128,
-        "v_arr_str": 136,
-        "v_bool": 24,
-        "v_bytes": 80,
-        "v_float": 40,
-        "v_int": 32,
-        "v_map_str_arr_int": 152,
-        "v_map_str_int": 144,
-        "v_string": 64,
-    },
-    constructible=False,
+_ffi_method_SchemaAllTypes_add_int: _t.Callable[..., int] = (
+    _gen.method("testing.SchemaAllTypes", "add_int")
 )
+_ffi_method_SchemaAllTypes_append_int: _t.Callable[..., _rt.Array[int]] = (
+    _gen.method("testing.SchemaAllTypes", "append_int")
+)
+_ffi_method_SchemaAllTypes_maybe_concat: _t.Callable[..., str | None] = (
+    _gen.method("testing.SchemaAllTypes", "maybe_concat")
+)
+_ffi_method_SchemaAllTypes_merge_map: _t.Callable[..., _rt.Map[str, _rt.Array[int]]] = (
+    _gen.method("testing.SchemaAllTypes", "merge_map")
+)
+_ffi_method_SchemaAllTypes_make_with: _t.Callable[..., SchemaAllTypes] = (
+    _gen.method("testing.SchemaAllTypes", "make_with")
+)
+
+
+@_gen.register("testing.SchemaAllTypes", constructible=False)
 class SchemaAllTypes(_rt.Object):
     """Registry type: ``testing.SchemaAllTypes``."""
 
     __slots__ = ()
 
-    v_bool: _gen.Field[bool, bool] = _gen.field(
-        "testing.SchemaAllTypes", "v_bool", "bool", 24, write="in_place"
-    )
+    v_bool: _gen.Field[bool, bool] = _gen.field("bool", 24, write="in_place")
     """bool field
 
     Registry field: ``testing.SchemaAllTypes.v_bool``.
     """
 
-    v_int: _gen.Field[int, int] = _gen.field(
-        "testing.SchemaAllTypes", "v_int", "i64", 32, write="in_place"
-    )
+    v_int: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """int field
 
     Registry field: ``testing.SchemaAllTypes.v_int``.
     """
 
-    v_float: _gen.Field[float, float] = _gen.field(
-        "testing.SchemaAllTypes", "v_float", "f64", 40, write="in_place"
-    )
+    v_float: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
     """float field
 
     Registry field: ``testing.SchemaAllTypes.v_float``.
     """
 
-    v_string: _gen.Field[str, str] = _gen.field(
-        "testing.SchemaAllTypes", "v_string", "any", 64, write="registry"
-    )
+    v_device: _gen.Field[_rt.Device, _rt.Device] = _gen.registry_field(write=True)
+    """device field
+
+    Registry field: ``testing.SchemaAllTypes.v_device``.
+    """
+
+    v_dtype: _gen.Field[_rt.DataType, _rt.DataType | str] = _gen.registry_field(write=True)
+    """dtype field
+
+    Registry field: ``testing.SchemaAllTypes.v_dtype``.
+    """
+
+    v_string: _gen.Field[str, str] = _gen.field("any", 64, write="registry")
     """string field
 
     Registry field: ``testing.SchemaAllTypes.v_string``.
     """
 
-    v_bytes: _gen.Field[bytes, bytes] = _gen.field(
-        "testing.SchemaAllTypes", "v_bytes", "any", 80, write="registry"
-    )
+    v_bytes: _gen.Field[bytes, bytes] = _gen.field("any", 80, write="registry")
     """bytes field
 
     Registry field: ``testing.SchemaAllTypes.v_bytes``.
     """
 
+    v_opt_int: _gen.Field[int | None, int | None] = _gen.registry_field(write=True)
+    """optional int
+
+    Registry field: ``testing.SchemaAllTypes.v_opt_int``.
+    """
+
+    v_opt_str: _gen.Field[str | None, str | None] = _gen.registry_field(write=True)
+    """optional str
+
+    Registry field: ``testing.SchemaAllTypes.v_opt_str``.
+    """
+
     v_arr_int: _gen.Field[_rt.Array[int], _abc.Sequence[int]] = _gen.field(
-        "testing.SchemaAllTypes", "v_arr_int", "object", 128, write="registry"
+        "object", 128, write="registry"
     )
     """array<int>
 
@@ -177,7 +124,7 @@ class SchemaAllTypes(_rt.Object):
     """
 
     v_arr_str: _gen.Field[_rt.Array[str], _abc.Sequence[str]] = _gen.field(
-        "testing.SchemaAllTypes", "v_arr_str", "object", 136, write="registry"
+        "object", 136, write="registry"
     )
     """array<str>
 
@@ -185,7 +132,7 @@ class SchemaAllTypes(_rt.Object):
     """
 
     v_map_str_int: _gen.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _gen.field(
-        "testing.SchemaAllTypes", "v_map_str_int", "object", 144, write="registry"
+        "object", 144, write="registry"
     )
     """map<str,int>
 
@@ -194,12 +141,26 @@ class SchemaAllTypes(_rt.Object):
 
     v_map_str_arr_int: _gen.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
-    ] = _gen.field(
-        "testing.SchemaAllTypes", "v_map_str_arr_int", "object", 152, write="registry"
-    )
+    ] = _gen.field("object", 152, write="registry")
     """map<str,array<int>>
 
     Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``.
+    """
+
+    v_variant: _gen.Field[
+        str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
+    ] = _gen.registry_field(write=True)
+    """variant<str,array<int>,map<str,int>>
+
+    Registry field: ``testing.SchemaAllTypes.v_variant``.
+    """
+
+    v_opt_arr_variant: _gen.Field[
+        _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
+    ] = _gen.registry_field(write=True)
+    """optional<array<variant<int,str>>>
+
+    Registry field: ``testing.SchemaAllTypes.v_opt_arr_variant``.
     """
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
@@ -209,109 +170,26 @@ class SchemaAllTypes(_rt.Object):
         """
         _gen.not_constructible(self, "testing.SchemaAllTypes")
 
-    @property
-    def v_device(self) -> _rt.Device:
-        """device field
-
-        Registry field: ``testing.SchemaAllTypes.v_device``.
-        """
-        value: _rt.Device = _ffi_field_SchemaAllTypes_v_device.get(self)
-        return value
-
-    @v_device.setter
-    def v_device(self, value: _rt.Device) -> None:
-        _ffi_field_SchemaAllTypes_v_device.set(self, value)
-
-    @property
-    def v_dtype(self) -> _rt.DataType:
-        """dtype field
-
-        Registry field: ``testing.SchemaAllTypes.v_dtype``.
-        """
-        value: _rt.DataType = _ffi_field_SchemaAllTypes_v_dtype.get(self)
-        return value
-
-    @v_dtype.setter
-    def v_dtype(self, value: _rt.DataType | str) -> None:
-        _ffi_field_SchemaAllTypes_v_dtype.set(self, value)
-
-    @property
-    def v_opt_int(self) -> int | None:
-        """optional int
-
-        Registry field: ``testing.SchemaAllTypes.v_opt_int``.
-        """
-        value: int | None = _ffi_field_SchemaAllTypes_v_opt_int.get(self)
-        return value
-
-    @v_opt_int.setter
-    def v_opt_int(self, value: int | None) -> None:
-        _ffi_field_SchemaAllTypes_v_opt_int.set(self, value)
-
-    @property
-    def v_opt_str(self) -> str | None:
-        """optional str
-
-        Registry field: ``testing.SchemaAllTypes.v_opt_str``.
-        """
-        value: str | None = _ffi_field_SchemaAllTypes_v_opt_str.get(self)
-        return value
-
-    @v_opt_str.setter
-    def v_opt_str(self, value: str | None) -> None:
-        _ffi_field_SchemaAllTypes_v_opt_str.set(self, value)
-
-    @property
-    def v_variant(self) -> str | _rt.Array[int] | _rt.Map[str, int]:
-        """variant<str,array<int>,map<str,int>>
-
-        Registry field: ``testing.SchemaAllTypes.v_variant``.
-        """
-        value: str | _rt.Array[int] | _rt.Map[str, int] = (
-            _ffi_field_SchemaAllTypes_v_variant.get(self)
-        )
-        return value
-
-    @v_variant.setter
-    def v_variant(self, value: str | _abc.Sequence[int] | _abc.Mapping[str, int]) -> None:
-        _ffi_field_SchemaAllTypes_v_variant.set(self, value)
-
-    @property
-    def v_opt_arr_variant(self) -> _rt.Array[int | str] | None:
-        """optional<array<variant<int,str>>>
-
-        Registry field: ``testing.SchemaAllTypes.v_opt_arr_variant``.
-        """
-        value: _rt.Array[int | str] | None = _ffi_field_SchemaAllTypes_v_opt_arr_variant.get(self)
-        return value
-
-    @v_opt_arr_variant.setter
-    def v_opt_arr_variant(self, value: _abc.Sequence[int | str] | None) -> None:
-        _ffi_field_SchemaAllTypes_v_opt_arr_variant.set(self, value)
-
     def add_int(self, _0: int, /) -> int:
         """add int method
 
         Registry method: ``testing.SchemaAllTypes.add_int``.
         """
-        result: int = _ffi_method_SchemaAllTypes_add_int(self, _0)
-        return result
+        return _ffi_method_SchemaAllTypes_add_int(self, _0)
 
     def append_int(self, _0: _abc.Sequence[int], _1: int, /) -> _rt.Array[int]:
         """append int to array
 
         Registry method: ``testing.SchemaAllTypes.append_int``.
         """
-        result: _rt.Array[int] = _ffi_method_SchemaAllTypes_append_int(self, _0, _1)
-        return result
+        return _ffi_method_SchemaAllTypes_append_int(self, _0, _1)
 
     def maybe_concat(self, _0: str | None, _1: str | None, /) -> str | None:
         """optional concat
 
         Registry method: ``testing.SchemaAllTypes.maybe_concat``.
         """
-        result: str | None = _ffi_method_SchemaAllTypes_maybe_concat(self, _0, _1)
-        return result
+        return _ffi_method_SchemaAllTypes_maybe_concat(self, _0, _1)
 
     def merge_map(
         self,
@@ -323,8 +201,7 @@ class SchemaAllTypes(_rt.Object):
 
         Registry method: ``testing.SchemaAllTypes.merge_map``.
         """
-        result: _rt.Map[str, _rt.Array[int]] = _ffi_method_SchemaAllTypes_merge_map(self, _0, _1)
-        return result
+        return _ffi_method_SchemaAllTypes_merge_map(self, _0, _1)
 
     @staticmethod
     def make_with(_0: int, _1: float, _2: str, /) -> SchemaAllTypes:
@@ -332,25 +209,22 @@ class SchemaAllTypes(_rt.Object):
 
         Registry method: ``testing.SchemaAllTypes.make_with`` (static).
         """
-        result: SchemaAllTypes = _ffi_method_SchemaAllTypes_make_with(_0, _1, _2)
-        return result
+        return _ffi_method_SchemaAllTypes_make_with(_0, _1, _2)
 
 
-@_gen.register("testing.TestCompare", offsets={"ignored_field": 48, "key": 24, "name": 32})
+@_gen.register("testing.TestCompare")
 class TestCompare(_rt.Object):
     """Registry type: ``testing.TestCompare``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestCompare", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCompare.key`` (read-only)."""
 
-    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("testing.TestCompare", "name", "any", 32)
+    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCompare.name`` (read-only)."""
 
-    ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestCompare", "ignored_field", "i64", 48
-    )
+    ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
@@ -358,20 +232,16 @@ class TestCompare(_rt.Object):
         _gen.construct(self, "testing.TestCompare", (_0, _1, _2))
 
 
-@_gen.register("testing.TestCustomCompare", offsets={"key": 24, "label": 32})
+@_gen.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
     """Registry type: ``testing.TestCustomCompare``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestCustomCompare", "key", "i64", 24
-    )
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
-        "testing.TestCustomCompare", "label", "any", 32
-    )
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -379,18 +249,16 @@ class TestCustomCompare(_rt.Object):
         _gen.construct(self, "testing.TestCustomCompare", (_0, _1))
 
 
-@_gen.register("testing.TestCustomHash", offsets={"key": 24, "label": 32})
+@_gen.register("testing.TestCustomHash")
 class TestCustomHash(_rt.Object):
     """Registry type: ``testing.TestCustomHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestCustomHash", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
-        "testing.TestCustomHash", "label", "any", 32
-    )
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -398,30 +266,22 @@ class TestCustomHash(_rt.Object):
         _gen.construct(self, "testing.TestCustomHash", (_0, _1))
 
 
-@_gen.register("testing.TestCxxAutoInit", offsets={"a": 24, "b": 32, "c": 40, "d": 48})
+@_gen.register("testing.TestCxxAutoInit")
 class TestCxxAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInit``."""
 
     __slots__ = ()
 
-    a: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInit", "a", "i64", 24, write="in_place"
-    )
+    a: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.a``."""
 
-    b: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInit", "b", "i64", 32, write="in_place"
-    )
+    b: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.b``."""
 
-    c: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInit", "c", "i64", 40, write="in_place"
-    )
+    c: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.c``."""
 
-    d: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInit", "d", "i64", 48, write="in_place"
-    )
+    d: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.d``."""
 
     def __init__(self, a: int, d: int = 99, *, c: int) -> None:
@@ -432,25 +292,19 @@ class TestCxxAutoInit(_rt.Object):
         _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
 
-@_gen.register("testing.TestCxxAutoInitAllInitOff", offsets={"x": 24, "y": 32, "z": 40})
+@_gen.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitAllInitOff", "x", "i64", 24, write="in_place"
-    )
+    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
 
-    y: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitAllInitOff", "y", "i64", 32, write="in_place"
-    )
+    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
 
-    z: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitAllInitOff", "z", "i64", 40, write="in_place"
-    )
+    z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
 
     def __init__(self) -> None:
@@ -461,38 +315,25 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
         _gen.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
 
 
-@_gen.register(
-    "testing.TestCxxAutoInitKwOnlyDefaults",
-    offsets={"hidden": 56, "k_default": 48, "k_required": 40, "p_default": 32, "p_required": 24},
-)
+@_gen.register("testing.TestCxxAutoInitKwOnlyDefaults")
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
 
     __slots__ = ()
 
-    p_required: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitKwOnlyDefaults", "p_required", "i64", 24, write="in_place"
-    )
+    p_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
 
-    p_default: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitKwOnlyDefaults", "p_default", "i64", 32, write="in_place"
-    )
+    p_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
 
-    k_required: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitKwOnlyDefaults", "k_required", "i64", 40, write="in_place"
-    )
+    k_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
 
-    k_default: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitKwOnlyDefaults", "k_default", "i64", 48, write="in_place"
-    )
+    k_default: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
 
-    hidden: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitKwOnlyDefaults", "hidden", "i64", 56, write="in_place"
-    )
+    hidden: _gen.Field[int, int] = _gen.field("i64", 56, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
 
     def __init__(
@@ -519,23 +360,16 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
         )
 
 
-@_gen.register(
-    "testing.TestCxxAutoInitParent",
-    offsets={"parent_default": 32, "parent_required": 24},
-)
+@_gen.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
 
     __slots__ = ()
 
-    parent_required: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitParent", "parent_required", "i64", 24, write="in_place"
-    )
+    parent_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
 
-    parent_default: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitParent", "parent_default", "i64", 32, write="in_place"
-    )
+    parent_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
     def __init__(self, parent_required: int, parent_default: int = 5) -> None:
@@ -553,20 +387,16 @@ class TestCxxAutoInitParent(_rt.Object):
         )
 
 
-@_gen.register("testing.TestCxxAutoInitSimple", offsets={"x": 24, "y": 32})
+@_gen.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitSimple", "x", "i64", 24, write="in_place"
-    )
+    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
 
-    y: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitSimple", "y", "i64", 32, write="in_place"
-    )
+    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
 
     def __init__(self, x: int, y: int) -> None:
@@ -577,20 +407,16 @@ class TestCxxAutoInitSimple(_rt.Object):
         _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
 
-@_gen.register("testing.TestCxxClassBase", offsets={"v_i32": 32, "v_i64": 24})
+@_gen.register("testing.TestCxxClassBase")
 class TestCxxClassBase(_rt.Object):
     """Registry type: ``testing.TestCxxClassBase``."""
 
     __slots__ = ()
 
-    v_i64: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxClassBase", "v_i64", "i64", 24, write="in_place"
-    )
+    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassBase.v_i64``."""
 
-    v_i32: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxClassBase", "v_i32", "i32", 32, write="registry"
-    )
+    v_i32: _gen.Field[int, int] = _gen.field("i32", 32, write="registry")
     """Registry field: ``testing.TestCxxClassBase.v_i32``."""
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
@@ -601,20 +427,16 @@ class TestCxxClassBase(_rt.Object):
         _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
 
 
-@_gen.register("testing.TestCxxClassHiddenField", offsets={"v_i32": 40, "v_i64": 24})
+@_gen.register("testing.TestCxxClassHiddenField")
 class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
     __slots__ = ()
 
-    v_i64: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxClassHiddenField", "v_i64", "i64", 24, write="in_place"
-    )
+    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
 
-    v_i32: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxClassHiddenField", "v_i32", "i32", 40, write="registry"
-    )
+    v_i32: _gen.Field[int, int] = _gen.field("i32", 40, write="registry")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
@@ -632,15 +454,13 @@ class TestCxxClassHiddenField(_rt.Object):
         )
 
 
-@_gen.register("testing.TestCxxClassPolymorphic", offsets={"v_i64": 24})
+@_gen.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
 
     __slots__ = ()
 
-    v_i64: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxClassPolymorphic", "v_i64", "i64", 24, write="in_place"
-    )
+    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
 
     def __init__(self, v_i64: int) -> None:
@@ -651,20 +471,18 @@ class TestCxxClassPolymorphic(_rt.Object):
         _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
 
-@_gen.register("testing.TestCxxEnumHolder", offsets={"opcode": 32, "priority": 24})
+@_gen.register("testing.TestCxxEnumHolder")
 class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
     __slots__ = ()
 
     priority: _gen.Field[TestCxxIntEnum, TestCxxIntEnum] = _gen.field(
-        "testing.TestCxxEnumHolder", "priority", "object", 24, write="registry"
+        "object", 24, write="registry"
     )
     """Registry field: ``testing.TestCxxEnumHolder.priority``."""
 
-    opcode: _gen.Field[TestCxxStrEnum, TestCxxStrEnum] = _gen.field(
-        "testing.TestCxxEnumHolder", "opcode", "object", 32, write="registry"
-    )
+    opcode: _gen.Field[TestCxxStrEnum, TestCxxStrEnum] = _gen.field("object", 32, write="registry")
     """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
@@ -682,28 +500,19 @@ class TestCxxEnumHolder(_rt.Object):
         )
 
 
-@_gen.register(
-    "testing.TestCxxInitSubset",
-    offsets={"note": 40, "optional_field": 32, "required_field": 24},
-)
+@_gen.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
 
     __slots__ = ()
 
-    required_field: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxInitSubset", "required_field", "i64", 24, write="in_place"
-    )
+    required_field: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.required_field``."""
 
-    optional_field: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxInitSubset", "optional_field", "i64", 32, write="in_place"
-    )
+    optional_field: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
 
-    note: _gen.Field[str, str] = _gen.field(
-        "testing.TestCxxInitSubset", "note", "any", 40, write="registry"
-    )
+    note: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestCxxInitSubset.note``."""
 
     def __init__(self, required_field: int) -> None:
@@ -720,22 +529,22 @@ class TestCxxInitSubset(_rt.Object):
         )
 
 
-@_gen.register("testing.TestCxxKwOnly", offsets={"w": 48, "x": 24, "y": 32, "z": 40})
+@_gen.register("testing.TestCxxKwOnly")
 class TestCxxKwOnly(_rt.Object):
     """Registry type: ``testing.TestCxxKwOnly``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "x", "i64", 24, write="in_place")
+    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.x``."""
 
-    y: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "y", "i64", 32, write="in_place")
+    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.y``."""
 
-    z: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "z", "i64", 40, write="in_place")
+    z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.z``."""
 
-    w: _gen.Field[int, int] = _gen.field("testing.TestCxxKwOnly", "w", "i64", 48, write="in_place")
+    w: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.w``."""
 
     def __init__(self, *, x: int, y: int, z: int, w: int = 100) -> None:
@@ -755,20 +564,16 @@ class TestCxxKwOnly(_rt.Object):
         )
 
 
-@_gen.register("testing.TestCxxNoAutoInit", offsets={"x": 24, "y": 32}, constructible=False)
+@_gen.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxNoAutoInit``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxNoAutoInit", "x", "i64", 24, write="in_place"
-    )
+    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.x``."""
 
-    y: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxNoAutoInit", "y", "i64", 32, write="in_place"
-    )
+    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.y``."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
@@ -779,20 +584,16 @@ class TestCxxNoAutoInit(_rt.Object):
         _gen.not_constructible(self, "testing.TestCxxNoAutoInit")
 
 
-@_gen.register("testing.TestDeepCopyEdges", offsets={"v_any": 24, "v_obj": 40})
+@_gen.register("testing.TestDeepCopyEdges")
 class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
     __slots__ = ()
 
-    v_any: _gen.Field[_t.Any, _t.Any] = _gen.field(
-        "testing.TestDeepCopyEdges", "v_any", "any", 24, write="registry"
-    )
+    v_any: _gen.Field[_t.Any, _t.Any] = _gen.field("any", 24, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
 
-    v_obj: _gen.Field[_rt.Object, _rt.Object] = _gen.field(
-        "testing.TestDeepCopyEdges", "v_obj", "object", 40, write="registry"
-    )
+    v_obj: _gen.Field[_rt.Object, _rt.Object] = _gen.field("object", 40, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
@@ -810,20 +611,16 @@ class TestDeepCopyEdges(_rt.Object):
         )
 
 
-@_gen.register("testing.TestEqWithoutHash", offsets={"key": 24, "label": 32})
+@_gen.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
     """Registry type: ``testing.TestEqWithoutHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestEqWithoutHash", "key", "i64", 24
-    )
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field(
-        "testing.TestEqWithoutHash", "label", "any", 32
-    )
+    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, /) -> None:
@@ -845,21 +642,19 @@ class TestFrozenCxx(_rt.Object):
         _gen.not_constructible(self, "testing.TestFrozenCxx")
 
 
-@_gen.register("testing.TestHash", offsets={"hash_ignored": 48, "key": 24, "name": 32})
+@_gen.register("testing.TestHash")
 class TestHash(_rt.Object):
     """Registry type: ``testing.TestHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestHash", "key", "i64", 24)
+    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestHash.key`` (read-only)."""
 
-    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("testing.TestHash", "name", "any", 32)
+    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestHash.name`` (read-only)."""
 
-    hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestHash", "hash_ignored", "i64", 48
-    )
+    hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
 
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
@@ -867,19 +662,22 @@ class TestHash(_rt.Object):
         _gen.construct(self, "testing.TestHash", (_0, _1, _2))
 
 
-@_gen.register("testing.TestIntPair", offsets={"a": 24, "b": 32})
+_ffi_method_TestIntPair_sum: _t.Callable[..., int] = _gen.method("testing.TestIntPair", "sum")
+
+
+@_gen.register("testing.TestIntPair")
 class TestIntPair(_rt.Object):
     """Registry type: ``testing.TestIntPair``."""
 
     __slots__ = ()
 
-    a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestIntPair", "a", "i64", 24)
+    a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Field `a`
 
     Registry field: ``testing.TestIntPair.a`` (read-only).
     """
 
-    b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("testing.TestIntPair", "b", "i64", 32)
+    b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Field `b`
 
     Registry field: ``testing.TestIntPair.b`` (read-only).
@@ -894,19 +692,16 @@ class TestIntPair(_rt.Object):
 
         Registry method: ``testing.TestIntPair.sum``.
         """
-        result: int = _ffi_method_TestIntPair_sum(self)
-        return result
+        return _ffi_method_TestIntPair_sum(self)
 
 
-@_gen.register("testing.TestNonCopyable", offsets={"value": 24})
+@_gen.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
     """Registry type: ``testing.TestNonCopyable``."""
 
     __slots__ = ()
 
-    value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestNonCopyable", "value", "i64", 24
-    )
+    value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
 
     def __init__(self, _0: int, /) -> None:
@@ -914,28 +709,27 @@ class TestNonCopyable(_rt.Object):
         _gen.construct(self, "testing.TestNonCopyable", (_0,))
 
 
-@_gen.register("testing.TestObjectBase", offsets={"v_f64": 32, "v_i64": 24, "v_str": 40})
+_ffi_method_TestObjectBase_add_i64: _t.Callable[..., int] = (
+    _gen.method("testing.TestObjectBase", "add_i64")
+)
+
+
+@_gen.register("testing.TestObjectBase")
 class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
     __slots__ = ()
 
-    v_i64: _gen.Field[int, int] = _gen.field(
-        "testing.TestObjectBase", "v_i64", "i64", 24, write="in_place"
-    )
+    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """i64 field
 
     Registry field: ``testing.TestObjectBase.v_i64``.
     """
 
-    v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field(
-        "testing.TestObjectBase", "v_f64", "f64", 32
-    )
+    v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field("f64", 32)
     """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
 
-    v_str: _gen.Field[str, str] = _gen.field(
-        "testing.TestObjectBase", "v_str", "any", 40, write="registry"
-    )
+    v_str: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestObjectBase.v_str``."""
 
     def __init__(self, v_i64: int = 10, v_f64: float = 10.0, v_str: str = "hello") -> None:
@@ -958,23 +752,20 @@ class TestObjectBase(_rt.Object):
 
         Registry method: ``testing.TestObjectBase.add_i64``.
         """
-        result: int = _ffi_method_TestObjectBase_add_i64(self, _0)
-        return result
+        return _ffi_method_TestObjectBase_add_i64(self, _0)
 
 
-@_gen.register("testing.TestObjectPtrHolder", offsets={"optional_value": 32, "value": 24})
+@_gen.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
     __slots__ = ()
 
-    value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field(
-        "testing.TestObjectPtrHolder", "value", "object", 24, write="registry"
-    )
+    value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field("object", 24, write="registry")
     """Registry field: ``testing.TestObjectPtrHolder.value``."""
 
     optional_value: _gen.Field[TestObjectBase | None, TestObjectBase | None] = _gen.field(
-        "testing.TestObjectPtrHolder", "optional_value", "object", 32, write="registry"
+        "object", 32, write="registry"
     )
     """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
 
@@ -997,15 +788,18 @@ class TestObjectPtrHolder(_rt.Object):
         )
 
 
-@_gen.register("testing.TestUnregisteredBaseObject", offsets={"v1": 24})
+_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one: _t.Callable[..., int] = (
+    _gen.method("testing.TestUnregisteredBaseObject", "get_v1_plus_one")
+)
+
+
+@_gen.register("testing.TestUnregisteredBaseObject")
 class TestUnregisteredBaseObject(_rt.Object):
     """Registry type: ``testing.TestUnregisteredBaseObject``."""
 
     __slots__ = ()
 
-    v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestUnregisteredBaseObject", "v1", "i64", 24
-    )
+    v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
 
     def __init__(self, _0: int, /) -> None:
@@ -1020,19 +814,16 @@ class TestUnregisteredBaseObject(_rt.Object):
 
         Registry method: ``testing.TestUnregisteredBaseObject.get_v1_plus_one``.
         """
-        result: int = _ffi_method_TestUnregisteredBaseObject_get_v1_plus_one(self)
-        return result
+        return _ffi_method_TestUnregisteredBaseObject_get_v1_plus_one(self)
 
 
-@_gen.register("testing.TestVisitHook", offsets={"child": 24}, constructible=False)
+@_gen.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
     """Registry type: ``testing.TestVisitHook``."""
 
     __slots__ = ()
 
-    child: _t.Final[_gen.ReadOnlyField[_rt.Object]] = _gen.field(
-        "testing.TestVisitHook", "child", "object", 24
-    )
+    child: _t.Final[_gen.ReadOnlyField[_rt.Object]] = _gen.field("object", 24)
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
@@ -1043,25 +834,19 @@ class TestVisitHook(_rt.Object):
         _gen.not_constructible(self, "testing.TestVisitHook")
 
 
-@_gen.register("testing.TestVisitRegions", offsets={"ordinary": 40, "pattern": 32, "simple": 24})
+@_gen.register("testing.TestVisitRegions")
 class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
     __slots__ = ()
 
-    simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestVisitRegions", "simple", "i64", 24
-    )
+    simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
 
-    pattern: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestVisitRegions", "pattern", "i64", 32
-    )
+    pattern: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
 
-    ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestVisitRegions", "ordinary", "i64", 40
-    )
+    ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
 
     def __init__(self, simple: int, pattern: int, ordinary: int) -> None:
@@ -1080,20 +865,16 @@ class TestVisitRegions(_rt.Object):
         )
 
 
-@_gen.register("testing.TestCxxAutoInitChild", offsets={"child_kw_only": 48, "child_required": 40})
+@_gen.register("testing.TestCxxAutoInitChild")
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
     __slots__ = ()
 
-    child_required: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitChild", "child_required", "i64", 40, write="in_place"
-    )
+    child_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
 
-    child_kw_only: _gen.Field[int, int] = _gen.field(
-        "testing.TestCxxAutoInitChild", "child_kw_only", "i64", 48, write="in_place"
-    )
+    child_kw_only: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
 
     def __init__(
@@ -1120,20 +901,16 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         )
 
 
-@_gen.register("testing.TestCxxClassDerived", offsets={"v_f32": 48, "v_f64": 40})
+@_gen.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
     __slots__ = ()
 
-    v_f64: _gen.Field[float, float] = _gen.field(
-        "testing.TestCxxClassDerived", "v_f64", "f64", 40, write="in_place"
-    )
+    v_f64: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
     """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
 
-    v_f32: _gen.Field[float, float] = _gen.field(
-        "testing.TestCxxClassDerived", "v_f32", "f32", 48, write="registry"
-    )
+    v_f32: _gen.Field[float, float] = _gen.field("f32", 48, write="registry")
     """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
     def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
@@ -1170,19 +947,19 @@ class TestEnumVariant(_rt.Enum):
         _gen.not_constructible(self, "testing.TestEnumVariant")
 
 
-@_gen.register("testing.TestObjectDerived", offsets={"v_array": 64, "v_map": 56})
+@_gen.register("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
     """Registry type: ``testing.TestObjectDerived``."""
 
     __slots__ = ()
 
     v_map: _gen.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _gen.field(
-        "testing.TestObjectDerived", "v_map", "object", 56, write="registry"
+        "object", 56, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_map``."""
 
     v_array: _gen.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _gen.field(
-        "testing.TestObjectDerived", "v_array", "object", 64, write="registry"
+        "object", 64, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_array``."""
 
@@ -1211,15 +988,18 @@ class TestObjectDerived(TestObjectBase):
         )
 
 
-@_gen.register("testing.TestUnregisteredObject", offsets={"v2": 32})
+_ffi_method_TestUnregisteredObject_get_v2_plus_two: _t.Callable[..., int] = (
+    _gen.method("testing.TestUnregisteredObject", "get_v2_plus_two")
+)
+
+
+@_gen.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registry type: ``testing.TestUnregisteredObject``."""
 
     __slots__ = ()
 
-    v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(
-        "testing.TestUnregisteredObject", "v2", "i64", 32
-    )
+    v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
 
     def __init__(self, _0: int, _1: int, /) -> None:
@@ -1234,24 +1014,19 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
         Registry method: ``testing.TestUnregisteredObject.get_v2_plus_two``.
         """
-        result: int = _ffi_method_TestUnregisteredObject_get_v2_plus_two(self)
-        return result
+        return _ffi_method_TestUnregisteredObject_get_v2_plus_two(self)
 
 
-@_gen.register("testing.TestCxxClassDerivedDerived", offsets={"v_bool": 72, "v_str": 56})
+@_gen.register("testing.TestCxxClassDerivedDerived")
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
     __slots__ = ()
 
-    v_str: _gen.Field[str, str] = _gen.field(
-        "testing.TestCxxClassDerivedDerived", "v_str", "any", 56, write="registry"
-    )
+    v_str: _gen.Field[str, str] = _gen.field("any", 56, write="registry")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
 
-    v_bool: _gen.Field[bool, bool] = _gen.field(
-        "testing.TestCxxClassDerivedDerived", "v_bool", "bool", 72, write="in_place"
-    )
+    v_bool: _gen.Field[bool, bool] = _gen.field("bool", 72, write="in_place")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
 
     def __init__(
@@ -1309,16 +1084,160 @@ class TestCxxStrEnum(_rt.StrEnum):
         _gen.not_constructible(self, "testing.TestCxxStrEnum")
 
 
+# The registry functions the wrappers below call, each typed with its wrapper's return type.
+_ffi_fn_TestIntPairSum: _t.Callable[..., int] = _gen.global_function("testing.TestIntPairSum")
+_ffi_fn_add_one: _t.Callable[..., int] = _gen.global_function("testing.add_one")
+_ffi_fn_apply: _t.Callable[..., _t.Any] = _gen.global_function("testing.apply")
+_ffi_fn_echo: _t.Callable[..., _t.Any] = _gen.global_function("testing.echo")
+_ffi_fn_enum_variant_get: _t.Callable[..., _rt.Enum] = (
+    _gen.global_function("testing.enum_variant_get")
+)
+_ffi_fn_get_add_one_c_symbol: _t.Callable[..., int] = (
+    _gen.global_function("testing.get_add_one_c_symbol")
+)
+_ffi_fn_get_mlir_add_one_c_symbol: _t.Callable[..., int] = (
+    _gen.global_function("testing.get_mlir_add_one_c_symbol")
+)
+_ffi_fn_make_array_with_mixed: _t.Callable[..., _rt.Array[_t.Any]] = (
+    _gen.global_function("testing.make_array_with_mixed")
+)
+_ffi_fn_make_array_with_tensor: _t.Callable[..., _rt.Array[_t.Any]] = (
+    _gen.global_function("testing.make_array_with_tensor")
+)
+_ffi_fn_make_dict_with_tensor: _t.Callable[..., _rt.Dict[str, _t.Any]] = (
+    _gen.global_function("testing.make_dict_with_tensor")
+)
+_ffi_fn_make_empty_array_with_tensor_input: _t.Callable[..., _rt.Array[_t.Any]] = (
+    _gen.global_function("testing.make_empty_array_with_tensor_input")
+)
+_ffi_fn_make_list_with_tensor: _t.Callable[..., _rt.List[_t.Any]] = (
+    _gen.global_function("testing.make_list_with_tensor")
+)
+_ffi_fn_make_map_with_tensor: _t.Callable[..., _rt.Map[str, _t.Any]] = (
+    _gen.global_function("testing.make_map_with_tensor")
+)
+_ffi_fn_make_nested_array_with_tensor: _t.Callable[..., _rt.Array[_t.Any]] = (
+    _gen.global_function("testing.make_nested_array_with_tensor")
+)
+_ffi_fn_make_nested_map_with_tensor: _t.Callable[..., _rt.Map[str, _t.Any]] = (
+    _gen.global_function("testing.make_nested_map_with_tensor")
+)
+_ffi_fn_make_unregistered_object: _t.Callable[..., _rt.Object] = (
+    _gen.global_function("testing.make_unregistered_object")
+)
+_ffi_fn_make_visit_region_graph: _t.Callable[..., _t.Any] = (
+    _gen.global_function("testing.make_visit_region_graph")
+)
+_ffi_fn_nop: _t.Callable[..., _t.Any] = _gen.global_function("testing.nop")
+_ffi_fn_object_use_count: _t.Callable[..., int] = _gen.global_function("testing.object_use_count")
+_ffi_fn_optional_tensor_view_has_value: _t.Callable[..., bool] = (
+    _gen.global_function("testing.optional_tensor_view_has_value")
+)
+_ffi_fn_run_check_signal: _t.Callable[..., None] = _gen.global_function("testing.run_check_signal")
+_ffi_fn_schema_arr_map_opt: _t.Callable[..., _rt.Map[str, _rt.Array[int]]] = (
+    _gen.global_function("testing.schema_arr_map_opt")
+)
+_ffi_fn_schema_id_any: _t.Callable[..., _t.Any] = _gen.global_function("testing.schema_id_any")
+_ffi_fn_schema_id_arr: _t.Callable[..., _rt.Array[_t.Any]] = (
+    _gen.global_function("testing.schema_id_arr")
+)
+_ffi_fn_schema_id_arr_int: _t.Callable[..., _rt.Array[int]] = (
+    _gen.global_function("testing.schema_id_arr_int")
+)
+_ffi_fn_schema_id_arr_obj: _t.Callable[..., _rt.Array[_rt.Object]] = (
+    _gen.global_function("testing.schema_id_arr_obj")
+)
+_ffi_fn_schema_id_arr_str: _t.Callable[..., _rt.Array[str]] = (
+    _gen.global_function("testing.schema_id_arr_str")
+)
+_ffi_fn_schema_id_bool: _t.Callable[..., bool] = _gen.global_function("testing.schema_id_bool")
+_ffi_fn_schema_id_bytes: _t.Callable[..., bytes] = _gen.global_function("testing.schema_id_bytes")
+_ffi_fn_schema_id_device: _t.Callable[..., _rt.Device] = (
+    _gen.global_function("testing.schema_id_device")
+)
+_ffi_fn_schema_id_dict_str_int: _t.Callable[..., _rt.Dict[str, int]] = (
+    _gen.global_function("testing.schema_id_dict_str_int")
+)
+_ffi_fn_schema_id_dict_str_str: _t.Callable[..., _rt.Dict[str, str]] = (
+    _gen.global_function("testing.schema_id_dict_str_str")
+)
+_ffi_fn_schema_id_dltensor: _t.Callable[..., _rt.Tensor] = (
+    _gen.global_function("testing.schema_id_dltensor")
+)
+_ffi_fn_schema_id_dtype: _t.Callable[..., _rt.DataType] = (
+    _gen.global_function("testing.schema_id_dtype")
+)
+_ffi_fn_schema_id_float: _t.Callable[..., float] = _gen.global_function("testing.schema_id_float")
+_ffi_fn_schema_id_func: _t.Callable[..., _rt.Function] = (
+    _gen.global_function("testing.schema_id_func")
+)
+_ffi_fn_schema_id_func_typed: _t.Callable[..., _rt.Function] = (
+    _gen.global_function("testing.schema_id_func_typed")
+)
+_ffi_fn_schema_id_int: _t.Callable[..., int] = _gen.global_function("testing.schema_id_int")
+_ffi_fn_schema_id_list_int: _t.Callable[..., _rt.List[int]] = (
+    _gen.global_function("testing.schema_id_list_int")
+)
+_ffi_fn_schema_id_list_obj: _t.Callable[..., _rt.List[_rt.Object]] = (
+    _gen.global_function("testing.schema_id_list_obj")
+)
+_ffi_fn_schema_id_list_str: _t.Callable[..., _rt.List[str]] = (
+    _gen.global_function("testing.schema_id_list_str")
+)
+_ffi_fn_schema_id_map: _t.Callable[..., _rt.Map[_t.Any, _t.Any]] = (
+    _gen.global_function("testing.schema_id_map")
+)
+_ffi_fn_schema_id_map_str_int: _t.Callable[..., _rt.Map[str, int]] = (
+    _gen.global_function("testing.schema_id_map_str_int")
+)
+_ffi_fn_schema_id_map_str_obj: _t.Callable[..., _rt.Map[str, _rt.Object]] = (
+    _gen.global_function("testing.schema_id_map_str_obj")
+)
+_ffi_fn_schema_id_map_str_str: _t.Callable[..., _rt.Map[str, str]] = (
+    _gen.global_function("testing.schema_id_map_str_str")
+)
+_ffi_fn_schema_id_object: _t.Callable[..., _rt.Object] = (
+    _gen.global_function("testing.schema_id_object")
+)
+_ffi_fn_schema_id_opt_int: _t.Callable[..., int | None] = (
+    _gen.global_function("testing.schema_id_opt_int")
+)
+_ffi_fn_schema_id_opt_obj: _t.Callable[..., _rt.Object | None] = (
+    _gen.global_function("testing.schema_id_opt_obj")
+)
+_ffi_fn_schema_id_opt_str: _t.Callable[..., str | None] = (
+    _gen.global_function("testing.schema_id_opt_str")
+)
+_ffi_fn_schema_id_string: _t.Callable[..., str] = _gen.global_function("testing.schema_id_string")
+_ffi_fn_schema_id_tensor: _t.Callable[..., _rt.Tensor] = (
+    _gen.global_function("testing.schema_id_tensor")
+)
+_ffi_fn_schema_id_variant_int_str: _t.Callable[..., int | str] = (
+    _gen.global_function("testing.schema_id_variant_int_str")
+)
+_ffi_fn_schema_no_args: _t.Callable[..., int] = _gen.global_function("testing.schema_no_args")
+_ffi_fn_schema_no_args_no_return: _t.Callable[..., None] = (
+    _gen.global_function("testing.schema_no_args_no_return")
+)
+_ffi_fn_schema_no_return: _t.Callable[..., None] = _gen.global_function("testing.schema_no_return")
+_ffi_fn_schema_packed: _t.Callable[..., _t.Any] = _gen.global_function("testing.schema_packed")
+_ffi_fn_schema_tensor_view_input: _t.Callable[..., None] = (
+    _gen.global_function("testing.schema_tensor_view_input")
+)
+_ffi_fn_schema_variant_mix: _t.Callable[..., int | str | _rt.Array[int]] = (
+    _gen.global_function("testing.schema_variant_mix")
+)
+_ffi_fn_test_raise_error: _t.Callable[..., None] = _gen.global_function("testing.test_raise_error")
+
+
 def TestIntPairSum(_0: TestIntPair, /) -> int:
     """Registry function: ``testing.TestIntPairSum``."""
-    result: int = _ffi_fn_TestIntPairSum(_0)
-    return result
+    return _ffi_fn_TestIntPairSum(_0)
 
 
 def add_one(_0: int, /) -> int:
     """Registry function: ``testing.add_one``."""
-    result: int = _ffi_fn_add_one(_0)
-    return result
+    return _ffi_fn_add_one(_0)
 
 
 def apply(*args: _t.Any) -> _t.Any:
@@ -1333,38 +1252,32 @@ def echo(*args: _t.Any) -> _t.Any:
 
 def enum_variant_get(_0: str, /) -> _rt.Enum:
     """Registry function: ``testing.enum_variant_get``."""
-    result: _rt.Enum = _ffi_fn_enum_variant_get(_0)
-    return result
+    return _ffi_fn_enum_variant_get(_0)
 
 
 def get_add_one_c_symbol() -> int:
     """Registry function: ``testing.get_add_one_c_symbol``."""
-    result: int = _ffi_fn_get_add_one_c_symbol()
-    return result
+    return _ffi_fn_get_add_one_c_symbol()
 
 
 def get_mlir_add_one_c_symbol() -> int:
     """Registry function: ``testing.get_mlir_add_one_c_symbol``."""
-    result: int = _ffi_fn_get_mlir_add_one_c_symbol()
-    return result
+    return _ffi_fn_get_mlir_add_one_c_symbol()
 
 
 def make_array_with_mixed(_0: _rt.Tensor | _rt.DLPackExporter, _1: int, /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_array_with_mixed``."""
-    result: _rt.Array[_t.Any] = _ffi_fn_make_array_with_mixed(_0, _1)
-    return result
+    return _ffi_fn_make_array_with_mixed(_0, _1)
 
 
 def make_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_array_with_tensor``."""
-    result: _rt.Array[_t.Any] = _ffi_fn_make_array_with_tensor(_0)
-    return result
+    return _ffi_fn_make_array_with_tensor(_0)
 
 
 def make_dict_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Dict[str, _t.Any]:
     """Registry function: ``testing.make_dict_with_tensor``."""
-    result: _rt.Dict[str, _t.Any] = _ffi_fn_make_dict_with_tensor(_0)
-    return result
+    return _ffi_fn_make_dict_with_tensor(_0)
 
 
 def make_empty_array_with_tensor_input(
@@ -1372,26 +1285,22 @@ def make_empty_array_with_tensor_input(
     /,
 ) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_empty_array_with_tensor_input``."""
-    result: _rt.Array[_t.Any] = _ffi_fn_make_empty_array_with_tensor_input(_0)
-    return result
+    return _ffi_fn_make_empty_array_with_tensor_input(_0)
 
 
 def make_list_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, _1: int, /) -> _rt.List[_t.Any]:
     """Registry function: ``testing.make_list_with_tensor``."""
-    result: _rt.List[_t.Any] = _ffi_fn_make_list_with_tensor(_0, _1)
-    return result
+    return _ffi_fn_make_list_with_tensor(_0, _1)
 
 
 def make_map_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Map[str, _t.Any]:
     """Registry function: ``testing.make_map_with_tensor``."""
-    result: _rt.Map[str, _t.Any] = _ffi_fn_make_map_with_tensor(_0)
-    return result
+    return _ffi_fn_make_map_with_tensor(_0)
 
 
 def make_nested_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_nested_array_with_tensor``."""
-    result: _rt.Array[_t.Any] = _ffi_fn_make_nested_array_with_tensor(_0)
-    return result
+    return _ffi_fn_make_nested_array_with_tensor(_0)
 
 
 def make_nested_map_with_tensor(
@@ -1400,14 +1309,12 @@ def make_nested_map_with_tensor(
     /,
 ) -> _rt.Map[str, _t.Any]:
     """Registry function: ``testing.make_nested_map_with_tensor``."""
-    result: _rt.Map[str, _t.Any] = _ffi_fn_make_nested_map_with_tensor(_0, _1)
-    return result
+    return _ffi_fn_make_nested_map_with_tensor(_0, _1)
 
 
 def make_unregistered_object() -> _rt.Object:
     """Registry function: ``testing.make_unregistered_object``."""
-    result: _rt.Object = _ffi_fn_make_unregistered_object()
-    return result
+    return _ffi_fn_make_unregistered_object()
 
 
 def make_visit_region_graph(_0: bool, /) -> _t.Any:
@@ -1422,14 +1329,12 @@ def nop(*args: _t.Any) -> _t.Any:
 
 def object_use_count(_0: _rt.Object, /) -> int:
     """Registry function: ``testing.object_use_count``."""
-    result: int = _ffi_fn_object_use_count(_0)
-    return result
+    return _ffi_fn_object_use_count(_0)
 
 
 def optional_tensor_view_has_value(_0: _rt.Tensor | _rt.DLPackExporter | None, /) -> bool:
     """Registry function: ``testing.optional_tensor_view_has_value``."""
-    result: bool = _ffi_fn_optional_tensor_view_has_value(_0)
-    return result
+    return _ffi_fn_optional_tensor_view_has_value(_0)
 
 
 def run_check_signal(_0: int, /) -> None:
@@ -1444,8 +1349,7 @@ def schema_arr_map_opt(
     /,
 ) -> _rt.Map[str, _rt.Array[int]]:
     """Registry function: ``testing.schema_arr_map_opt``."""
-    result: _rt.Map[str, _rt.Array[int]] = _ffi_fn_schema_arr_map_opt(_0, _1, _2)
-    return result
+    return _ffi_fn_schema_arr_map_opt(_0, _1, _2)
 
 
 def schema_id_any(_0: _t.Any, /) -> _t.Any:
@@ -1455,182 +1359,152 @@ def schema_id_any(_0: _t.Any, /) -> _t.Any:
 
 def schema_id_arr(_0: _abc.Sequence[_t.Any], /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.schema_id_arr``."""
-    result: _rt.Array[_t.Any] = _ffi_fn_schema_id_arr(_0)
-    return result
+    return _ffi_fn_schema_id_arr(_0)
 
 
 def schema_id_arr_int(_0: _abc.Sequence[int], /) -> _rt.Array[int]:
     """Registry function: ``testing.schema_id_arr_int``."""
-    result: _rt.Array[int] = _ffi_fn_schema_id_arr_int(_0)
-    return result
+    return _ffi_fn_schema_id_arr_int(_0)
 
 
 def schema_id_arr_obj(_0: _abc.Sequence[_rt.Object], /) -> _rt.Array[_rt.Object]:
     """Registry function: ``testing.schema_id_arr_obj``."""
-    result: _rt.Array[_rt.Object] = _ffi_fn_schema_id_arr_obj(_0)
-    return result
+    return _ffi_fn_schema_id_arr_obj(_0)
 
 
 def schema_id_arr_str(_0: _abc.Sequence[str], /) -> _rt.Array[str]:
     """Registry function: ``testing.schema_id_arr_str``."""
-    result: _rt.Array[str] = _ffi_fn_schema_id_arr_str(_0)
-    return result
+    return _ffi_fn_schema_id_arr_str(_0)
 
 
 def schema_id_bool(_0: bool, /) -> bool:
     """Registry function: ``testing.schema_id_bool``."""
-    result: bool = _ffi_fn_schema_id_bool(_0)
-    return result
+    return _ffi_fn_schema_id_bool(_0)
 
 
 def schema_id_bytes(_0: bytes, /) -> bytes:
     """Registry function: ``testing.schema_id_bytes``."""
-    result: bytes = _ffi_fn_schema_id_bytes(_0)
-    return result
+    return _ffi_fn_schema_id_bytes(_0)
 
 
 def schema_id_device(_0: _rt.Device, /) -> _rt.Device:
     """Registry function: ``testing.schema_id_device``."""
-    result: _rt.Device = _ffi_fn_schema_id_device(_0)
-    return result
+    return _ffi_fn_schema_id_device(_0)
 
 
 def schema_id_dict_str_int(_0: _rt.Dict[str, int], /) -> _rt.Dict[str, int]:
     """Registry function: ``testing.schema_id_dict_str_int``."""
-    result: _rt.Dict[str, int] = _ffi_fn_schema_id_dict_str_int(_0)
-    return result
+    return _ffi_fn_schema_id_dict_str_int(_0)
 
 
 def schema_id_dict_str_str(_0: _rt.Dict[str, str], /) -> _rt.Dict[str, str]:
     """Registry function: ``testing.schema_id_dict_str_str``."""
-    result: _rt.Dict[str, str] = _ffi_fn_schema_id_dict_str_str(_0)
-    return result
+    return _ffi_fn_schema_id_dict_str_str(_0)
 
 
 def schema_id_dltensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
     """Registry function: ``testing.schema_id_dltensor``."""
-    result: _rt.Tensor = _ffi_fn_schema_id_dltensor(_0)
-    return result
+    return _ffi_fn_schema_id_dltensor(_0)
 
 
 def schema_id_dtype(_0: _rt.DataType | str, /) -> _rt.DataType:
     """Registry function: ``testing.schema_id_dtype``."""
-    result: _rt.DataType = _ffi_fn_schema_id_dtype(_0)
-    return result
+    return _ffi_fn_schema_id_dtype(_0)
 
 
 def schema_id_float(_0: float, /) -> float:
     """Registry function: ``testing.schema_id_float``."""
-    result: float = _ffi_fn_schema_id_float(_0)
-    return result
+    return _ffi_fn_schema_id_float(_0)
 
 
 def schema_id_func(_0: _abc.Callable[..., _t.Any], /) -> _rt.Function:
     """Registry function: ``testing.schema_id_func``."""
-    result: _rt.Function = _ffi_fn_schema_id_func(_0)
-    return result
+    return _ffi_fn_schema_id_func(_0)
 
 
 def schema_id_func_typed(_0: _abc.Callable[[int, float, _rt.Function], None], /) -> _rt.Function:
     """Registry function: ``testing.schema_id_func_typed``."""
-    result: _rt.Function = _ffi_fn_schema_id_func_typed(_0)
-    return result
+    return _ffi_fn_schema_id_func_typed(_0)
 
 
 def schema_id_int(_0: int, /) -> int:
     """Registry function: ``testing.schema_id_int``."""
-    result: int = _ffi_fn_schema_id_int(_0)
-    return result
+    return _ffi_fn_schema_id_int(_0)
 
 
 def schema_id_list_int(_0: _rt.List[int], /) -> _rt.List[int]:
     """Registry function: ``testing.schema_id_list_int``."""
-    result: _rt.List[int] = _ffi_fn_schema_id_list_int(_0)
-    return result
+    return _ffi_fn_schema_id_list_int(_0)
 
 
 def schema_id_list_obj(_0: _rt.List[_rt.Object], /) -> _rt.List[_rt.Object]:
     """Registry function: ``testing.schema_id_list_obj``."""
-    result: _rt.List[_rt.Object] = _ffi_fn_schema_id_list_obj(_0)
-    return result
+    return _ffi_fn_schema_id_list_obj(_0)
 
 
 def schema_id_list_str(_0: _rt.List[str], /) -> _rt.List[str]:
     """Registry function: ``testing.schema_id_list_str``."""
-    result: _rt.List[str] = _ffi_fn_schema_id_list_str(_0)
-    return result
+    return _ffi_fn_schema_id_list_str(_0)
 
 
 def schema_id_map(_0: _abc.Mapping[_t.Any, _t.Any], /) -> _rt.Map[_t.Any, _t.Any]:
     """Registry function: ``testing.schema_id_map``."""
-    result: _rt.Map[_t.Any, _t.Any] = _ffi_fn_schema_id_map(_0)
-    return result
+    return _ffi_fn_schema_id_map(_0)
 
 
 def schema_id_map_str_int(_0: _abc.Mapping[str, int], /) -> _rt.Map[str, int]:
     """Registry function: ``testing.schema_id_map_str_int``."""
-    result: _rt.Map[str, int] = _ffi_fn_schema_id_map_str_int(_0)
-    return result
+    return _ffi_fn_schema_id_map_str_int(_0)
 
 
 def schema_id_map_str_obj(_0: _abc.Mapping[str, _rt.Object], /) -> _rt.Map[str, _rt.Object]:
     """Registry function: ``testing.schema_id_map_str_obj``."""
-    result: _rt.Map[str, _rt.Object] = _ffi_fn_schema_id_map_str_obj(_0)
-    return result
+    return _ffi_fn_schema_id_map_str_obj(_0)
 
 
 def schema_id_map_str_str(_0: _abc.Mapping[str, str], /) -> _rt.Map[str, str]:
     """Registry function: ``testing.schema_id_map_str_str``."""
-    result: _rt.Map[str, str] = _ffi_fn_schema_id_map_str_str(_0)
-    return result
+    return _ffi_fn_schema_id_map_str_str(_0)
 
 
 def schema_id_object(_0: _rt.Object, /) -> _rt.Object:
     """Registry function: ``testing.schema_id_object``."""
-    result: _rt.Object = _ffi_fn_schema_id_object(_0)
-    return result
+    return _ffi_fn_schema_id_object(_0)
 
 
 def schema_id_opt_int(_0: int | None, /) -> int | None:
     """Registry function: ``testing.schema_id_opt_int``."""
-    result: int | None = _ffi_fn_schema_id_opt_int(_0)
-    return result
+    return _ffi_fn_schema_id_opt_int(_0)
 
 
 def schema_id_opt_obj(_0: _rt.Object | None, /) -> _rt.Object | None:
     """Registry function: ``testing.schema_id_opt_obj``."""
-    result: _rt.Object | None = _ffi_fn_schema_id_opt_obj(_0)
-    return result
+    return _ffi_fn_schema_id_opt_obj(_0)
 
 
 def schema_id_opt_str(_0: str | None, /) -> str | None:
     """Registry function: ``testing.schema_id_opt_str``."""
-    result: str | None = _ffi_fn_schema_id_opt_str(_0)
-    return result
+    return _ffi_fn_schema_id_opt_str(_0)
 
 
 def schema_id_string(_0: str, /) -> str:
     """Registry function: ``testing.schema_id_string``."""
-    result: str = _ffi_fn_schema_id_string(_0)
-    return result
+    return _ffi_fn_schema_id_string(_0)
 
 
 def schema_id_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
     """Registry function: ``testing.schema_id_tensor``."""
-    result: _rt.Tensor = _ffi_fn_schema_id_tensor(_0)
-    return result
+    return _ffi_fn_schema_id_tensor(_0)
 
 
 def schema_id_variant_int_str(_0: int | str, /) -> int | str:
     """Registry function: ``testing.schema_id_variant_int_str``."""
-    result: int | str = _ffi_fn_schema_id_variant_int_str(_0)
-    return result
+    return _ffi_fn_schema_id_variant_int_str(_0)
 
 
 def schema_no_args() -> int:
     """Registry function: ``testing.schema_no_args``."""
-    result: int = _ffi_fn_schema_no_args()
-    return result
+    return _ffi_fn_schema_no_args()
 
 
 def schema_no_args_no_return() -> None:
@@ -1655,98 +1529,9 @@ def schema_tensor_view_input(_0: _rt.Tensor | _rt.DLPackExporter, /) -> None:
 
 def schema_variant_mix(_0: int | str | _abc.Sequence[int], /) -> int | str | _rt.Array[int]:
     """Registry function: ``testing.schema_variant_mix``."""
-    result: int | str | _rt.Array[int] = _ffi_fn_schema_variant_mix(_0)
-    return result
+    return _ffi_fn_schema_variant_mix(_0)
 
 
 def test_raise_error(_0: str, _1: str, /) -> None:
     """Registry function: ``testing.test_raise_error``."""
     _ffi_fn_test_raise_error(_0, _1)
-
-
-_ffi_field_SchemaAllTypes_v_device = _gen.FieldAccess("testing.SchemaAllTypes", "v_device")
-_ffi_field_SchemaAllTypes_v_dtype = _gen.FieldAccess("testing.SchemaAllTypes", "v_dtype")
-_ffi_field_SchemaAllTypes_v_opt_int = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_int")
-_ffi_field_SchemaAllTypes_v_opt_str = _gen.FieldAccess("testing.SchemaAllTypes", "v_opt_str")
-_ffi_field_SchemaAllTypes_v_variant = _gen.FieldAccess("testing.SchemaAllTypes", "v_variant")
-_ffi_field_SchemaAllTypes_v_opt_arr_variant = _gen.FieldAccess(
-    "testing.SchemaAllTypes", "v_opt_arr_variant",
-)
-_ffi_method_SchemaAllTypes_add_int = _gen.method("testing.SchemaAllTypes", "add_int")
-_ffi_method_SchemaAllTypes_append_int = _gen.method("testing.SchemaAllTypes", "append_int")
-_ffi_method_SchemaAllTypes_maybe_concat = _gen.method("testing.SchemaAllTypes", "maybe_concat")
-_ffi_method_SchemaAllTypes_merge_map = _gen.method("testing.SchemaAllTypes", "merge_map")
-_ffi_method_SchemaAllTypes_make_with = _gen.method("testing.SchemaAllTypes", "make_with")
-_ffi_method_TestIntPair_sum = _gen.method("testing.TestIntPair", "sum")
-_ffi_method_TestObjectBase_add_i64 = _gen.method("testing.TestObjectBase", "add_i64")
-_ffi_method_TestUnregisteredBaseObject_get_v1_plus_one = _gen.method(
-    "testing.TestUnregisteredBaseObject", "get_v1_plus_one",
-)
-_ffi_method_TestUnregisteredObject_get_v2_plus_two = _gen.method(
-    "testing.TestUnregisteredObject", "get_v2_plus_two",
-)
-_ffi_fn_TestIntPairSum = _gen.global_function("testing.TestIntPairSum")
-_ffi_fn_add_one = _gen.global_function("testing.add_one")
-_ffi_fn_apply = _gen.global_function("testing.apply")
-_ffi_fn_echo = _gen.global_function("testing.echo")
-_ffi_fn_enum_variant_get = _gen.global_function("testing.enum_variant_get")
-_ffi_fn_get_add_one_c_symbol = _gen.global_function("testing.get_add_one_c_symbol")
-_ffi_fn_get_mlir_add_one_c_symbol = _gen.global_function("testing.get_mlir_add_one_c_symbol")
-_ffi_fn_make_array_with_mixed = _gen.global_function("testing.make_array_with_mixed")
-_ffi_fn_make_array_with_tensor = _gen.global_function("testing.make_array_with_tensor")
-_ffi_fn_make_dict_with_tensor = _gen.global_function("testing.make_dict_with_tensor")
-_ffi_fn_make_empty_array_with_tensor_input = _gen.global_function(
-    "testing.make_empty_array_with_tensor_input",
-)
-_ffi_fn_make_list_with_tensor = _gen.global_function("testing.make_list_with_tensor")
-_ffi_fn_make_map_with_tensor = _gen.global_function("testing.make_map_with_tensor")
-_ffi_fn_make_nested_array_with_tensor = _gen.global_function(
-    "testing.make_nested_array_with_tensor",
-)
-_ffi_fn_make_nested_map_with_tensor = _gen.global_function("testing.make_nested_map_with_tensor")
-_ffi_fn_make_unregistered_object = _gen.global_function("testing.make_unregistered_object")
-_ffi_fn_make_visit_region_graph = _gen.global_function("testing.make_visit_region_graph")
-_ffi_fn_nop = _gen.global_function("testing.nop")
-_ffi_fn_object_use_count = _gen.global_function("testing.object_use_count")
-_ffi_fn_optional_tensor_view_has_value = _gen.global_function(
-    "testing.optional_tensor_view_has_value",
-)
-_ffi_fn_run_check_signal = _gen.global_function("testing.run_check_signal")
-_ffi_fn_schema_arr_map_opt = _gen.global_function("testing.schema_arr_map_opt")
-_ffi_fn_schema_id_any = _gen.global_function("testing.schema_id_any")
-_ffi_fn_schema_id_arr = _gen.global_function("testing.schema_id_arr")
-_ffi_fn_schema_id_arr_int = _gen.global_function("testing.schema_id_arr_int")
-_ffi_fn_schema_id_arr_obj = _gen.global_function("testing.schema_id_arr_obj")
-_ffi_fn_schema_id_arr_str = _gen.global_function("testing.schema_id_arr_str")
-_ffi_fn_schema_id_bool = _gen.global_function("testing.schema_id_bool")
-_ffi_fn_schema_id_bytes = _gen.global_function("testing.schema_id_bytes")
-_ffi_fn_schema_id_device = _gen.global_function("testing.schema_id_device")
-_ffi_fn_schema_id_dict_str_int = _gen.global_function("testing.schema_id_dict_str_int")
-_ffi_fn_schema_id_dict_str_str = _gen.global_function("testing.schema_id_dict_str_str")
-_ffi_fn_schema_id_dltensor = _gen.global_function("testing.schema_id_dltensor")
-_ffi_fn_schema_id_dtype = _gen.global_function("testing.schema_id_dtype")
-_ffi_fn_schema_id_float = _gen.global_function("testing.schema_id_float")
-_ffi_fn_schema_id_func = _gen.global_function("testing.schema_id_func")
-_ffi_fn_schema_id_func_typed = _gen.global_function("testing.schema_id_func_typed")
-_ffi_fn_schema_id_int = _gen.global_function("testing.schema_id_int")
-_ffi_fn_schema_id_list_int = _gen.global_function("testing.schema_id_list_int")
-_ffi_fn_schema_id_list_obj = _gen.global_function("testing.schema_id_list_obj")
-_ffi_fn_schema_id_list_str = _gen.global_function("testing.schema_id_list_str")
-_ffi_fn_schema_id_map = _gen.global_function("testing.schema_id_map")
-_ffi_fn_schema_id_map_str_int = _gen.global_function("testing.schema_id_map_str_int")
-_ffi_fn_schema_id_map_str_obj = _gen.global_function("testing.schema_id_map_str_obj")
-_ffi_fn_schema_id_map_str_str = _gen.global_function("testing.schema_id_map_str_str")
-_ffi_fn_schema_id_object = _gen.global_function("testing.schema_id_object")
-_ffi_fn_schema_id_opt_int = _gen.global_function("testing.schema_id_opt_int")
-_ffi_fn_schema_id_opt_obj = _gen.global_function("testing.schema_id_opt_obj")
-_ffi_fn_schema_id_opt_str = _gen.global_function("testing.schema_id_opt_str")
-_ffi_fn_schema_id_string = _gen.global_function("testing.schema_id_string")
-_ffi_fn_schema_id_tensor = _gen.global_function("testing.schema_id_tensor")
-_ffi_fn_schema_id_variant_int_str = _gen.global_function("testing.schema_id_variant_int_str")
-_ffi_fn_schema_no_args = _gen.global_function("testing.schema_no_args")
-_ffi_fn_schema_no_args_no_return = _gen.global_function("testing.schema_no_args_no_return")
-_ffi_fn_schema_no_return = _gen.global_function("testing.schema_no_return")
-_ffi_fn_schema_packed = _gen.global_function("testing.schema_packed")
-_ffi_fn_schema_tensor_view_input = _gen.global_function("testing.schema_tensor_view_input")
-_ffi_fn_schema_variant_mix = _gen.global_function("testing.schema_variant_mix")
-_ffi_fn_test_raise_error = _gen.global_function("testing.test_raise_error")

@@ -1,0 +1,271 @@
+"""The generated form's runtime support (``tvmffi_runtime.gen``): fields bound by ``register``,
+registry fields, the API level check, dispatch bases, and parameter names from documentation.
+
+Cases that register classes run in a child process (registering a type key replaces its class
+for the whole process), on the compiled path and on pure ctypes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+from tvmffi_gen.docparams import documented_param_names
+
+GENERATED = ROOT / "generated"
+
+
+def _run(code: str, pure: bool) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(GENERATED), str(ROOT / "runtime")])}
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+PATHS = pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+
+
+@PATHS
+def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> None:
+    proc = _run(
+        """
+        from tvmffi_runtime import gen
+        gen.API_LEVEL = 1  # a runtime from before the generated form the package uses
+        try:
+            import tvmffi_testing
+        except ImportError as exc:
+            print(exc)
+        else:
+            raise SystemExit("imported")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stderr
+    message = proc.stdout.strip()
+    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 2"), message
+    assert "supports level 1" in message and "upgrade the tvmffi-runtime distribution" in message
+
+
+@PATHS
+def test_fields_are_bound_by_register_and_checked_against_the_library(pure: bool) -> None:
+    proc = _run(
+        """
+        import typing as _t
+        import tvmffi_runtime as _rt
+        from tvmffi_runtime import gen as _gen
+        import tvmffi_testing.testing as T
+
+        # the generated class's fields are runtime descriptors named after their type key
+        d = T.TestIntPair.__dict__["a"]
+        assert not isinstance(d, _gen.UnboundField), d
+        assert d.qualname == "testing.TestIntPair.a" and d.offset == 24, (d.qualname, d.offset)
+        assert T.TestIntPair(3, 4).b == 4
+
+        # an offset the library does not have: ImportError naming the field, before registering
+        try:
+            @_gen.register("testing.TestIntPair")
+            class Stale(_rt.Object):
+                __slots__ = ()
+                a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+                b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
+        except ImportError as exc:
+            assert "field testing.TestIntPair.b moved (offset 32, generated for 40)" in str(exc), exc
+        else:
+            raise SystemExit("a moved field was accepted")
+        assert type(T.TestIntPair(1, 2)) is T.TestIntPair  # the registration stayed
+
+        # a field declared outside a registered class says what is missing
+        class Loose(_rt.Object):
+            __slots__ = ()
+            x: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+        assert isinstance(Loose.__dict__["x"], _gen.UnboundField)
+        try:
+            Loose.x.__get__(T.TestIntPair(1, 2))
+        except TypeError as exc:
+            assert "field Loose.x is not bound to a type: decorate Loose with" in str(exc), exc
+        else:
+            raise SystemExit("an unbound field was read")
+        print("OK")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+@PATHS
+def test_registry_names_and_registry_fields(pure: bool) -> None:
+    proc = _run(
+        """
+        import typing as _t
+        import tvmffi_runtime as _rt
+        from tvmffi_runtime import gen as _gen
+        import tvmffi_testing.testing as T
+
+        # name= binds an attribute to a registry field of another name (renamed Python names)
+        @_gen.register("testing.TestIntPair")
+        class Renamed(_rt.Object):
+            __slots__ = ()
+            first: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24, name="a")
+            second: _t.Final[_gen.ReadOnlyField[int]] = _gen.registry_field(name="b")
+        pair = Renamed.__new__(Renamed)
+        made = T.TestIntPair(5, 6)
+        pair._h, pair._t = made._h, made._t
+        made._h = 0
+        assert (pair.first, pair.second) == (5, 6), (pair.first, pair.second)
+        assert Renamed.__dict__["first"].qualname == "testing.TestIntPair.a"
+        assert Renamed.__dict__["second"].qualname == "testing.TestIntPair.b"
+        try:
+            pair.second = 1
+        except AttributeError as exc:
+            assert str(exc) == "field testing.TestIntPair.b is read-only", exc
+        else:
+            raise SystemExit("a read-only registry field was written")
+
+        # generated registry fields read and write through the registry's accessors
+        obj = T.SchemaAllTypes.make_with(1, 2.0, "s")
+        assert type(T.SchemaAllTypes.__dict__["v_opt_int"]) is _gen.RegistryField
+        obj.v_opt_int = 7
+        assert obj.v_opt_int == 7
+        obj.v_opt_int = None
+        assert obj.v_opt_int is None
+        try:
+            obj.v_opt_int = "x"
+        except TypeError as exc:
+            assert "testing.SchemaAllTypes.v_opt_int" in str(exc), exc
+        else:
+            raise SystemExit("a str was written to an optional int field")
+        try:
+            del obj.v_opt_int
+        except AttributeError as exc:
+            assert str(exc) == "field testing.SchemaAllTypes.v_opt_int cannot be deleted", exc
+        else:
+            raise SystemExit("a field was deleted")
+        print("OK")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+@PATHS
+def test_fields_in_the_api_level_1_form_still_work(pure: bool) -> None:
+    # packages generated before API level 2 call field(type_key, name, kind, offset) and pass
+    # register(..., offsets=...): both keep working
+    proc = _run(
+        """
+        import tvmffi_runtime as _rt
+        from tvmffi_runtime import gen as _gen
+        import tvmffi_testing.testing as T
+
+        @_gen.register("testing.TestIntPair", offsets={"a": 24, "b": 32})
+        class Old(_rt.Object):
+            __slots__ = ()
+            a = _gen.field("testing.TestIntPair", "a", "i64", 24)
+            b = _gen.field("testing.TestIntPair", "b", "i64", 32)
+        assert Old.__dict__["a"].qualname == "testing.TestIntPair.a"
+        pair = _rt.Function.get_global("testing.echo")(T.TestIntPair(7, 8))
+        assert type(pair) is Old and (pair.a, pair.b) == (7, 8)
+        try:
+            _gen.register("testing.TestIntPair", offsets={"a": 0})
+        except ImportError as exc:
+            assert "field testing.TestIntPair.a moved (offset 24, generated for 0)" in str(exc), exc
+        else:
+            raise SystemExit("a moved field was accepted")
+        print("OK")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+@PATHS
+def test_declared_hooks_are_the_default_behaviour(pure: bool) -> None:
+    # visitors.py declares hooks as one-line stubs; dispatch_base makes each the default, so a
+    # subclass's super() call does what the engine does for an unmatched value
+    proc = _run(
+        """
+        import inspect
+        import tvmffi_runtime as _rt
+        import tvmffi_testing.testing as T
+        from tvmffi_testing.visitors import Mapper, Mutator, Visitor, Walker
+
+        pair = T.TestIntPair(1, 2)
+        assert Walker().walk_test_int_pair(pair) is None
+        assert Mapper().map_test_int_pair(pair) is _rt.UNCHANGED
+        assert getattr(Walker.walk_test_int_pair, "__structural_default__", False)
+        sig = inspect.signature(Visitor.visit_test_int_pair)
+        assert str(sig) == "(self, node: '_ffi_ns_testing.TestIntPair') -> '_Visited'", sig
+        assert Walker._hook_types["walk_test_int_pair"] is T.TestIntPair
+
+        class Calls(Mutator):
+            def __init__(self):
+                self.seen = 0
+
+            def mutate_test_int_pair(self, node):
+                self.seen += 1
+                return super().mutate_test_int_pair(node)
+
+        m = Calls()
+        out = _rt.structural_mutate(_rt.Array([pair, T.TestIntPair(3, 4)]), m)
+        assert m.seen == 2 and [p.a for p in out] == [1, 3], (m.seen, list(out))
+
+        class Counts(Visitor):
+            def __init__(self):
+                self.seen = 0
+
+            def visit_test_int_pair(self, node):
+                self.seen += 1
+                return super().visit_test_int_pair(node)
+
+        v = Counts()
+        _rt.structural_visit(_rt.Array([pair]), v)
+        assert v.seen == 1
+        print("OK")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+def test_documented_parameter_names() -> None:
+    numpy_doc = """Write x + 1 into y.
+
+    Parameters
+    ----------
+    x : Tensor
+        1-D float32 CPU tensor (read).
+    y : Tensor
+        The output.
+
+    Returns
+    -------
+    None
+    """
+    assert documented_param_names(textwrap.dedent(numpy_doc), 2) == ["x", "y"]
+    google_doc = "Add.\n\nArgs:\n    a (int): first\n    b: second,\n        continued\n\nReturns:\n    sum"
+    assert documented_param_names(google_doc, 2) == ["a", "b"]
+    # only where reliable: the count must match, names must be plain and distinct
+    assert documented_param_names(textwrap.dedent(numpy_doc), 3) is None
+    assert documented_param_names("Args:\n    a: one\n    a: again", 2) is None
+    assert documented_param_names("Args:\n    lambda: one", 1) is None
+    assert documented_param_names("Args:\n    _x: one", 1) is None
+    assert documented_param_names("Takes x and y.", 2) is None
+
+
+def test_documented_names_reach_the_add_one_example() -> None:
+    text = (ROOT / "examples" / "add_one" / "add_one_pkg" / "__init__.py").read_text()
+    assert "def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter, /)" in text
+    assert "    _ffi_fn_add_one_cpu(x, y)\n" in text
