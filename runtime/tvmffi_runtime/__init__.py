@@ -32,6 +32,7 @@ from .containers import Array, Dict, List, Map, Shape
 from .enums import Enum, IntEnum, StrEnum
 from .module import Module
 from .tensor import Tensor
+from . import _typed, copying, interop  # noqa: E402,F401  (install Function.from_typed, copy, tvm_ffi interop)
 
 dtype = DataType
 

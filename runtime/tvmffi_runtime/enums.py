@@ -60,7 +60,7 @@ def intern_entries(cls: type) -> None:
         _INTERNED[handle] = obj  # (replaces a wrapper the user moved away with rt.move)
         return obj
 
-    _core._OBJECT_RETURN[index] = entry_from_handle
+    _core.set_object_return(index, entry_from_handle)
 
 
 def _field(obj: Object, name: str) -> Any:

@@ -624,7 +624,7 @@ def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
     """Tell the runtime which module defines the class of each type key, so a value of a type
     whose module has not been imported yet still comes back as its generated class."""
     _LAZY_TYPES.update(modules_by_type_key)
-    _core._LAZY_CLASS_LOADER[0] = _load_lazy_class
+    _core.set_class_loader(_load_lazy_class)
 
 
 def _load_lazy_class(type_key: str) -> bool:

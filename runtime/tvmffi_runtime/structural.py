@@ -151,20 +151,8 @@ _MODES = (InplaceMode.DISALLOW, InplaceMode.ALLOW)
 # =============================================================================================
 # Engine entry points (global functions, resolved once)
 # =============================================================================================
-_GLOBALS: dict[str, Function] = {}
-
-
-def _glob(name: str) -> Function:
-    f = _GLOBALS.get(name)
-    if f is None:
-        g = _core.get_global_func(name)
-        assert g is not None
-        f = _GLOBALS[name] = g
-    return f
-
-
 def _call(name: str, *args: Any) -> Any:
-    return _core.ffi_call(_glob(name).c_handle, args, name)
+    return _core.ffi_call(_core.global_handle(name), args, name)
 
 
 @_core.register_object("ffi.VisitInterrupt")
@@ -199,9 +187,8 @@ def _pack_unchanged(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _core._pack_int(buf, off, TypeIndex.UNCHANGED, 0, 0)
 
 
-_core._PACKERS[Unchanged] = _pack_unchanged
-if _core._accel is not None:
-    _core._accel.set_unchanged(UNCHANGED)
+_core.register_packer(Unchanged, _pack_unchanged)
+_core.set_unchanged(UNCHANGED)
 
 
 # =============================================================================================
@@ -263,7 +250,7 @@ def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     _core._pack_uint(buf, off, TypeIndex.OBJECT_RVALUE_REF, 0, ctypes.addressof(ref.cell))
 
 
-_core._PACKERS[Moved] = _pack_moved
+_core.register_packer(Moved, _pack_moved)
 
 
 def _unmove(root: Any) -> Any:
@@ -746,7 +733,7 @@ def _write_walk_at(value: Any, addr: int) -> None:
     _write_walk(ctypes.cast(addr, _P64), value)
 
 
-_core._WALK_RESULT.append(_write_walk_at)
+_core.set_walk_result(_write_walk_at)
 
 
 _MODE_RAW, _MODE_RAW_WALK = 3, 4  # compiled modes: fn(value, type_index, raw1, ...)
