@@ -23,7 +23,7 @@ from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts
 from ._values import TypeIndex
 
-__all__ = ["live_callbacks"]
+__all__ = ["live_callbacks", "_walk_result_at"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref

@@ -29,7 +29,7 @@ from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _read_type_index, _wrap
 from ._values import DataType, Device, TypeIndex, _dtype_from_packed
 
-__all__ = ["Packer", "pack_value", "register_packer", "release_temps", "owned_from_buffer", "view_from_buffer"]
+__all__ = ["Packer", "pack_value", "register_packer", "release_temps", "owned_from_buffer", "view_from_buffer", "_owned_any_to_py"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref

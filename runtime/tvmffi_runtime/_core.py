@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import ctypes
 
-from . import _accel_setup, _env, _lib  # noqa: F401  (wire the fast path, register the env hooks)
+from . import _accel_setup as _accel_setup  # wires the compiled backend
+from . import _env as _env  # registers the env hooks
+from . import _lib
 from ._call import (
     Function,
     _ffi_call_py,

@@ -16,7 +16,7 @@ from typing import Any
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["Error", "ReleasedObjectError", "register_error"]
+__all__ = ["Error", "ReleasedObjectError", "register_error", "_python_error_set_in_native", "_raise_into_native", "_released_object_error"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref

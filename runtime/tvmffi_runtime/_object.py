@@ -17,7 +17,7 @@ from ._errors import _exception_from_error_handle, _fetch_error
 from ._fastpath import accel as _accel
 from ._values import TypeIndex, _bigint_from_handle, _bytes_from_handle, _str_from_handle
 
-__all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index"]
+__all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index", "_wrap", "_read_type_index", "_ref_counts"]
 
 _byref = ctypes.byref
 _DecRef = _lib.ObjectDecRef

@@ -14,7 +14,7 @@ from . import _lib
 from ._errors import _check, _fetch_error
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["DataType", "Device", "TypeIndex"]
+__all__ = ["DataType", "Device", "TypeIndex", "_bytes_from_handle", "_bigint_from_handle"]
 
 _byref = ctypes.byref
 _string_at = ctypes.string_at

@@ -22,7 +22,7 @@ from collections.abc import (
 from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
-from ._core import Function, Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
+from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
 from ._lib import OBJECT_HEADER_SIZE
 
 __all__ = ["Array", "List", "Map", "Dict", "Shape"]
