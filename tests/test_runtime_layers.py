@@ -63,3 +63,23 @@ def test_core_layers_import_only_lower_layers() -> None:
         higher = graph[m] & set(order[i:])
         assert not higher, f"{m} imports the higher layer(s) {sorted(higher)}"
         assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
+
+
+def test_callback_modes_match_the_compiled_backend() -> None:
+    """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
+    this keeps the two numbering the same."""
+    import re
+
+    from tvmffi_runtime import _callback
+
+    enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", (PACKAGE / "_accel.c").read_text())
+    assert enum is not None
+    c_modes = {name.strip(): int(value) for name, value in (m.split("=") for m in enum.group(1).split(","))}
+    py_modes = {
+        "CB_PLAIN": _callback._MODE_PLAIN,
+        "CB_PACKED": _callback._MODE_PACKED,
+        "CB_WALK": _callback._MODE_WALK,
+        "CB_RAW": _callback._MODE_RAW,
+        "CB_RAW_WALK": _callback._MODE_RAW_WALK,
+    }
+    assert c_modes == py_modes

@@ -20,10 +20,10 @@ from ._convert import _KeepAlive, pack_value, release_temps, set_callable_conver
 from ._errors import _check, _fetch_error, _raise_into_native, _released_object_error
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
-from ._object import Object, _ref_counts
+from ._object import Object, _ref_counts, _wrap
 from ._values import TypeIndex
 
-__all__ = ["live_callbacks", "_walk_result_at"]
+__all__ = ["live_callbacks", "trampoline_function", "compiled_function", "_CALLBACKS", "_MODE_RAW", "_MODE_RAW_WALK", "_walk_result_at"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -36,7 +36,10 @@ _new = object.__new__
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
-_MODE_PLAIN, _MODE_PACKED, _MODE_WALK = 0, 1, 2
+# The callback modes, as ``_accel.c`` numbers them (tests/test_runtime_layers.py checks):
+# plain ``f(*args)``, packed ``f(args)``, walk (result written by the walk-result hook), and the
+# structural engines' raw modes ``f(value, type_index, raw...)`` (plain and walk result).
+_MODE_PLAIN, _MODE_PACKED, _MODE_WALK, _MODE_RAW, _MODE_RAW_WALK = 0, 1, 2, 3, 4
 
 
 class _CallbackEntry:
@@ -64,7 +67,9 @@ class _CallbackEntry:
         return fn
 
 
-_CALLBACKS: dict[int, _CallbackEntry] = {}
+# The one payload table of the ctypes backend: a callable's _CallbackEntry, or the payload of a
+# raw trampoline (see trampoline_function), by the key native code passes back.
+_CALLBACKS: dict[int, Any] = {}
 _callback_ids = iter(range(1, 1 << 62))
 _callbacks_lock = threading.Lock()
 
@@ -208,6 +213,25 @@ def _delete_callback(self_key: int) -> None:
 
 _SAFE_CALL_TRAMPOLINE = _lib.SAFE_CALL(_safe_call)
 _DELETER_TRAMPOLINE = _lib.DELETER(_delete_callback)
+_DELETER_ADDRESS = ctypes.cast(_DELETER_TRAMPOLINE, _c_void_p)
+
+
+def trampoline_function(trampoline: Any, payload: Any) -> Function:
+    """(ctypes backend) A Function whose calls run the C-callable ``trampoline`` (an address)
+    with ``payload``, which stays in the callback table until native code deletes the Function."""
+    with _callbacks_lock:
+        key = next(_callback_ids)
+        _CALLBACKS[key] = payload
+    out = _c_void_p()
+    if _lib.FunctionCreateFromAddress(key, trampoline, _DELETER_ADDRESS, _byref(out)) != 0:
+        _delete_callback(key)
+        raise _fetch_error()
+    return _wrap(out.value or 0, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+
+
+def compiled_function(mode: int, fn: Callable[..., Any]) -> Function:
+    """(compiled backend) A Function calling ``fn`` in callback ``mode``."""
+    return _wrap(_accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 
 def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:

@@ -295,12 +295,6 @@ def _default_mutate_raw(mutator: _Borrowed, value: Any) -> Any:
     return UNCHANGED if _same(out, value) else out
 
 
-class _RawAny(ctypes.Structure):
-    _fields_ = [("type_index", ctypes.c_int32), ("zero_padding", ctypes.c_uint32), ("v", ctypes.c_uint64)]
-
-
-# FStructuralMutateABI: TVMFFIAny (*)(StructuralMutatorObj*, AnyView) noexcept
-_MUTATE_ABI = ctypes.CFUNCTYPE(_RawAny, ctypes.c_void_p, _RawAny)
 _HOOKS: dict[int, Any] = {}
 _INPLACE_COLUMN: list[Any] = []
 
@@ -322,7 +316,7 @@ def _inplace_hook(tindex: int) -> Any:
         addr = int(cell.v_ptr or 0)
         fn = _HOOKS.get(addr)
         if fn is None:
-            fn = _HOOKS[addr] = _MUTATE_ABI(addr)
+            fn = _HOOKS[addr] = _lib.STRUCTURAL_MUTATE_ABI(addr)
         return ("native", fn)
     if cell.type_index == TypeIndex.FUNCTION:
         return ("function", int(cell.v_ptr or 0))
@@ -336,7 +330,7 @@ def _default_maybe_inplace_raw(mutator: _Borrowed, value: Any) -> Any:
         return _default_mutate_raw(mutator, value)
     kind, fn = hook
     if kind == "native":
-        res = fn(mutator._h, _RawAny(value._t, 0, value._h))
+        res = fn(mutator._h, _lib.TVMFFIAnyByValue(value._t, 0, value._h))
         if res.type_index == TypeIndex.ERROR:
             raise _core._exception_from_error_handle(res.v, raised=False)
         return _core.owned_from_buffer(bytes(res), 0)

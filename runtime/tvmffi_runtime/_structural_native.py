@@ -5,12 +5,12 @@ payload table, and how a handler's result is written for each engine.
 from __future__ import annotations
 
 import ctypes
-import itertools
 import struct
 import sys
 from typing import Any, Callable
 
 from . import _core, _lib
+from ._callback import _CALLBACKS, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function, trampoline_function
 from ._core import Function, Object, TypeIndex
 from ._structural_markers import UNCHANGED, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._structural_match import _Entry, _overlap
@@ -31,13 +31,9 @@ __all__ = ["_T_MAP_KIND", "_T_MAP_PLAIN", "_T_MUTATE", "_T_VISIT", "_T_WALK_KIND
 # still referenced elsewhere (stored by the callback, returned, held by a traceback) takes its
 # own reference; otherwise it is emptied (and kept as the spare wrapper of its class). So the
 # common case costs no native reference counting and no allocation.
-_ENTRIES: dict[int, Any] = {}
-_keys = itertools.count(1)
+_ENTRIES = _CALLBACKS  # the runtime's one callback payload table (key -> payload)
 _P64 = ctypes.POINTER(ctypes.c_int64)
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _P64, ctypes.c_int32, _P64)
-_FunctionCreate = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
-)(("TVMFFIFunctionCreate", _lib.LIB))
 _IncRef = _lib.ObjectIncRef
 _new = object.__new__
 _grc = sys.getrefcount
@@ -231,25 +227,16 @@ def _mutate_cb(key: int, args: Any, nargs: int, result: Any) -> int:
         return _fail(exc)
 
 
-def _delete_entry(key: int) -> None:
-    try:
-        _ENTRIES.pop(key, None)
-    except Exception:  # interpreter shutdown
-        pass
-
-
 _T_WALK_PLAIN = _CALLBACK(_walk_plain)
 _T_WALK_KIND = _CALLBACK(_walk_kind)
 _T_MAP_PLAIN = _CALLBACK(_map_plain)
 _T_MAP_KIND = _CALLBACK(_map_kind)
 _T_VISIT = _CALLBACK(_visit_cb)
 _T_MUTATE = _CALLBACK(_mutate_cb)
-_T_DELETE = _lib.DELETER(_delete_entry)
 _ADDR = {
     id(t): ctypes.cast(t, ctypes.c_void_p)
     for t in (_T_WALK_PLAIN, _T_WALK_KIND, _T_MAP_PLAIN, _T_MAP_KIND, _T_VISIT, _T_MUTATE)
 }
-_DELETE_ADDR = ctypes.cast(_T_DELETE, ctypes.c_void_p)
 
 
 def _write_walk_at(value: Any, addr: int) -> None:
@@ -259,16 +246,13 @@ def _write_walk_at(value: Any, addr: int) -> None:
 _core.set_walk_result(_write_walk_at)
 
 
-_MODE_RAW, _MODE_RAW_WALK = 3, 4  # compiled modes: fn(value, type_index, raw1, ...)
-
-
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[..., Any]]:
     """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
     ``payload``; results are written as the ctypes trampolines write them."""
     if trampoline is _T_WALK_PLAIN:
-        return _core._MODE_WALK, payload
+        return _MODE_WALK, payload
     if trampoline is _T_MAP_PLAIN:
-        return _core._MODE_PLAIN, payload
+        return _MODE_PLAIN, payload
     if trampoline is _T_WALK_KIND or trampoline is _T_MAP_KIND:
         fn = payload
 
@@ -301,17 +285,10 @@ def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[...
 
 def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
-    if _core._accel is not None:
+    if _core.accelerated():
         # the compiled trampoline: the same calls, without a ctypes callback per node
-        mode, fn = _compiled_callback(trampoline, payload)
-        return _core._wrap(_core._accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
-    key = next(_keys)
-    _ENTRIES[key] = payload
-    out = ctypes.c_void_p()
-    if _FunctionCreate(key, _ADDR[id(trampoline)], _DELETE_ADDR, ctypes.byref(out)) != 0:
-        _ENTRIES.pop(key, None)
-        raise _core._fetch_error()
-    return _core._wrap(out.value or 0, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+        return compiled_function(*_compiled_callback(trampoline, payload))
+    return trampoline_function(_ADDR[id(trampoline)], payload)
 
 
 def _links(entries: list[_Entry], trampoline: Any) -> list[tuple[int, Function]]:
