@@ -13,7 +13,7 @@ from typing import Any
 from . import _lib
 from ._call import _pack_error, global_func
 from ._callback import _py_to_owned_any, _walk_result_at
-from ._convert import _PACKERS, _resolve_packer, owned_from_buffer, release_temps, view_from_buffer
+from ._convert import owned_from_buffer, _PACKERS, release_temps, _resolve_packer, _type_of, view_from_buffer
 from ._errors import ReleasedObjectError, _fetch_error, _raise_into_native
 from ._fastpath import accel as _accel
 from ._object import _CLASS_CACHE, _OBJECT_RETURN, class_for_index
@@ -23,7 +23,8 @@ _Any16 = ctypes.c_char * 16
 
 
 def _slow_pack_at(addr: int, value: Any, temps: list[Any]) -> None:
-    p = _PACKERS.get(type(value)) or _resolve_packer(type(value))
+    t = _type_of(value)
+    p = _PACKERS.get(t) or _resolve_packer(t)
     if p is None:
         raise TypeError()  # _pack_error words it
     p(_Any16.from_address(addr), 0, value, temps)

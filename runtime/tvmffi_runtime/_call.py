@@ -13,7 +13,7 @@ from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
 from . import _lib
-from ._convert import _PACKERS, _pod_from, _resolve_packer, release_temps, set_container_builder, view_from_buffer
+from ._convert import _PACKERS, _pod_from, release_temps, _resolve_packer, set_container_builder, _type_of, view_from_buffer
 from ._errors import ReleasedObjectError, _check, _fetch_error, _python_error_set_in_native
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT
@@ -119,7 +119,7 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
         off = 0
         try:
             for a in args:
-                t = type(a)
+                t = _type_of(a)
                 # the commonest kinds inline (no table lookup, no call); the rest by table
                 if t is int and _INT64_MIN <= a <= _INT64_MAX:
                     _pack_int(buf, off, 1, 0, a)
@@ -142,7 +142,7 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
         if rc:
             raise _fetch_error()
         tindex = res.type_index
-        if tindex == 1:
+        if tindex == 1:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
             return res.v_int64
         if tindex >= 64:
             return _wrap(res.v_uint64, tindex)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from . import _lib
 from ._call import Function, set_callback_maker
-from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, view_from_buffer
+from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, _type_of, view_from_buffer
 from ._errors import _check, _fetch_error, _raise_into_native, _released_object_error
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
@@ -32,7 +32,7 @@ _pack_float = ANY_FLOAT.pack_into
 _pack_uint = ANY_UINT.pack_into
 _IncRef = _lib.ObjectIncRef
 _DecRef = _lib.ObjectDecRef
-_new = object.__new__
+_new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
@@ -147,7 +147,7 @@ def _py_to_owned_any(value: Any, out_addr: int) -> None:
     Plain values are written in place; objects get one reference for the receiver; everything
     else goes through a view and ``TVMFFIAnyViewToOwnedAny``.
     """
-    t = type(value)
+    t = _type_of(value)
     if t is int and _INT64_MIN <= value <= _INT64_MAX:
         _pack_int(_out_view(out_addr), 0, 1, 0, value)
         return

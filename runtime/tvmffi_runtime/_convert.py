@@ -40,7 +40,9 @@ _unpack_int = ANY_INT.unpack_from
 _unpack_float = ANY_FLOAT.unpack_from
 _IncRef = _lib.ObjectIncRef
 _DecRef = _lib.ObjectDecRef
-_new = object.__new__
+_new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
+#: ``type`` typed for values of unknown type (``type(x)`` of an Any is only partially known)
+_type_of: Callable[[object], type[Any]] = type
 #: Offset of the character data inside a CPython ``bytes`` object (``PyBytesObject.ob_sval``).
 _BYTES_DATA = bytes.__basicsize__ - 1
 _INT64_MIN = -(1 << 63)
@@ -207,7 +209,7 @@ _PACKERS: dict[type, Packer] = {
 }
 
 
-def _resolve_packer(t: type) -> Packer | None:
+def _resolve_packer(t: type[Any]) -> Packer | None:
     """Find (and cache) the packer for a type not in the exact-type table."""
     if issubclass(t, Object):
         p: Packer | None = _pack_object
@@ -249,7 +251,7 @@ def _resolve_packer(t: type) -> Packer | None:
     return p
 
 
-def _number_packer(t: type) -> Packer | None:
+def _number_packer(t: type[Any]) -> Packer | None:
     """Packer for a number type that is not an int/float subclass (numpy scalars, say): a
     numpy bool as a bool, then anything with ``__index__`` as an int, with ``__float__`` as a
     float. Only asked after the exact-type table missed, and cached per type by the caller."""
@@ -282,9 +284,10 @@ def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     obj = v.__tvm_ffi_object__()  # a tvm_ffi object (or one of ours): kept alive for the call
     temps.append(_KeepAlive(obj))
+    cls = _type_of(obj)
     if isinstance(obj, Object):
         _pack_object(buf, off, obj, temps)
-    elif hasattr(type(obj), "__chandle__"):
+    elif hasattr(cls, "__chandle__"):
         _pack_chandle(buf, off, obj, temps)
     else:
         raise TypeError(f"__tvm_ffi_object__ of {type(v).__name__} returned {type(obj).__name__}, not an object")
@@ -299,17 +302,18 @@ class _KeepAlive:
         self.obj = obj
 
 
-def _is_sequence(t: type) -> bool:
+def _is_sequence(t: type[Any]) -> bool:
     return issubclass(t, Sequence) and not issubclass(t, (str, bytes, bytearray))
 
 
-def _is_mapping(t: type) -> bool:
+def _is_mapping(t: type[Any]) -> bool:
     return issubclass(t, Mapping)
 
 
 def pack_value(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     """Pack any supported Python value as a TVMFFIAny view at ``off`` in ``buf``."""
-    p = _PACKERS.get(type(v)) or _resolve_packer(type(v))
+    t = _type_of(v)
+    p = _PACKERS.get(t) or _resolve_packer(t)
     if p is None:
         raise TypeError(f"cannot convert a value of type {type(v).__name__} to a TVM FFI value")
     p(buf, off, v, temps)

@@ -132,7 +132,7 @@ class Object(_ObjectBase):
 
 
 
-_new = object.__new__
+_new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _TYPE_CLASSES: dict[int, type] = {}
 _CLASS_CACHE: dict[int, type] = {}
 # Installed by tvmffi_runtime.gen (set_class_loader): imports the module of a generated class on

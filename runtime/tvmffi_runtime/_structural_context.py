@@ -78,7 +78,7 @@ class _Policies:
 
     def __init__(self, policy: Any) -> None:
         items = _flatten(policy, [])
-        chain = []
+        chain: list[tuple[ContextPolicy, tuple[int, ...]]] = []
         for p in items:
             if not isinstance(p, ContextPolicy):
                 raise TypeError(f"a context policy must be a ContextPolicy or a tuple of them, not {p!r}")
@@ -176,7 +176,8 @@ class VisitContext:
     @property
     def def_region_kind(self) -> DefRegionKind:
         """The definition region active for this value."""
-        return _KINDS[_call("ffi.StructuralVisitorDefRegionKind", self._live())]
+        kind: int = _call("ffi.StructuralVisitorDefRegionKind", self._live())
+        return _KINDS[kind]
 
     def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""
@@ -280,7 +281,8 @@ class MutateContext:
     @property
     def def_region_kind(self) -> DefRegionKind:
         """The definition region active for this value."""
-        return _KINDS[_call("ffi.StructuralMutatorDefRegionKind", self._live())]
+        kind: int = _call("ffi.StructuralMutatorDefRegionKind", self._live())
+        return _KINDS[kind]
 
     def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""

@@ -89,8 +89,9 @@ class WalkResult(IntEnum):
         return VisitInterrupt(None)
 
 
-_KINDS = (DefRegionKind.NONE, DefRegionKind.PATTERN, DefRegionKind.SIMPLE)
-_MODES = (InplaceMode.DISALLOW, InplaceMode.ALLOW)
+# The enums by the numbers the engine passes (dicts: indexing by an untyped int stays typed).
+_KINDS: dict[int, DefRegionKind] = dict(enumerate((DefRegionKind.NONE, DefRegionKind.PATTERN, DefRegionKind.SIMPLE)))
+_MODES: dict[int, InplaceMode] = dict(enumerate((InplaceMode.DISALLOW, InplaceMode.ALLOW)))
 
 
 # =============================================================================================
@@ -144,7 +145,7 @@ class Moved:
 
     __slots__ = ("obj",)
 
-    def __init__(self, obj: Object) -> None:
+    def __init__(self, obj: object) -> None:
         if not isinstance(obj, Object):
             raise TypeError(f"move() takes a runtime Object, got {type(obj).__name__}")
         if not obj._h:

@@ -9,7 +9,7 @@ import inspect
 import sys
 import types
 import typing
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple, cast
 
 from . import _lib
 from ._core import DataType, Device, Object, TypeIndex
@@ -214,7 +214,7 @@ class _Entry(NamedTuple):
 
 def _flatten(handlers: Any, out: list[Any]) -> list[Any]:
     if isinstance(handlers, (tuple, list)):
-        for h in handlers:
+        for h in cast("Iterable[Any]", handlers):
             _flatten(h, out)
     else:
         out.append(handlers)

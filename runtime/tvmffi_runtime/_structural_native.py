@@ -7,12 +7,12 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 from . import _core, _lib
 from ._callback import _CALLBACKS, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function, trampoline_function
 from ._core import Function, Object, TypeIndex
-from ._structural_markers import UNCHANGED, VisitInterrupt, WalkResult, _KINDS, _MODES
+from ._structural_markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._structural_match import _Entry, _overlap
 from ._structural_context import MutateContext, VisitContext
 
@@ -35,7 +35,7 @@ _ENTRIES = _CALLBACKS  # the runtime's one callback payload table (key -> payloa
 _P64 = ctypes.POINTER(ctypes.c_int64)
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _P64, ctypes.c_int32, _P64)
 _IncRef = _lib.ObjectIncRef
-_new = object.__new__
+_new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _grc = sys.getrefcount
 _CLASSES = _core._CLASS_CACHE  # type index -> wrapper class (filled by the runtime's _wrap)
 _CONVERTED = _core._OBJECT_RETURN  # object types that come back as Python values (str, bytes, ...)
@@ -49,7 +49,11 @@ _QQ = struct.Struct("=qq")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _slow_view(args: Any, i: int) -> Any:
+#: How the trampolines see their arguments and result: int64 slots read and written by index.
+_Slots: TypeAlias = "ctypes._Pointer[ctypes.c_int64]"
+
+
+def _slow_view(args: _Slots, i: int) -> Any:
     """Any argument ``i`` as an owned Python value (the runtime's general conversion)."""
     return _core.view_from_buffer(_QQ.pack(args[2 * i], args[2 * i + 1]), 0)
 
@@ -125,10 +129,10 @@ def _value_trampoline(
     per node, Python sees the trampoline and the handler only.
     """
 
-    def trampoline(key: int, args: Any, nargs: int, result: Any) -> int:
+    def trampoline(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
         try:
             fn = _ENTRIES[key]
-            kind = _KINDS[args[3]] if kinded else None
+            kind: DefRegionKind | None = _KINDS[args[3]] if kinded else None
             t = args[0] & _MASK32
             cls = _CLASSES.get(t) if t >= 64 and t not in _CONVERTED else None
             if cls is not None:
@@ -166,7 +170,7 @@ _map_plain = _value_trampoline(_write_any, kinded=False, write_none=True)
 _map_kind = _value_trampoline(_write_any, kinded=True, write_none=True)
 
 
-def _visit_cb(key: int, args: Any, nargs: int, result: Any) -> int:
+def _visit_cb(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
     """(value, visitor); the payload is (adapter(value, ctx), run)."""
     try:
         adapter, run = _ENTRIES[key]
@@ -196,12 +200,12 @@ def _visit_cb(key: int, args: Any, nargs: int, result: Any) -> int:
         return _fail(exc)
 
 
-def _mutate_cb(key: int, args: Any, nargs: int, result: Any) -> int:
+def _mutate_cb(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
     """(value, mutator, inplace_mode); the payload is (adapter(value, ctx), run)."""
     try:
         adapter, run = _ENTRIES[key]
         engine = run.engine(args[3] & _MASK64)
-        mode = _MODES[args[5]]
+        mode: InplaceMode = _MODES[args[5]]
         t = args[0] & _MASK32
         if t >= 64 and t not in _CONVERTED and _CLASSES.get(t) is not None:
             h = args[1] & _MASK64
@@ -294,7 +298,7 @@ def _native(trampoline: Any, payload: Any) -> Function:
 def _links(entries: list[_Entry], trampoline: Any) -> list[tuple[int, Function]]:
     """``[(type_index, Function)]`` for the engine; one Function per distinct callable."""
     made: dict[int, Function] = {}
-    out = []
+    out: list[tuple[int, Function]] = []
     for e in entries:
         f = made.get(id(e.fn))
         if f is None:

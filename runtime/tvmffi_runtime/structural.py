@@ -223,7 +223,7 @@ def _ctx_hook_adapter(owner: VisitorBase | MutatorBase, e: _Entry) -> Callable[[
 
     def adapter(value: Any, ctx: _Ctx) -> Any:
         prev = owner.__dict__.get("_ctx")
-        owner._ctx = ctx
+        owner._ctx = ctx  # pyright: ignore[reportAttributeAccessIssue]  (a visitor gets a VisitContext, a mutator a MutateContext)
         try:
             return fn(value, ctx.def_region_kind) if extra else fn(value)
         finally:
