@@ -23,7 +23,7 @@ from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts, _wrap
 from ._values import TypeIndex
 
-__all__ = ["live_callbacks", "trampoline_function", "compiled_function", "_CALLBACKS", "_MODE_RAW", "_MODE_RAW_WALK", "_walk_result_at"]
+__all__ = ["live_callbacks", "trampoline_function", "compiled_function", "fail_into_native", "_CALLBACKS", "_MODE_RAW", "_MODE_RAW_WALK", "_walk_result_at"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -196,11 +196,16 @@ def _safe_call(self_key: int, args_addr: int, nargs: int, result_addr: int) -> i
         _py_to_owned_any(value, result_addr)
         return 0
     except BaseException as exc:  # noqa: BLE001 - every exception must cross as an error
-        try:
-            _raise_into_native(exc)
-        except BaseException:
-            _lib.LIB.TVMFFIErrorSetRaisedFromCStr(b"RuntimeError", b"error while converting a Python exception")
-        return -1
+        return fail_into_native(exc)
+
+
+def fail_into_native(exc: BaseException) -> int:
+    """How a ctypes trampoline reports ``exc``: raised into native code, return code -1."""
+    try:
+        _raise_into_native(exc)
+    except BaseException:  # noqa: BLE001
+        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(b"RuntimeError", b"error while converting a Python exception")
+    return -1
 
 
 def _delete_callback(self_key: int) -> None:

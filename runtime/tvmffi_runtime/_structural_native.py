@@ -10,7 +10,7 @@ import sys
 from typing import Any, Callable, TypeAlias
 
 from . import _core, _lib
-from ._callback import _CALLBACKS, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function, trampoline_function
+from ._callback import _CALLBACKS, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function, fail_into_native, trampoline_function
 from ._core import Function, Object, TypeIndex
 from ._structural_markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._structural_match import _Entry, _overlap
@@ -58,12 +58,7 @@ def _slow_view(args: _Slots, i: int) -> Any:
     return _core.view_from_buffer(_QQ.pack(args[2 * i], args[2 * i + 1]), 0)
 
 
-def _fail(exc: BaseException) -> int:
-    try:
-        _core._raise_into_native(exc)
-    except BaseException:  # noqa: BLE001
-        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(b"RuntimeError", b"error while converting a Python exception")
-    return -1
+_fail = fail_into_native
 
 
 def _write_walk(result: Any, r: Any) -> None:
