@@ -93,7 +93,26 @@ def test_every_mirrored_struct_is_checked():
         and value.__module__ == _lib.__name__
         and not name.startswith("_")
     }
-    assert defined == set(MIRRORED), f"add new mirrors to MIRRORED: {defined ^ set(MIRRORED)}"
+    assert defined == set(MIRRORED) | set(BY_VALUE), f"add new mirrors to MIRRORED: {defined ^ set(MIRRORED)}"
+
+
+#: Structs that restate a mirrored one for ctypes by-value passing (no union): name -> (the
+#: mirror it restates, its field -> the mirror's field).
+BY_VALUE = {
+    "TVMFFIAnyByValue": ("TVMFFIAny", {"type_index": "type_index", "zero_padding": "small_len", "v": "u"}),
+}
+
+
+@pytest.mark.parametrize("name", BY_VALUE)
+def test_by_value_restatements_match_their_mirror(name):
+    mirror_name, fields = BY_VALUE[name]
+    struct, mirror = getattr(_lib, name), getattr(_lib, mirror_name)
+    assert ctypes.sizeof(struct) == ctypes.sizeof(mirror)
+    assert ctypes.alignment(struct) == ctypes.alignment(mirror)
+    assert [f[0] for f in struct._fields_] == list(fields)
+    for attr, mirror_attr in fields.items():
+        ours, theirs = getattr(struct, attr), getattr(mirror, mirror_attr)
+        assert (ours.offset, ours.size) == (theirs.offset, theirs.size), f"{name}.{attr} vs {mirror_name}.{mirror_attr}"
 
 
 @pytest.mark.parametrize("name", MIRRORED)

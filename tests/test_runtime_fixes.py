@@ -18,7 +18,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT, TESTING_LIB
-from tvmffi_runtime import _core, _lib
+from tvmffi_runtime import _core, _errors, _lib
 
 RUNTIME = ROOT / "runtime"
 
@@ -246,7 +246,7 @@ def apply(testing_lib: Any) -> Any:
 
 
 class _ForgetfulErrors(dict):  # type: ignore[type-arg]
-    """Stands in for ``_core._PY_ERRORS``: drops the reference handed over and keeps nothing, so
+    """Stands in for ``_errors._PY_ERRORS``: drops the reference handed over and keeps nothing, so
     an exception coming back is rebuilt from its native kind."""
 
     def __setitem__(self, handle: int, exc: BaseException) -> None:
@@ -266,7 +266,7 @@ def test_same_named_classes_raised_without_the_original(
     apply: Any, two_my_errors: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a_cls, b_cls = two_my_errors
-    monkeypatch.setattr(_core, "_PY_ERRORS", _ForgetfulErrors())
+    monkeypatch.setattr(_errors, "_PY_ERRORS", _ForgetfulErrors())
     for cls in (a_cls, b_cls, a_cls):
         original = cls("raised")
 

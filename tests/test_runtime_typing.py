@@ -36,10 +36,6 @@ def test_runtime_is_mypy_strict_clean(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "Success" in stdout, report
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="_core.py, structural.py, gen.py are cleaned after the branches touching them merge",
-)
 def test_runtime_passes_pyright_strict() -> None:
     """basedpyright with the runtime's own runtime/pyrightconfig.json (strict) reports 0 errors."""
     pyright = find_pyright()

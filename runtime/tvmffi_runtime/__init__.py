@@ -32,6 +32,9 @@ from .containers import Array, Dict, List, Map, Shape
 from .enums import Enum, IntEnum, StrEnum
 from .module import Module
 from .tensor import Tensor
+from . import _typed as _typed  # installs Function.from_typed
+from . import copying as copying  # installs copy, deepcopy, pickle
+from . import interop as interop  # installs Object.__tvm_ffi_object__
 
 dtype = DataType
 

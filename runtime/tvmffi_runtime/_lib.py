@@ -316,6 +316,22 @@ DELETER = ctypes.CFUNCTYPE(None, _vp)
 FunctionCreate = _proto(
     "TVMFFIFunctionCreate", ctypes.c_int, [_vp, SAFE_CALL, DELETER, ctypes.POINTER(_vp)]
 )
+# The same function for callbacks given as raw addresses (the structural engines' trampolines,
+# typed for indexing their arguments): a prototype of its own, so FunctionCreate keeps its types.
+FunctionCreateFromAddress = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, _vp, ctypes.POINTER(_vp))(
+    ("TVMFFIFunctionCreate", LIB)
+)
+
+
+class TVMFFIAnyByValue(ctypes.Structure):
+    """``TVMFFIAny`` passed or returned *by value* through ctypes: libffi cannot pass a union by
+    value, so the 8-byte payload is one ``uint64`` (``v``)."""
+
+    _fields_ = [("type_index", ctypes.c_int32), ("zero_padding", ctypes.c_uint32), ("v", ctypes.c_uint64)]
+
+
+# FStructuralMutateABI: TVMFFIAny (*)(StructuralMutatorObj*, AnyView) noexcept
+STRUCTURAL_MUTATE_ABI = ctypes.CFUNCTYPE(TVMFFIAnyByValue, _vp, TVMFFIAnyByValue)
 AnyViewToOwnedAny = _proto(
     "TVMFFIAnyViewToOwnedAny", ctypes.c_int, [ctypes.POINTER(TVMFFIAny), ctypes.POINTER(TVMFFIAny)]
 )

@@ -8,6 +8,9 @@ import types
 import typing
 from typing import Any, Callable, cast
 
+from ._call import set_typed_adapter
+from .containers import Array, Dict, List, Map
+
 __all__ = ["typed_adapter", "checker_for"]
 
 Checker = Callable[[Any], Any]
@@ -63,8 +66,6 @@ def checker_for(tp: Any) -> Checker | None:
     if base in (list, tuple, dict):
         # Native callers pass Python lists/tuples/dicts as Array/List and Map/Dict: accept those
         # and hand the callable the Python type its annotation names.
-        from .containers import Array, Dict, List, Map
-
         # Typed loosely on purpose: the checker returns whatever container the annotation names.
         builtin = cast("type[Any]", base)
         wants_dict = base is dict
@@ -149,3 +150,6 @@ def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
         return f(*converted)
 
     return adapter
+
+
+set_typed_adapter(typed_adapter)

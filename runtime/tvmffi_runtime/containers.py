@@ -22,8 +22,7 @@ from collections.abc import (
 from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
-from . import _core
-from ._core import Function, Object, TypeIndex, _new_container, _wrap, ffi_call
+from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
 from ._lib import OBJECT_HEADER_SIZE
 
 __all__ = ["Array", "List", "Map", "Dict", "Shape"]
@@ -37,25 +36,8 @@ _string_at = ctypes.string_at
 _c_void_p = ctypes.c_void_p
 
 
-class _Globals:
-    """Container functions, looked up once on first use."""
-
-    _cache: ClassVar[dict[str, ctypes.c_void_p]] = {}
-    _keep: ClassVar[list[Function]] = []
-
-    @classmethod
-    def get(cls, name: str) -> ctypes.c_void_p:
-        c = cls._cache.get(name)
-        if c is None:
-            f = _core.get_global_func(name)
-            assert f is not None
-            cls._keep.append(f)
-            c = cls._cache[name] = f.c_handle
-        return c
-
-
 def _call(name: str, *args: Any) -> Any:
-    return ffi_call(_Globals.get(name), args, name)
+    return ffi_call(global_handle(name), args, name)
 
 
 def _seq_cell(handle: int) -> tuple[int, int]:
@@ -82,14 +64,14 @@ class _SeqBase(Object, Generic[T]):
 
     def _item(self, j: int) -> T:
         data, _ = _seq_cell(self._h)
-        return _core.view_from_buffer(_string_at(data + 16 * j, 16), 0)  # type: ignore[no-any-return]
+        return view_from_buffer(_string_at(data + 16 * j, 16), 0)  # type: ignore[no-any-return]
 
     def _items(self) -> list[T]:
         data, n = _seq_cell(self._h)
         if not n:
             return []
         raw = _string_at(data, 16 * n)
-        conv = _core.view_from_buffer
+        conv = view_from_buffer
         return [conv(raw, 16 * i) for i in range(n)]
 
     @overload
@@ -134,7 +116,7 @@ class _SeqBase(Object, Generic[T]):
         return reversed(self._items())
 
 
-@_core.register_object("ffi.Array")
+@register_object("ffi.Array")
 class Array(_SeqBase[T], Sequence[T]):
     """An immutable TVM FFI array; a ``Sequence[T]``. ``Array([1, 2])`` builds one."""
 
@@ -145,7 +127,7 @@ class Array(_SeqBase[T], Sequence[T]):
         self._t = TypeIndex.ARRAY
 
 
-@_core.register_object("ffi.List")
+@register_object("ffi.List")
 class List(_SeqBase[T], MutableSequence[T]):
     """A mutable TVM FFI list; a ``MutableSequence[T]``. ``List([1, 2])`` builds one."""
 
@@ -340,7 +322,7 @@ def _missing_object() -> Object:
     return _MISSING_OBJ[0]
 
 
-@_core.register_object("ffi.Map")
+@register_object("ffi.Map")
 class Map(_MapBase[K, V], Mapping[K, V]):
     """An immutable TVM FFI map; a ``Mapping[K, V]``. ``Map({"a": 1})`` builds one."""
 
@@ -353,7 +335,7 @@ class Map(_MapBase[K, V], Mapping[K, V]):
 
 
 
-@_core.register_object("ffi.Dict")
+@register_object("ffi.Dict")
 class Dict(_MapBase[K, V], MutableMapping[K, V]):
     """A mutable TVM FFI dict; a ``MutableMapping[K, V]``. ``Dict({"a": 1})`` builds one."""
 
@@ -377,7 +359,7 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
 
 
 
-@_core.register_object("ffi.Shape")
+@register_object("ffi.Shape")
 class Shape(Object, Sequence[int]):
     """An immutable shape (a sequence of int64); compares equal to tuples and lists of ints."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core import Function, Object, TypeIndex, get_global_func, type_attr_value
+from ._core import Function, Object, TypeIndex, get_global_func, set_object_service, type_attr_value
 
 __all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy"]
 
@@ -90,3 +90,8 @@ def reduce_object(obj: Object) -> tuple[Any, tuple[str]]:
 def from_json_graph(text: str) -> Any:
     """The object a JSON graph string describes (what pickled objects are rebuilt by)."""
     return _global("ffi.FromJSONGraphString")(text)
+
+
+set_object_service("copy", shallow_copy)
+set_object_service("deepcopy", deep_copy)
+set_object_service("reduce", reduce_object)

@@ -47,7 +47,7 @@ _INTERNED: dict[int, Any] = {}
 
 def intern_entries(cls: type) -> None:
     """Make every value of ``cls``'s type that comes back from native code the same wrapper."""
-    index = cls._type_index  # type: ignore[attr-defined]
+    index: int = getattr(cls, "_type_index")
 
     def entry_from_handle(handle: int) -> Any:
         obj: Any = _INTERNED.get(handle)
@@ -60,7 +60,7 @@ def intern_entries(cls: type) -> None:
         _INTERNED[handle] = obj  # (replaces a wrapper the user moved away with rt.move)
         return obj
 
-    _core._OBJECT_RETURN[index] = entry_from_handle
+    _core.set_object_return(index, entry_from_handle)
 
 
 def _field(obj: Object, name: str) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, cast
 
 from . import _core, _lib
 from ._core import Function, Object, _c_void_p, ffi_call, type_key_to_index, type_method
@@ -116,7 +116,7 @@ def write_i64(addr: int, value: int) -> None:
 def write_f64(addr: int, value: float) -> None:
     """Store a float field in place; ints are accepted, other types are a TypeError."""
     if type(value) is not float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"expected float, got {type(value).__name__}")
         value = float(value)
     _f64_at(addr).value = value
@@ -333,7 +333,7 @@ class ReadOnlyField(Generic[_G]):
         return doc  # type: ignore[no-any-return]
 
     # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
-    __doc__ = property(_documentation)
+    __doc__ = property(_documentation)  # pyright: ignore[reportAssignmentType]
 
     def _address(self, obj: Any) -> int:
         if not isinstance(obj, Object):
@@ -440,7 +440,7 @@ def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | 
     accel = _core._accel
     if accel is not None:
         return accel.Field(qualname, kind, offset, setter, _field_doc)
-    return (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc)
+    return cast("Any", (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc))
 
 
 def registry_field(write: bool = False, name: str | None = None) -> Any:
@@ -643,7 +643,7 @@ def _refuse_new(cls: type, *args: Any, **kwargs: Any) -> NoReturn:
     )
 
 
-def _plain_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+def _plain_new(cls: type[Any], *args: Any, **kwargs: Any) -> Any:
     return object.__new__(cls)
 
 
@@ -806,7 +806,7 @@ def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
     """Tell the runtime which module defines the class of each type key, so a value of a type
     whose module has not been imported yet still comes back as its generated class."""
     _LAZY_TYPES.update(modules_by_type_key)
-    _core._LAZY_CLASS_LOADER[0] = _load_lazy_class
+    _core.set_class_loader(_load_lazy_class)
 
 
 def _load_lazy_class(type_key: str) -> bool:

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from . import _lib
-from ._core import Function, Object, _released_object_error
+from ._core import Function, Object, _released_object_error, set_object_service
 
 __all__ = ["HANDOFF_FUNCTION", "to_tvm_ffi"]
 
@@ -78,3 +78,6 @@ def to_tvm_ffi(obj: Object) -> Any:
         return fetch()
     finally:
         _pending.obj = previous
+
+
+set_object_service("to_tvm_ffi", to_tvm_ffi)

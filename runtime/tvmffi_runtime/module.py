@@ -31,9 +31,7 @@ __all__ = ["Module"]
 
 
 def _g(name: str) -> Function:
-    f = _core.get_global_func(name)
-    assert f is not None
-    return f
+    return _core.global_func(name)
 
 
 @_core.register_object("ffi.Module")

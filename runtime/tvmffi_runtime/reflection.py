@@ -220,9 +220,7 @@ def type_info(type_key_or_index: str | int) -> TypeInfo:
 
 
 def _global(name: str) -> _core.Function:
-    f = _core.get_global_func(name)
-    assert f is not None
-    return f
+    return _core.global_func(name)
 
 
 def list_type_keys() -> list[str]:

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core, _lib
+from ._convert import set_dlpack_importer
 from ._core import DataType, Device, Object, TypeIndex, _check, _dtype_from_packed
 from ._lib import OBJECT_HEADER_SIZE
 
@@ -404,3 +405,6 @@ def _numpy_dtype(name: str) -> Any:
         return np.dtype(name)
     except TypeError:
         raise TypeError(f"numpy has no dtype for TVM FFI dtype {name!r}") from None
+
+
+set_dlpack_importer(tensor_handle_from_dlpack)

@@ -1,0 +1,406 @@
+"""Calling native Functions: the ``Function`` wrapper, argument packing per call, global
+function lookup, and reflected methods and type attributes.
+
+Python callables become Functions in the layer above (``_callback``), which installs itself here
+with :func:`set_callback_maker`; ``Function.from_typed``'s argument checking comes from
+``_typed`` (:func:`set_typed_adapter`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from struct import error as _struct_error
+from typing import Any, Callable, ClassVar, Literal, overload
+
+from . import _lib
+from ._convert import _PACKERS, _pod_from, release_temps, _resolve_packer, set_container_builder, _type_of, view_from_buffer
+from ._errors import ReleasedObjectError, _check, _fetch_error, _python_error_set_in_native
+from ._fastpath import accel as _accel
+from ._lib import ANY_FLOAT, ANY_INT
+from ._object import Object, _type_key_of_index, _wrap, register_class, set_object_service, type_key_to_index
+from ._values import TypeIndex
+
+__all__ = ["Function", "ffi_call", "get_global_func", "global_func", "global_handle", "type_attr_value", "type_method"]
+
+_c_void_p = ctypes.c_void_p
+_byref = ctypes.byref
+_string_at = ctypes.string_at
+_pack_int = ANY_INT.pack_into
+_pack_float = ANY_FLOAT.pack_into
+_IncRef = _lib.ObjectIncRef
+_FunctionCall = _lib.FunctionCall
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def _no_callbacks(f: Callable[..., Any], packed: bool) -> Function:
+    raise RuntimeError("tvmffi_runtime: Functions from callables need tvmffi_runtime fully imported")
+
+
+def _no_typing(f: Callable[..., Any]) -> Callable[..., Any]:
+    raise RuntimeError("tvmffi_runtime: Function.from_typed needs tvmffi_runtime fully imported")
+
+
+_make_callback: Callable[[Callable[..., Any], bool], Function] = _no_callbacks
+_typed_adapter: Callable[[Callable[..., Any]], Callable[..., Any]] = _no_typing
+
+
+def set_callback_maker(make: Callable[[Callable[..., Any], bool], Function]) -> None:
+    """``make(f, packed)``: a Function wrapping a new native Function that calls ``f``."""
+    global _make_callback
+    _make_callback = make
+
+
+def set_typed_adapter(adapt: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """``adapt(f)``: ``f`` wrapped to check and convert its arguments from its annotations."""
+    global _typed_adapter
+    _typed_adapter = adapt
+
+
+class _CallBuffers:
+    """Reusable argument and result storage (and a temps list) for one in-flight call."""
+
+    __slots__ = ("args", "result", "result_ptr", "cap", "temps")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.args = (ctypes.c_char * (16 * cap))()
+        self.result = _lib.TVMFFIAny()
+        # A structure passed without argtypes would go by value: pass this pointer instead.
+        self.result_ptr = ctypes.pointer(self.result)
+        self.temps: list[Any] = []
+
+
+# A free list of buffers: pop/append are atomic under the GIL, and a re-entrant call (a callback
+# calling back into native code) simply takes another buffer.
+_free_buffers: list[_CallBuffers] = [_CallBuffers(8) for _ in range(4)]
+
+
+def _callee_name(name: Any) -> str:
+    """How argument errors name the callee: a string, or the Function being called."""
+    if isinstance(name, Function):
+        return getattr(name, "_name", None) or f"<function at 0x{name._h:x}>"
+    return str(name) if name else "function"
+
+
+def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
+    """The exception for argument ``i`` (``value``) that its packer refused with ``exc``."""
+    if not isinstance(exc, (TypeError, ValueError, OverflowError, _struct_error)):
+        return exc  # not a conversion problem: it propagates as it is
+    if isinstance(exc, ReleasedObjectError):
+        released = ReleasedObjectError(f"{_callee_name(name)}: argument {i}: {exc}")
+        released.ffi_argument = i  # type: ignore[attr-defined]
+        return released
+    err = TypeError(
+        f"{_callee_name(name)}: argument {i} has type {type(value).__name__},"
+        " which cannot be converted to a TVM FFI value" + (f" ({exc})" if str(exc) else "")
+    )
+    if str(exc):
+        err.__cause__ = exc
+    err.__suppress_context__ = True
+    err.ffi_argument = i  # type: ignore[attr-defined]  # which one, for callers that name it better
+    return err
+
+
+def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
+    """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
+
+    ``name`` (a string, or the Function itself) is only used to word argument errors.
+    """
+    if type(args) is not tuple:
+        args = tuple(args)  # a snapshot: packing may run Python code that changes the list
+    n = len(args)
+    bufs = _free_buffers.pop() if _free_buffers else _CallBuffers(max(8, n))
+    if bufs.cap < n:
+        bufs = _CallBuffers(n)
+    buf = bufs.args
+    temps = bufs.temps
+    try:
+        off = 0
+        try:
+            for a in args:
+                t = _type_of(a)
+                # the commonest kinds inline (no table lookup, no call); the rest by table
+                if t is int and _INT64_MIN <= a <= _INT64_MAX:
+                    _pack_int(buf, off, 1, 0, a)
+                elif t is float:
+                    _pack_float(buf, off, 3, 0, a)
+                else:
+                    p = _PACKERS.get(t) or _resolve_packer(t)
+                    if p is None:
+                        raise TypeError()  # the message below says it all
+                    p(buf, off, a, temps)
+                off += 16
+        except (TypeError, ValueError, OverflowError, _struct_error) as exc:
+            raise _pack_error(name, args[off // 16], off // 16, exc)  # noqa: B904 (cause set there)
+        res = bufs.result
+        res.type_index = 0
+        try:
+            rc = _FunctionCall(handle, buf, n, bufs.result_ptr)
+        except SystemError as exc:
+            raise _python_error_set_in_native(exc) from None
+        if rc:
+            raise _fetch_error()
+        tindex = res.type_index
+        if tindex == 1:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
+            return res.v_int64
+        if tindex >= 64:
+            return _wrap(res.v_uint64, tindex)
+        if tindex == 0:
+            return None
+        return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
+    finally:
+        if temps:
+            release_temps(temps)
+        _free_buffers.append(bufs)
+
+
+class Function(Object):
+    """A TVM FFI function object: call it like a Python function."""
+
+    # _name (global name or callable's qualname, when known) only words argument errors.
+    __slots__ = ("_c", "_name")
+    _type_key: ClassVar[str] = "ffi.Function"
+    _type_index: ClassVar[int] = TypeIndex.FUNCTION
+    _c: ctypes.c_void_p
+    _name: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "Function cannot be constructed directly; use Function.get_global, "
+            "Function.from_typed or Function.from_packed"
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        if _accel is not None:
+            return _accel.call(self._h, args, self)
+        try:
+            c = self._c
+        except AttributeError:
+            c = self._c = _c_void_p(self._h)
+        return ffi_call(c, args, self)
+
+    @property
+    def c_handle(self) -> ctypes.c_void_p:
+        """The handle as a ``c_void_p``, for direct ``TVMFFIFunctionCall`` use."""
+        try:
+            return self._c
+        except AttributeError:
+            self._c = _c_void_p(self._h)
+            return self._c
+
+    @overload
+    @staticmethod
+    def get_global(name: str, allow_missing: Literal[False] = False) -> Function: ...
+    @overload
+    @staticmethod
+    def get_global(name: str, allow_missing: bool) -> Function | None: ...
+    @staticmethod
+    def get_global(name: str, allow_missing: bool = False) -> Function | None:
+        """The global function ``name``; KeyError if missing (None with ``allow_missing``)."""
+        return get_global_func(name, allow_missing)
+
+    @staticmethod
+    def register_global(name: str, f: Callable[..., Any] | Function, override: bool = False) -> Function:
+        """Register a Python callable (or a Function) as global function ``name``."""
+        func = f if isinstance(f, Function) else Function.from_typed(f)
+        data = name.encode()
+        rc = _lib.FunctionSetGlobal(_byref(_lib.byte_array(data)), func._h, 1 if override else 0)
+        _check(rc)
+        return func
+
+    @staticmethod
+    def from_packed(f: Callable[[list[Any]], Any]) -> Function:
+        """A Function that passes its converted arguments to ``f`` as one list."""
+        return _named(_make_callback(f, True), f)
+
+    @staticmethod
+    def from_typed(f: Callable[..., Any]) -> Function:
+        """A Function that checks and converts its arguments from ``f``'s annotations."""
+        return _named(_make_callback(_typed_adapter(f), False), f)
+
+    @staticmethod
+    def from_callable(f: Callable[..., Any]) -> Function:
+        """A Function that calls ``f`` with converted arguments, without checking them."""
+        return _named(_make_callback(f, False), f)
+
+    @staticmethod
+    def from_type_key_method(type_key: str, name: str) -> Function:
+        """The reflected method ``name`` of the type ``type_key`` (``__ffi_init__`` included)."""
+        index = type_key_to_index(type_key)
+        if index is None:
+            raise KeyError(f"type key {type_key!r} is not registered")
+        return Function.from_type_method(index, name)
+
+    @staticmethod
+    def from_type_method(type_index: int, name: str) -> Function:
+        """The reflected method ``name`` of the type with ``type_index``."""
+        f = type_method(type_index, name)
+        if f is None:
+            raise AttributeError(
+                f"type {_type_key_of_index(type_index)!r} (index {type_index}) has no method {name!r}"
+            )
+        return f
+
+
+def _named(func: Function, f: Any) -> Function:
+    """``func`` labelled with the Python callable's name (for argument errors)."""
+    if not isinstance(f, Function):
+        func._name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    return func
+
+
+@overload
+def get_global_func(name: str, allow_missing: Literal[False] = False) -> Function: ...
+@overload
+def get_global_func(name: str, allow_missing: bool) -> Function | None: ...
+def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
+    """The global function ``name``; KeyError if missing (None with ``allow_missing``)."""
+    data = name.encode()
+    out = _c_void_p()
+    _check(_lib.FunctionGetGlobal(_byref(_lib.byte_array(data)), _byref(out)))
+    if not out.value:
+        if allow_missing:
+            return None
+        raise KeyError(f"global function {name!r} is not registered")
+    f = _wrap(out.value, TypeIndex.FUNCTION)
+    f._name = name
+    return f  # type: ignore[no-any-return]
+
+
+_GLOBALS: dict[str, Function] = {}
+
+
+def global_func(name: str) -> Function:
+    """The global function ``name``, looked up once and kept (KeyError if missing).
+
+    The one cache for the runtime's own lookups of library functions (``ffi.Array``,
+    ``ffi.ReprPrint``, reflection and structural helpers); functions a user may re-register
+    are looked up with :func:`get_global_func` each time.
+    """
+    f = _GLOBALS.get(name)
+    if f is None:
+        f = _GLOBALS[name] = get_global_func(name)
+    return f
+
+
+_GLOBAL_HANDLES: dict[str, ctypes.c_void_p] = {}
+
+
+def global_handle(name: str) -> ctypes.c_void_p:
+    """``global_func(name).c_handle``, in one lookup (for :func:`ffi_call` on hot paths)."""
+    c = _GLOBAL_HANDLES.get(name)
+    if c is None:
+        c = _GLOBAL_HANDLES[name] = global_func(name).c_handle
+    return c
+
+
+def type_method(type_index: int, name: str) -> Function | None:
+    """The reflected method ``name`` on the type or its ancestors, or None.
+
+    ``__ffi_init__`` is a constructor, so it is never inherited: it is looked up on the type
+    itself, first among its methods, then in the ``__ffi_init__`` type attribute column (where
+    the auto-generated initialiser of a type without an explicit ``refl::init`` lives).
+    """
+    is_init = name == "__ffi_init__"
+    info = _lib.GetTypeInfo(type_index)
+    while info:
+        ti = info.contents
+        for i in range(ti.num_methods):
+            m = ti.methods[i]
+            if _lib.read_byte_array(m.name).decode() == name:
+                h = m.method.v_ptr
+                _IncRef(h)
+                method = _wrap(h, m.method.type_index)
+                if isinstance(method, Function):
+                    method._name = f"{_lib.read_byte_array(ti.type_key).decode()}.{name}"
+                return method  # type: ignore[no-any-return]
+        if is_init or ti.type_depth == 0:
+            break
+        info = ti.type_ancestors[ti.type_depth - 1]
+    if is_init:
+        found = type_attr_value(type_index, name)
+        if not isinstance(found, Function):
+            return None
+        found._name = f"{_type_key_of_index(type_index)}.{name}"
+        return found
+    return None
+
+
+def type_attr_value(type_index: int, name: str) -> Any:
+    """Value of the type attribute ``name`` for exactly ``type_index`` (not inherited), or None."""
+    data = name.encode()
+    column = _lib.GetTypeAttrColumn(_byref(_lib.byte_array(data)))
+    if not column:
+        return None
+    col = column.contents
+    slot = type_index - col.begin_index
+    if slot < 0 or slot >= col.size or not col.data:
+        return None
+    raw = _string_at(ctypes.addressof(col.data[slot]), 16)
+    return view_from_buffer(raw, 0)
+
+
+_INIT_CACHE: dict[type, Function | None] = {}
+
+
+def _ffi_init_of(cls: type) -> Function | None:
+    try:
+        return _INIT_CACHE[cls]
+    except KeyError:
+        pass
+    init = type_method(getattr(cls, "_type_index", TypeIndex.OBJECT), "__ffi_init__")
+    _INIT_CACHE[cls] = init
+    return init
+
+
+_KWARGS: list[Any] = []
+
+
+def _kwargs_marker() -> Any:
+    """The library's marker object that separates positional from keyword arguments."""
+    if not _KWARGS:
+        _KWARGS.append(global_func("ffi.GetKwargsObject")())
+    return _KWARGS[0]
+
+
+def _new_container(ctor: str, items: Any) -> int:
+    """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
+    made = ffi_call(global_func(ctor).c_handle, list(items), ctor)
+    h = made._h
+    made._h = 0
+    return h  # type: ignore[no-any-return]
+
+
+def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """``Object.__init__``: make the object with its type's ``__ffi_init__`` and take it over."""
+    cls = type(obj)
+    init = _ffi_init_of(cls)
+    if init is None:
+        raise TypeError(
+            f"{cls.__name__} ({cls._type_key}) cannot be constructed from Python:"
+            " the type registers no __ffi_init__"
+        )
+    if kwargs:
+        args = (*args, _kwargs_marker(), *[x for kv in kwargs.items() for x in kv])
+    made = init(*args)
+    if not isinstance(made, Object):
+        raise TypeError(f"{cls._type_key}.__ffi_init__ returned {type(made).__name__}")
+    obj._h, obj._t = made._h, made._t
+    made._h = 0
+
+
+def _repr(obj: Object) -> str:
+    return str(global_func("ffi.ReprPrint")(obj))
+
+
+if _accel is not None:
+    # the compiled call; _accel_setup.py hands it the Python fallbacks before any call runs
+    ffi_call: Callable[..., Any] = _accel.call
+else:
+    ffi_call = _ffi_call_py
+
+register_class(TypeIndex.FUNCTION, Function)
+set_object_service("construct", _construct)
+set_object_service("repr", _repr)
+set_container_builder(_new_container)

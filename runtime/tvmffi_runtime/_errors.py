@@ -1,0 +1,224 @@
+"""Errors crossing the boundary: native Error objects as Python exceptions, and back.
+
+Lowest layer above the ABI mirror (``_lib``): every other layer checks return codes with
+:func:`_check` / :func:`_fetch_error`. A Python exception raised into native code is kept by its
+error handle, so the same exception object comes back if the error returns unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import threading
+import traceback
+from typing import Any
+
+from . import _lib
+from ._lib import OBJECT_HEADER_SIZE
+
+__all__ = ["Error", "ReleasedObjectError", "register_error", "_python_error_set_in_native", "_raise_into_native", "_released_object_error"]
+
+_c_void_p = ctypes.c_void_p
+_byref = ctypes.byref
+_DecRef = _lib.ObjectDecRef
+
+
+class Error(Exception):
+    """An error of a kind Python has no class for, or one created to raise into native code.
+
+    ``Error(kind, message, backtrace)``; native errors of a kind that names a Python exception
+    class (``ValueError``, ``KeyError``, ...) are raised as that class instead, with ``kind`` and
+    ``backtrace`` attributes and the native backtrace as a note.
+    """
+
+    kind: str
+    message: str
+    backtrace: str
+
+    def __init__(self, kind: str, message: str = "", backtrace: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.backtrace = backtrace
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"Error({self.kind!r}, {self.message!r})"
+
+
+_ERROR_KINDS: dict[str, type[BaseException]] = {}
+_ERROR_SUBCLASSES: dict[str, type[Error]] = {}
+
+
+def register_error(kind: str, cls: type[BaseException]) -> None:
+    """Raise native errors of ``kind`` as ``cls`` (and send ``cls`` back as ``kind``)."""
+    _ERROR_KINDS[kind] = cls
+
+
+for _name in (
+    "ValueError", "TypeError", "IndexError", "KeyError", "AttributeError", "RuntimeError",
+    "NotImplementedError", "AssertionError", "MemoryError", "KeyboardInterrupt", "OSError",
+    "ZeroDivisionError", "OverflowError", "StopIteration", "ImportError", "LookupError",
+    "ArithmeticError", "RecursionError", "FileNotFoundError", "PermissionError", "TimeoutError",
+    "UnicodeError", "SystemExit", "BufferError", "EOFError", "NameError",
+):  # fmt: skip
+    register_error(_name, getattr(builtins, _name))
+register_error("InternalError", RuntimeError)
+
+
+def _error_kind_of_class(cls: type[BaseException]) -> str:
+    """The native kind a Python exception class crosses as: the bare name of a builtin class
+    (``ValueError``), else the qualified name (``package.module.QualName``), so that classes of
+    the same name in different modules stay apart."""
+    if cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _error_class(kind: str) -> type[BaseException]:
+    cls = _ERROR_KINDS.get(kind)
+    if cls is not None:
+        return cls
+    sub = _ERROR_SUBCLASSES.get(kind)
+    if sub is None:
+        name = kind if kind.isidentifier() else "NativeError"
+        sub = type(name, (Error,), {"__module__": "tvmffi_runtime"})
+        _ERROR_SUBCLASSES[kind] = sub
+    return sub
+
+
+def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
+    cls = _error_class(kind)
+    exc: BaseException
+    if issubclass(cls, Error):
+        exc = cls(kind, message, backtrace)
+    else:
+        try:
+            exc = cls(message)
+        except Exception:
+            exc = Error(kind, message, backtrace)
+        try:
+            exc.kind = kind  # type: ignore[attr-defined]
+            exc.backtrace = backtrace  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+    if backtrace and hasattr(exc, "add_note"):
+        exc.add_note("native backtrace:\n" + backtrace.rstrip())
+    return exc
+
+
+# Python exceptions raised into native code, kept by error handle so the same exception object
+# comes back out if the error returns to Python unchanged. We keep one reference to each handle.
+_PY_ERRORS: dict[int, BaseException] = {}
+_PY_ERRORS_LIMIT = 256
+_py_errors_lock = threading.Lock()
+
+
+def _error_cell(handle: int) -> tuple[str, str, str]:
+    cell = _lib.TVMFFIErrorCell.from_address(handle + OBJECT_HEADER_SIZE)
+    return _decode_byte_array(cell.kind), _decode_byte_array(cell.message), _decode_byte_array(cell.backtrace)
+
+
+def _decode_byte_array(ba: _lib.TVMFFIByteArray) -> str:
+    return _lib.read_byte_array(ba).decode("utf-8", "replace")
+
+
+def _exception_from_error_handle(handle: int, raised: bool) -> BaseException:
+    """Turn an owned Error handle into a Python exception (releases the handle)."""
+    with _py_errors_lock:
+        original = _PY_ERRORS.pop(handle, None)
+    if original is not None:
+        _DecRef(handle)  # the reference _PY_ERRORS kept
+        _DecRef(handle)
+        return original
+    kind, message, backtrace = _error_cell(handle)
+    _DecRef(handle)
+    if raised and kind == "EnvErrorAlreadySet":
+        # Normally unwrapped by _python_error_set_in_native; this is the fallback.
+        return KeyboardInterrupt()
+    return _make_exception(kind, message, backtrace)
+
+
+def _python_error_set_in_native(exc: SystemError) -> BaseException:
+    """The Python exception native code left set on this thread (the signal hook's).
+
+    ``PyErr_CheckSignals`` runs the SIGINT handler inside the native call and leaves
+    ``KeyboardInterrupt`` set; ctypes then returns a result with an exception set, which
+    CPython reports as a SystemError whose ``__cause__`` is that exception. The native side has
+    raised ``EnvErrorAlreadySet``: clear it and hand back the original exception.
+    """
+    cause = exc.__cause__
+    if cause is None:
+        return exc
+    out = _c_void_p()
+    _lib.ErrorMoveFromRaised(_byref(out))
+    if out.value:
+        _DecRef(out.value)
+    return cause
+
+
+def _fetch_error() -> BaseException:
+    out = _c_void_p()
+    _lib.ErrorMoveFromRaised(_byref(out))
+    if not out.value:
+        return RuntimeError("TVM FFI call failed without raising an error")
+    return _exception_from_error_handle(out.value, raised=True)
+
+
+def _check(rc: int) -> None:
+    if rc != 0:
+        raise _fetch_error()
+
+
+def _new_error_handle(exc: BaseException) -> int:
+    """Create a native Error object (owned handle) describing a Python exception."""
+    if isinstance(exc, Error):
+        kind, message, bt = exc.kind, exc.message, exc.backtrace
+    else:
+        cls = type(exc)
+        own_kind = _error_kind_of_class(cls)
+        registered = _ERROR_KINDS.get(own_kind)
+        # Register the class under its own kind; replace only a class of the same qualified name
+        # (a module reloaded, a class defined anew), never one registered under it explicitly.
+        if registered is not cls and (registered is None or _error_kind_of_class(registered) == own_kind):
+            register_error(own_kind, cls)
+        given = getattr(exc, "kind", None)  # set on exceptions that came from native code
+        kind = given if isinstance(given, str) and given else own_kind
+        if isinstance(exc, KeyError) and len(exc.args) == 1:
+            message = str(exc.args[0])
+        else:
+            message = str(exc)
+        bt = ""
+    if exc.__traceback__ is not None:
+        bt = "".join(traceback.format_tb(exc.__traceback__)) + bt
+    parts = [s.encode("utf-8", "replace") for s in (kind, message, bt)]
+    out = _c_void_p()
+    arrays = [_lib.byte_array(p) for p in parts]
+    _check(_lib.ErrorCreate(_byref(arrays[0]), _byref(arrays[1]), _byref(arrays[2]), _byref(out)))
+    assert out.value
+    return out.value
+
+
+def _raise_into_native(exc: BaseException) -> None:
+    """Set ``exc`` as the raised error of this thread (inside a callback about to return -1)."""
+    handle = _new_error_handle(exc)
+    _lib.ErrorSetRaised(handle)  # takes its own reference
+    with _py_errors_lock:
+        _PY_ERRORS[handle] = exc  # keeps our reference
+        if len(_PY_ERRORS) > _PY_ERRORS_LIMIT:
+            oldest = next(iter(_PY_ERRORS))
+            _PY_ERRORS.pop(oldest)
+            _DecRef(oldest)
+
+
+class ReleasedObjectError(ValueError):
+    """An ``Object`` wrapper that no longer holds a reference (it was moved with ``move``, or
+    released) was given where a value is sent to native code."""
+
+
+def _released_object_error(v: Any) -> ReleasedObjectError:
+    return ReleasedObjectError(
+        f"the {type(v).__name__} object was moved or released (its wrapper holds no reference)"
+    )

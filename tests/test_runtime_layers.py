@@ -1,0 +1,85 @@
+"""The runtime's modules depend one way only: no import cycle, counting imports inside functions.
+
+A lower layer that needs a higher one gets a hook the higher one installs at import
+(``register_packer``, ``set_class_loader``, ``set_object_service``, ...), never an import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "runtime" / "tvmffi_runtime"
+
+
+def _imports(path: Path) -> set[str]:
+    """Sibling modules ``path`` imports anywhere (top level, functions, TYPE_CHECKING blocks)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tvmffi_runtime."):
+            found.add((node.module or "").split(".")[1])
+    modules = {p.stem for p in PACKAGE.glob("*.py")}
+    return {m for m in found if m in modules and m != path.stem}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {p.stem: _imports(p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+
+
+def test_no_import_cycle() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for dep in sorted(graph.get(m, ())):
+            if state.get(dep) == 1:
+                cycle = stack[stack.index(dep) :] + [dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_core_layers_import_only_lower_layers() -> None:
+    order = ["_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
+             "_accel_setup", "_env", "_core"]  # fmt: skip
+    graph = _graph()
+    for i, m in enumerate(order):
+        higher = graph[m] & set(order[i:])
+        assert not higher, f"{m} imports the higher layer(s) {sorted(higher)}"
+        assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
+
+
+def test_callback_modes_match_the_compiled_backend() -> None:
+    """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
+    this keeps the two numbering the same."""
+    import re
+
+    from tvmffi_runtime import _callback
+
+    enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", (PACKAGE / "_accel.c").read_text())
+    assert enum is not None
+    c_modes = {name.strip(): int(value) for name, value in (m.split("=") for m in enum.group(1).split(","))}
+    py_modes = {
+        "CB_PLAIN": _callback._MODE_PLAIN,
+        "CB_PACKED": _callback._MODE_PACKED,
+        "CB_WALK": _callback._MODE_WALK,
+        "CB_RAW": _callback._MODE_RAW,
+        "CB_RAW_WALK": _callback._MODE_RAW_WALK,
+    }
+    assert c_modes == py_modes
