@@ -478,7 +478,7 @@ class RegistryField(property):
         pass  # property.__init__ stores the getter's doc; the registry's is shown instead
 
     # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
-    __doc__ = property(_get_doc, _set_doc)
+    __doc__ = property(_get_doc, _set_doc)  # pyright: ignore[reportAssignmentType] -- a per-instance doc
 
     def __repr__(self) -> str:
         return f"<field {self.qualname} (registry{'' if self._writable else ', read-only'})>"
