@@ -256,8 +256,9 @@ def test_field_descriptors_document_themselves_from_the_registry(pure: bool) -> 
 BLOCKS_SCRIPT = r"""
 import gc, sys
 import tvmffi_runtime as rt
-from tvmffi_runtime.structural import structural_map, structural_walk
+from tvmffi_runtime.structural import structural_map, structural_mutate, structural_visit, structural_walk
 from tvmffi_testing import testing as T
+from tvmffi_testing.visitors import Mutator, Visitor
 
 echo = rt.get_global_func("testing.echo")
 pair = T.TestIntPair(3, 4)
@@ -279,6 +280,16 @@ def fails(x):
     raise ValueError("no")
 
 
+class Visit(Visitor):
+    def visit_test_int_pair(self, node: T.TestIntPair) -> None:
+        self.context  # the context, built on demand from the hook's frame
+
+
+class Keep(Mutator):
+    def mutate_test_int_pair(self, node: T.TestIntPair) -> T.TestIntPair:
+        return node
+
+
 ops = {
     "scalars": lambda: (T.add_one(1), echo(1.5), echo(True), echo(None), echo("abc"), echo(big), echo(2**70)),
     "objects": lambda: (echo(pair), pair.sum(), T.TestIntPair(1, 2)),
@@ -287,6 +298,7 @@ ops = {
     "callbacks": lambda: (T.apply(lambda x: x + 1, 1), T.apply(rt.Function.from_callable(abs), -2)),
     "errors": lambda: (_catch(lambda: T.apply(fails, 1)), _catch(lambda: T.add_one("x"))),
     "structural": lambda: (structural_map(tree, keep), structural_walk(tree, count)),
+    "hooks": lambda: (structural_visit(tree, Visit()), structural_mutate(tree, Keep())),
 }
 
 
@@ -316,5 +328,5 @@ def test_no_python_objects_leak_per_operation(pure: bool) -> None:
     proc = _run_child(BLOCKS_SCRIPT, pure, timeout=600)
     assert proc.returncode == 0, proc.stderr
     growth = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
-    assert len(growth) == 7
+    assert len(growth) == 8
     assert all(g < 500 for g in growth.values()), growth

@@ -81,5 +81,6 @@ def test_callback_modes_match_the_compiled_backend() -> None:
         "CB_WALK": _callback._MODE_WALK,
         "CB_RAW": _callback._MODE_RAW,
         "CB_RAW_WALK": _callback._MODE_RAW_WALK,
+        "CB_HOOK": _callback._MODE_HOOK,
     }
     assert c_modes == py_modes

@@ -705,8 +705,9 @@ static PyTypeObject LazyFunctionType = {
    PLAIN fn(*values), PACKED fn([values]), WALK fn(value) with a walk-handler result;
    RAW fn(value, type_index, raw1, ...) where raw_i is the int64 payload of argument i (engine
    handles, kinds, modes: the structural engine's extra arguments), RAW_WALK the same with a
-   walk-handler result. */
-enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2, CB_RAW = 3, CB_RAW_WALK = 4 };
+   walk-handler result; HOOK a Visitor/Mutator hook called as hook(value) alone, its context
+   kept in a frame list the hook's helpers read (see hook_call). */
+enum { CB_PLAIN = 0, CB_PACKED = 1, CB_WALK = 2, CB_RAW = 3, CB_RAW_WALK = 4, CB_HOOK = 5 };
 
 static int interpreter_gone(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -766,6 +767,67 @@ static int py_to_owned(PyObject* v, FFIAny* out) {
   return 0;
 }
 
+/* CB_HOOK: ``payload`` is (hook, frame, check, objects_ok). While hook(value) runs, ``frame`` (a
+   list of nargs + 1 items) holds the value, its type index and the raw payloads of the other
+   arguments (the engine handle, the mutate mode), so the hook's helpers can build its context
+   only when they are called; the previous items are put back afterwards (hooks nest). A result
+   other than None (or, with objects_ok, UNCHANGED or a live object) goes through check(result),
+   which returns what to write or raises. Returns 0, or -1 with a Python exception set. */
+static int hook_call(PyObject* payload, const FFIAny* args, int32_t nargs, FFIAny* result) {
+  if (!PyTuple_Check(payload) || PyTuple_GET_SIZE(payload) != 4 || nargs < 1 || nargs + 1 > STACK_ARGS) {
+    PyErr_SetString(PyExc_TypeError, "a structural hook needs (hook, frame, check, objects_ok) and the value");
+    return -1;
+  }
+  PyObject* hook = PyTuple_GET_ITEM(payload, 0);
+  PyObject* frame = PyTuple_GET_ITEM(payload, 1);
+  PyObject* check = PyTuple_GET_ITEM(payload, 2);
+  const int objects_ok = PyTuple_GET_ITEM(payload, 3) == Py_True;
+  const Py_ssize_t n = (Py_ssize_t)nargs + 1;
+  if (!PyList_CheckExact(frame) || PyList_GET_SIZE(frame) != n) {
+    PyErr_SetString(PyExc_TypeError, "a structural hook's frame must be a list of one item per argument, plus one");
+    return -1;
+  }
+  PyObject* items[STACK_ARGS];
+  Py_ssize_t made = 0;
+  for (; made < n; ++made) {
+    if (made == 0) {
+      items[0] = view_to_py(&args[0]);
+    } else if (made == 1) {
+      items[1] = PyLong_FromLong(args[0].type_index);
+    } else {
+      items[made] = PyLong_FromLongLong(args[made - 1].v_int64);
+    }
+    if (items[made] == NULL) {
+      for (Py_ssize_t i = 0; i < made; ++i) Py_DECREF(items[i]);
+      return -1;
+    }
+  }
+  PyObject* value = items[0];
+  Py_INCREF(value); /* the call's own reference: the frame's may be replaced while it runs */
+  PyObject* saved[STACK_ARGS];
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    saved[i] = PyList_GET_ITEM(frame, i); /* keeps the list's reference until it is put back */
+    PyList_SET_ITEM(frame, i, items[i]);
+  }
+  PyObject* r = PyObject_CallOneArg(hook, value);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* current = PyList_GET_ITEM(frame, i);
+    PyList_SET_ITEM(frame, i, saved[i]);
+    Py_DECREF(current);
+  }
+  Py_DECREF(value);
+  if (r == NULL) return -1;
+  if (!(r == Py_None || (objects_ok && (r == unchanged || (is_object(r) && ((ObjectBase*)r)->h != NULL))))) {
+    PyObject* checked = PyObject_CallOneArg(check, r);
+    Py_DECREF(r);
+    if (checked == NULL) return -1;
+    r = checked;
+  }
+  const int rc = py_to_owned(r, result);
+  Py_DECREF(r);
+  return rc;
+}
+
 static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFIAny* result) {
   if (interpreter_gone()) {
     ffi_error_set_raised_from_cstr("RuntimeError", "the Python interpreter has shut down");
@@ -791,6 +853,11 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
       PyErr_NoMemory();
       goto error;
     }
+  }
+  if (mode == CB_HOOK) {
+    if (hook_call(fn, args, nargs, result) < 0) goto error;
+    rc = 0;
+    goto done;
   }
   int32_t ncall = nargs;
   if (mode == CB_RAW || mode == CB_RAW_WALK) {
@@ -903,11 +970,11 @@ static int parse_callback_args(PyObject* const* args, Py_ssize_t nargs, Py_ssize
   *fn = args[at];
   long m = PyLong_AsLong(args[at + 1]);
   if (m == -1 && PyErr_Occurred()) return -1;
-  if (m < CB_PLAIN || m > CB_RAW_WALK) {
+  if (m < CB_PLAIN || m > CB_HOOK) {
     PyErr_Format(PyExc_ValueError, "unknown callback mode %ld", m);
     return -1;
   }
-  if (!PyCallable_Check(*fn)) {
+  if (m != CB_HOOK && !PyCallable_Check(*fn)) {
     PyErr_Format(PyExc_TypeError, "%R is not callable", *fn);
     return -1;
   }

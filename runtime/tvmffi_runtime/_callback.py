@@ -23,7 +23,7 @@ from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts, _wrap
 from ._values import TypeIndex
 
-__all__ = ["live_callbacks", "trampoline_function", "compiled_function", "fail_into_native", "_CALLBACKS", "_MODE_RAW", "_MODE_RAW_WALK", "_walk_result_at"]
+__all__ = ["live_callbacks", "trampoline_function", "compiled_function", "fail_into_native", "_CALLBACKS", "_MODE_RAW", "_MODE_RAW_WALK", "_MODE_HOOK", "_walk_result_at"]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -38,8 +38,9 @@ _INT64_MAX = (1 << 63) - 1
 
 # The callback modes, as ``_accel.c`` numbers them (tests/test_runtime_layers.py checks):
 # plain ``f(*args)``, packed ``f(args)``, walk (result written by the walk-result hook), and the
-# structural engines' raw modes ``f(value, type_index, raw...)`` (plain and walk result).
-_MODE_PLAIN, _MODE_PACKED, _MODE_WALK, _MODE_RAW, _MODE_RAW_WALK = 0, 1, 2, 3, 4
+# structural engines' raw modes ``f(value, type_index, raw...)`` (plain and walk result), and
+# (compiled path only) a Visitor/Mutator hook ``hook(value)`` with its context in a frame list.
+_MODE_PLAIN, _MODE_PACKED, _MODE_WALK, _MODE_RAW, _MODE_RAW_WALK, _MODE_HOOK = 0, 1, 2, 3, 4, 5
 
 
 class _CallbackEntry:
@@ -234,7 +235,7 @@ def trampoline_function(trampoline: Any, payload: Any) -> Function:
     return _wrap(out.value or 0, TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 
-def compiled_function(mode: int, fn: Callable[..., Any]) -> Function:
+def compiled_function(mode: int, fn: Any) -> Function:
     """(compiled backend) A Function calling ``fn`` in callback ``mode``."""
     return _wrap(_accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 

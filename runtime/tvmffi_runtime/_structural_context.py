@@ -14,7 +14,10 @@ from ._core import Object, TypeIndex
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KINDS, _call
 from ._structural_match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
-__all__ = ["ContextPolicy", "MutateContext", "VisitContext", "_Policies", "_Run", "_policies", "_refcounts"]
+__all__ = [
+    "ContextPolicy", "HookCall", "HookFrame", "MutateContext", "VisitContext", "_Policies", "_Run", "_policies",
+    "_refcounts",
+]
 
 
 # =============================================================================================
@@ -337,3 +340,52 @@ def _default_maybe_inplace_raw(mutator: _Borrowed, value: Any) -> Any:
             raise _core._exception_from_error_handle(res.v, raised=False)
         return _core.owned_from_buffer(bytes(res), 0)
     return _core.ffi_call(ctypes.c_void_p(fn), (mutator, value), "__s_maybe_inplace_mutate__")
+
+
+# =============================================================================================
+# Hooks of Visitor / Mutator instances
+# =============================================================================================
+class HookCall:
+    """A hook of a Visitor / Mutator run as a visit / mutate callback ``(value, ctx)``: the
+    owner's helpers (``default_visit_children``, ``mutate``, ...) reach ``ctx`` while it runs.
+
+    On the compiled path a hook that takes no definition-region kind is called as ``fn(value)``
+    straight from the trampoline instead, its context kept in a :class:`HookFrame`.
+    """
+
+    __slots__ = ("owner", "fn", "extra")
+
+    def __init__(self, owner: Any, fn: Callable[..., Any], extra: bool) -> None:
+        self.owner = owner
+        self.fn = fn
+        self.extra = extra  # the hook takes the definition-region kind too
+
+    def __call__(self, value: Any, ctx: VisitContext | MutateContext) -> Any:
+        owner = self.owner
+        prev = owner.__dict__.get("_ctx")
+        owner._ctx = ctx
+        try:
+            return self.fn(value, ctx.def_region_kind) if self.extra else self.fn(value)
+        finally:
+            owner._ctx = prev
+
+
+_IDLE = object()  # a HookFrame's value while no hook runs on it
+
+
+class HookFrame:
+    """Where the compiled trampoline keeps the node a hook runs on: around each call it writes
+    (value, type index, engine handle[, mutate mode]) into ``items`` and puts the previous ones
+    back after (hooks nest). ``context()`` builds the hook's context only when a helper asks,
+    so a hook that just inspects its node costs no context object."""
+
+    __slots__ = ("items", "_make")
+
+    def __init__(self, size: int, make: Callable[[list[Any]], VisitContext | MutateContext]) -> None:
+        self.items: list[Any] = [_IDLE] * size
+        self._make = make
+
+    def context(self) -> VisitContext | MutateContext | None:
+        """The running hook's context, or None between hooks."""
+        items = self.items
+        return None if items[0] is _IDLE else self._make(items)

@@ -12,7 +12,7 @@ from typing import Any, Callable, ClassVar, Mapping, NamedTuple, TypeVar
 
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
 from ._structural_match import _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
-from ._structural_context import MutateContext, VisitContext
+from ._structural_context import HookFrame, MutateContext, VisitContext
 
 __all__ = ["HookNameWarning", "MapperBase", "MutateCallbacks", "MutatorBase", "VisitCallbacks", "VisitorBase", "WalkerBase", "default_hook", "_HookBase"]
 
@@ -193,15 +193,16 @@ class VisitorBase(_HookBase):
 
     _hook_prefix: ClassVar[str] = "visit_"
     _hook_reserved: ClassVar[frozenset[str]] = frozenset({"visit_children"})
-    _ctx: VisitContext | None = None
+    _ctx: VisitContext | HookFrame | None = None
 
     @property
     def context(self) -> VisitContext:
         """The context of the hook currently running."""
         ctx = self._ctx
-        if ctx is None:
+        found = ctx.context() if isinstance(ctx, HookFrame) else ctx
+        if not isinstance(found, VisitContext):
             raise RuntimeError(f"{type(self).__name__}: no structural visit hook is running")
-        return ctx
+        return found
 
     def visit(self, child: Any) -> VisitInterrupt | None:
         """Visit ``child`` through the active visitor (hooks apply to it)."""
@@ -250,15 +251,16 @@ class MutatorBase(_HookBase):
     """
 
     _hook_prefix: ClassVar[str] = "mutate_"
-    _ctx: MutateContext | None = None
+    _ctx: MutateContext | HookFrame | None = None
 
     @property
     def context(self) -> MutateContext:
         """The context of the hook currently running."""
         ctx = self._ctx
-        if ctx is None:
+        found = ctx.context() if isinstance(ctx, HookFrame) else ctx
+        if not isinstance(found, MutateContext):
             raise RuntimeError(f"{type(self).__name__}: no structural mutate hook is running")
-        return ctx
+        return found
 
     @property
     def inplace_mode(self) -> InplaceMode:

@@ -10,13 +10,26 @@ import sys
 from typing import Any, Callable, TypeAlias
 
 from . import _core, _lib
-from ._callback import _CALLBACKS, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function, fail_into_native, trampoline_function
+from ._callback import (
+    _CALLBACKS,
+    _MODE_HOOK,
+    _MODE_PLAIN,
+    _MODE_RAW,
+    _MODE_RAW_WALK,
+    _MODE_WALK,
+    compiled_function,
+    fail_into_native,
+    trampoline_function,
+)
 from ._core import Function, Object, TypeIndex
 from ._structural_markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._structural_match import _Entry, _overlap
-from ._structural_context import MutateContext, VisitContext
+from ._structural_context import HookCall, HookFrame, MutateContext, VisitContext
 
-__all__ = ["_T_MAP_KIND", "_T_MAP_PLAIN", "_T_MUTATE", "_T_VISIT", "_T_WALK_KIND", "_T_WALK_PLAIN", "_links", "_native", "_split"]
+__all__ = [
+    "_T_MAP_KIND", "_T_MAP_PLAIN", "_T_MUTATE", "_T_VISIT", "_T_WALK_KIND", "_T_WALK_PLAIN", "_links", "_native", "_split",
+    "hook_frame",
+]
 
 
 # =============================================================================================
@@ -245,9 +258,10 @@ def _write_walk_at(value: Any, addr: int) -> None:
 _core.set_walk_result(_write_walk_at)
 
 
-def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[..., Any]]:
+def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
     """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
-    ``payload``; results are written as the ctypes trampolines write them."""
+    ``payload`` (for ``_MODE_HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
+    callable); results are written as the ctypes trampolines write them."""
     if trampoline is _T_WALK_PLAIN:
         return _MODE_WALK, payload
     if trampoline is _T_MAP_PLAIN:
@@ -259,7 +273,13 @@ def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[...
             return fn(value, _KINDS[kind])
 
         return (_MODE_RAW_WALK if trampoline is _T_WALK_KIND else _MODE_RAW), with_kind
-    adapter, run = payload
+    adapter, run = payload[0], payload[1]
+    frame: HookFrame | None = payload[2] if len(payload) > 2 else None
+    if frame is not None and isinstance(adapter, HookCall) and not adapter.extra:
+        # the hook is called as hook(value) from C; its context waits in the frame
+        if trampoline is _T_VISIT:
+            return _MODE_HOOK, (adapter.fn, frame.items, _checked_visit_result, False)
+        return _MODE_HOOK, (adapter.fn, frame.items, _checked_mutate_result, True)
     if trampoline is _T_VISIT:
 
         def visit(value: Any, tindex: int, visitor: int) -> Any:
@@ -280,6 +300,33 @@ def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Callable[...
         return r
 
     return _MODE_RAW, mutate
+
+
+def _checked_visit_result(r: Any) -> Any:
+    """A visit hook's result other than None: a VisitInterrupt, else the ctypes path's TypeError."""
+    if r.__class__ is not VisitInterrupt:
+        _write_visit(None, r)  # raises the TypeError the ctypes path raises
+    return r
+
+
+def _checked_mutate_result(r: Any) -> Any:
+    """A mutate hook's result that is not a live object: refuse a moved-from one."""
+    if isinstance(r, Object) and not r._h:
+        raise ValueError("a callback returned an object that has been moved from")
+    return r
+
+
+def hook_frame(trampoline: Any, run: Any) -> HookFrame | None:
+    """The frame compiled-path hooks of one visit (``_T_VISIT``) or mutate run keep their node
+    in, or None on the pure-ctypes path (hooks get their context per call there)."""
+    if not _core.accelerated():
+        return None
+    if trampoline is _T_VISIT:  # (value, type index, visitor handle)
+        return HookFrame(3, lambda it: VisitContext(it[0], it[1], run.state, run.engine(it[2] & _MASK64), run))
+    # (value, type index, mutator handle, in-place mode)
+    return HookFrame(
+        4, lambda it: MutateContext(it[0], it[1], run.state, run.engine(it[2] & _MASK64), _MODES[it[3]], run)
+    )
 
 
 def _native(trampoline: Any, payload: Any) -> Function:

@@ -35,8 +35,19 @@ from typing import Any, Callable, TypeAlias, TypeVar
 from ._core import Object
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
 from ._structural_match import _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
-from ._structural_context import ContextPolicy, MutateContext, VisitContext, _Policies, _Run, _policies, _refcounts
-from ._structural_native import _T_MAP_KIND, _T_MAP_PLAIN, _T_MUTATE, _T_VISIT, _T_WALK_KIND, _T_WALK_PLAIN, _links, _native, _split
+from ._structural_context import ContextPolicy, HookCall, MutateContext, VisitContext, _Policies, _Run, _policies, _refcounts
+from ._structural_native import (
+    _T_MAP_KIND,
+    _T_MAP_PLAIN,
+    _T_MUTATE,
+    _T_VISIT,
+    _T_WALK_KIND,
+    _T_WALK_PLAIN,
+    _links,
+    _native,
+    _split,
+    hook_frame,
+)
 from ._structural_hooks import HookNameWarning, MapperBase, MutateCallbacks, MutatorBase, VisitCallbacks, VisitorBase, WalkerBase, _HookBase, default_hook
 
 __all__ = [
@@ -216,20 +227,23 @@ def _ctx_adapter(e: _Entry) -> Callable[[Any, _Ctx], Any]:
     return lambda value, ctx: fn(value)
 
 
-def _ctx_hook_adapter(owner: VisitorBase | MutatorBase, e: _Entry) -> Callable[[Any, _Ctx], Any]:
-    """A hook of a Visitor / Mutator as ``(value, ctx)``; ``owner``'s helpers (visit_children,
-    default_mutate, ...) reach the running context while it runs."""
-    fn, extra = e.fn, e.extra
+def _run_links(
+    trampoline: Any, program: list[tuple[tuple[int, ...], Callable[..., Any]]], run: _Run, owner: Any
+) -> tuple[list[tuple[int, Any]], Any]:
+    """(type index, Function) links of a visit / mutate without a policy, and the frame the
+    hooks of a Visitor / Mutator ``owner`` keep their node in on the compiled path (None
+    otherwise): the caller makes it ``owner._ctx`` while the traversal runs."""
+    frame = hook_frame(trampoline, run) if owner is not None else None
+    links: list[tuple[int, Any]] = []
+    for indices, adapter in program:
+        f = _native(trampoline, (adapter, run, frame) if frame is not None else (adapter, run))
+        links.extend((i, f) for i in indices)
+    return links, frame
 
-    def adapter(value: Any, ctx: _Ctx) -> Any:
-        prev = owner.__dict__.get("_ctx")
-        owner._ctx = ctx  # pyright: ignore[reportAttributeAccessIssue]  (a visitor gets a VisitContext, a mutator a MutateContext)
-        try:
-            return fn(value, ctx.def_region_kind) if extra else fn(value)
-        finally:
-            owner._ctx = prev
 
-    return adapter
+def _program_owner(program: list[tuple[tuple[int, ...], Callable[..., Any]]]) -> Any:
+    """The Visitor / Mutator whose hooks make up ``program`` (None for plain callbacks)."""
+    return next((a.owner for _, a in program if isinstance(a, HookCall)), None)
 
 
 def _ctx_program(
@@ -238,7 +252,9 @@ def _ctx_program(
     """(program, state, policy) of a visit / mutate: a Visitor/Mutator instance's hooks, or
     handlers (given as such or wrapped in ``callbacks``); an explicit ``policy`` wins."""
     if isinstance(handlers, base):
-        program = [(e.indices, _ctx_hook_adapter(handlers, e)) for e in handlers._bound_hooks()]
+        program: list[tuple[tuple[int, ...], Callable[..., Any]]] = [
+            (e.indices, HookCall(handlers, e.fn, e.extra)) for e in handlers._bound_hooks()
+        ]
         return program, None, handlers.context_policy if policy is None else policy
     if not isinstance(handlers, callbacks):
         handlers = callbacks(None, handlers)
@@ -264,12 +280,13 @@ def _run_visit(
     root: Any, program: list[tuple[tuple[int, ...], Callable[..., Any]]], state: Any, pol: _Policies | None
 ) -> VisitInterrupt | None:
     run = _Run(state, pol)
+    owner = _program_owner(program) if pol is None else None
+    prev = owner.__dict__.get("_ctx") if owner is not None else None
     try:
         if pol is None:
-            links: list[tuple[Any, ...]] = []
-            for indices, adapter in program:
-                f = _native(_T_VISIT, (adapter, run))
-                links.extend((i, f) for i in indices)
+            links, frame = _run_links(_T_VISIT, program, run, owner)
+            if frame is not None and owner is not None:
+                owner._ctx = frame
         else:
             # One dispatcher for every type a callback or the policy handles; first match in
             # Python, then the callback (or the policy-wrapped default traversal).
@@ -286,6 +303,8 @@ def _run_visit(
             links = [(i, f) for i in all_indices]
         return _call("ffi.StructuralVisit", root, links)  # type: ignore[no-any-return]
     finally:
+        if owner is not None:
+            owner._ctx = prev
         run.close()
 
 
@@ -388,12 +407,14 @@ def _run_mutate(
     root: Any, program: list[tuple[tuple[int, ...], Callable[..., Any]]], state: Any, pol: _Policies | None
 ) -> Any:
     run = _Run(state, pol)
+    owner = _program_owner(program) if pol is None else None
+    prev = owner.__dict__.get("_ctx") if owner is not None else None
     try:
         if pol is None:
-            links: list[tuple[Any, ...]] = []
-            for indices, adapter in program:
-                f = _native(_T_MUTATE, (adapter, run))
-                links.extend((i, f, True) for i in indices)
+            plain, frame = _run_links(_T_MUTATE, program, run, owner)
+            links: list[tuple[Any, ...]] = [(i, f, True) for i, f in plain]
+            if frame is not None and owner is not None:
+                owner._ctx = frame
         else:
 
             def dispatch(value: Any, ctx: MutateContext) -> Any:
@@ -411,6 +432,8 @@ def _run_mutate(
             return _call("ffi.StructuralMap", root, [], [], int(WalkOrder.POST_ORDER))
         return _call("ffi.StructuralMutate", root, links)
     finally:
+        if owner is not None:
+            owner._ctx = prev
         run.close()
 
 
