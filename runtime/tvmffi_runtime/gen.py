@@ -10,10 +10,29 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, cast
+from typing import Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib
-from ._core import Function, Object, _c_void_p, ffi_call, type_key_to_index, type_method
+from ._core import Function, Object, ffi_call, type_key_to_index, type_method
+from ._fields import (
+    Field,
+    FieldAccess,
+    ReadOnlyField,
+    RegistryField,
+    UnboundField,
+    field,
+    read_any,
+    read_bool,
+    read_f32,
+    read_f64,
+    read_i32,
+    read_i64,
+    read_object,
+    registry_field,
+    write_bool,
+    write_f64,
+    write_i64,
+)
 from .structural import UNCHANGED, default_hook
 
 #: The form of generated code this runtime supports. A generated package records the level it
@@ -70,85 +89,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-def read_object(addr: int) -> Any:
-    """The object an ``ObjectRef`` field at ``addr`` points to (None when null), read straight
-    from memory: one reference is taken for the returned wrapper."""
-    h = _c_void_p.from_address(addr).value
-    if not h:
-        return None
-    _core._IncRef(h)
-    return _core._wrap(h, _core._read_type_index(h))
-
-
-def read_any(addr: int) -> Any:
-    """The value of a field laid out as a ``TVMFFIAny`` (``Any``, ``String``, ``Bytes``).
-
-    Strings are read in place (inline small strings, or the String object's bytes, borrowed
-    while the owning object is alive); everything else is converted like a call argument.
-    """
-    raw = _Any16.from_address(addr)
-    tindex, small_len, value = _unpack_any(raw, 0)
-    if tindex == _SMALL_STR:
-        return raw.raw[8 : 8 + small_len].decode("utf-8", "surrogateescape")
-    if tindex == _STR:
-        cell = _lib.TVMFFIByteArray.from_address(value + _lib.OBJECT_HEADER_SIZE)
-        return ctypes.string_at(cell.data, cell.size).decode("utf-8", "surrogateescape") if cell.size else ""
-    return _core.view_from_buffer(raw, 0)
-
-
-_unpack_any = _lib.ANY_INT.unpack_from
-_SMALL_STR = _core.TypeIndex.SMALL_STR
-_STR = _core.TypeIndex.STR
-_Any16 = ctypes.c_char * 16
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def write_i64(addr: int, value: int) -> None:
-    """Store an int field in place (what its registry setter does), refusing what does not fit."""
-    if type(value) is not int:
-        value = _as_index(value, "int")
-    if not _I64_MIN <= value <= _I64_MAX:
-        raise OverflowError(f"{value} does not fit the int64 field")
-    _i64_at(addr).value = value
-
-
-def write_f64(addr: int, value: float) -> None:
-    """Store a float field in place; ints are accepted, other types are a TypeError."""
-    if type(value) is not float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"expected float, got {type(value).__name__}")
-        value = float(value)
-    _f64_at(addr).value = value
-
-
-def write_bool(addr: int, value: bool) -> None:
-    """Store a bool field in place. It accepts what the native bool conversion (and so a bool
-    argument) accepts: a bool, or an int (non-zero is true)."""
-    if type(value) is not bool:
-        value = bool(_as_index(value, "bool or int"))
-    _bool_at(addr).value = value
-
-
-def _as_index(value: Any, expected: str) -> int:
-    try:
-        return _index(value)
-    except TypeError:
-        raise TypeError(f"expected {expected}, got {type(value).__name__}") from None
-
-
-from operator import index as _index  # noqa: E402
-
-_i64_at = ctypes.c_int64.from_address
-_f64_at = ctypes.c_double.from_address
-_bool_at = ctypes.c_bool.from_address
-
-read_i64 = ctypes.c_int64.from_address
-read_i32 = ctypes.c_int32.from_address
-read_f64 = ctypes.c_double.from_address
-read_f32 = ctypes.c_float.from_address
-read_bool = ctypes.c_bool.from_address
-
 
 class GlobalFunction:
     """A global function resolved on first call (keeps package import fast).
@@ -227,324 +167,6 @@ def method(type_key: str, name: str) -> Callable[..., Any]:
 def module_function(lib_module: str, name: str) -> Callable[..., Any]:
     """The function ``name`` that the library of ``lib_module`` exports, looked up on first call."""
     return _fast(ModuleFunction(lib_module, name))
-
-
-_G = TypeVar("_G")
-_S = TypeVar("_S")
-
-
-class FieldAccess:
-    """Reads and writes one reflected field through the registry, resolved on first use."""
-
-    __slots__ = ("type_key", "name", "_acc")
-
-    def __init__(self, type_key: str, name: str) -> None:
-        self.type_key = type_key
-        self.name = name
-        self._acc: Any = None
-
-    def _resolve(self) -> Any:
-        from .reflection import FieldAccessor
-
-        self._acc = FieldAccessor(self.type_key, self.name)
-        return self._acc
-
-    def get(self, obj: Object) -> Any:
-        acc = self._acc or self._resolve()
-        return acc.get(obj)
-
-    def set(self, obj: Object, value: Any) -> None:
-        acc = self._acc or self._resolve()
-        try:
-            acc.set(obj, value)
-        except (TypeError, ValueError) as exc:
-            raise _naming_field(exc, f"{self.type_key}.{self.name}") from exc.__cause__
-
-
-def _naming_field(exc: BaseException, qualname: str) -> BaseException:
-    """``exc`` of a field write, reworded to name the field (a message that names it is kept)."""
-    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _core.ReleasedObjectError):
-        return exc
-    return type(exc)(f"field {qualname}: {exc}")
-
-
-_FieldT = TypeVar("_FieldT", bound="ReadOnlyField[Any]")
-
-
-def _read_i64(addr: int) -> int:
-    return read_i64(addr).value
-
-
-def _read_i32(addr: int) -> int:
-    return read_i32(addr).value
-
-
-def _read_f64(addr: int) -> float:
-    return read_f64(addr).value
-
-
-def _read_f32(addr: int) -> float:
-    return read_f32(addr).value
-
-
-def _read_bool(addr: int) -> bool:
-    return read_bool(addr).value
-
-
-_FIELD_READERS: dict[str, Callable[[int], Any]] = {
-    "i64": _read_i64,
-    "i32": _read_i32,
-    "f64": _read_f64,
-    "f32": _read_f32,
-    "bool": _read_bool,
-    "object": read_object,
-    "any": read_any,
-}
-_FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
-
-
-class ReadOnlyField(Generic[_G]):
-    """A field of a generated class, read straight from object memory at its reflected offset.
-
-    ``kind`` says how it is laid out: ``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``
-    (an ObjectRef pointer) or ``any`` (a ``TVMFFIAny``: Any, String, Bytes). This is the
-    pure-ctypes implementation; :func:`field` gives the compiled one when it is built, with
-    the same behaviour. Generated classes annotate fields with this type (and :class:`Field`).
-    """
-
-    __slots__ = ("qualname", "kind", "offset", "_read", "_setter", "_doc")
-
-    def __init__(self, qualname: str, kind: str, offset: int, setter: Any = None, doc: Any = None) -> None:
-        if kind not in _FIELD_READERS:
-            raise ValueError(f"Field {qualname}: unknown kind {kind}")
-        if setter is True and kind not in _FIELD_WRITERS:
-            raise ValueError(f"Field {qualname}: kind {kind} cannot be written in place")
-        self.qualname = qualname
-        self.kind = kind
-        self.offset = offset
-        self._read = _FIELD_READERS[kind]
-        self._setter = setter
-        self._doc = doc
-
-    def _documentation(self) -> str | None:
-        doc = self._doc
-        if callable(doc):
-            doc = self._doc = doc(self.qualname)
-        return doc  # type: ignore[no-any-return]
-
-    # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
-    __doc__ = property(_documentation)  # pyright: ignore[reportAssignmentType]
-
-    def _address(self, obj: Any) -> int:
-        if not isinstance(obj, Object):
-            raise TypeError(f"field {self.qualname}: {obj!r} is not a TVM FFI object")
-        h = obj._h
-        if not h:
-            raise _core.ReleasedObjectError(
-                f"cannot access field {self.qualname}: the {type(obj).__name__} object was moved or released"
-            )
-        return h + self.offset
-
-    if TYPE_CHECKING:
-        # One signature, no overloads: IDEs (jedi) then complete a field's value with the
-        # value's members, not the descriptor's. (Read on the class, a field is typed as its
-        # value too; at run time it is the descriptor.)
-        def __get__(self, obj: object, owner: Any = None) -> _G: ...
-
-    else:
-
-        def __get__(self, obj, owner=None):
-            if obj is None:
-                return self
-            try:
-                h = obj._h
-            except AttributeError:
-                h = 0
-            if not h:
-                self._address(obj)  # raises TypeError or ReleasedObjectError
-            return self._read(h + self.offset)
-
-    if not TYPE_CHECKING:  # a data descriptor at run time, read-only to the type checker
-
-        def __set__(self, obj, value):
-            setter = self._setter
-            if setter is None:
-                raise AttributeError(f"field {self.qualname} is read-only")
-            if setter is True:
-                addr = self._address(obj)
-                try:
-                    _FIELD_WRITERS[self.kind](addr, value)
-                except (TypeError, OverflowError) as exc:
-                    raise type(exc)(f"field {self.qualname}: {exc}") from None
-            else:
-                setter(obj, value)  # the registry accessor refuses a released object itself
-
-        def __delete__(self, obj):
-            raise AttributeError(f"field {self.qualname} cannot be deleted")
-
-    if TYPE_CHECKING:
-        # Read-only to the type checker: nothing can be assigned, even where the class has no
-        # __slots__ (a user's subclass), as at run time. Generated classes also declare these
-        # fields Final, so both checkers word the error as an assignment to a read-only name.
-        def __set__(self, obj: Object, value: NoReturn) -> None: ...
-
-    def __repr__(self) -> str:
-        ro = ", read-only" if self._setter is None else ""
-        return f"<field {self.qualname} ({self.kind}, offset {self.offset}{ro})>"
-
-
-class Field(ReadOnlyField[_G], Generic[_G, _S]):
-    # A writable field: reads give _G, writes take _S (see ReadOnlyField). No class docstring:
-    # __doc__ is the field's documentation, as in ReadOnlyField.
-
-    __slots__ = ()
-    __doc__ = ReadOnlyField.__dict__["__doc__"]
-
-    if TYPE_CHECKING:
-
-        def __set__(self, obj: Object, value: _S) -> None: ...
-
-
-def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
-    """A field read from object memory: ``field(kind, offset)`` in a generated class body.
-
-    ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
-    ``offset`` the byte offset in the object. The field learns its attribute name from the class
-    (``name`` gives the registry name where it differs) and its type key from :func:`register`,
-    which also checks the offset against the loaded library. ``write`` is None for a read-only
-    field, ``"in_place"`` to store int64/double/bool values in memory (what the registry setter
-    does), or ``"registry"`` to call the registry setter.
-
-    ``field(type_key, name, kind, offset)`` (packages generated for API level 1) gives the bound
-    descriptor at once.
-    """
-    if len(args) == 2:
-        kind, offset = args
-        return UnboundField(kind, offset, write, name)
-    if len(args) in (4, 5) and name is None:
-        type_key, reg_name, kind, offset = args[:4]
-        return _bound_field(type_key, reg_name, kind, offset, args[4] if len(args) == 5 else write)
-    raise TypeError(f"field() takes (kind, offset) or (type_key, name, kind, offset), got {len(args)} arguments")
-
-
-def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | None) -> Any:
-    """The runtime descriptor of field ``type_key.name``: compiled when built, else ctypes."""
-    qualname = f"{type_key}.{name}"
-    setter: Any = None
-    if write == "in_place":
-        setter = True
-    elif write == "registry":
-        setter = FieldAccess(type_key, name).set
-    elif write is not None:
-        raise ValueError(f"field {qualname}: write must be None, 'in_place' or 'registry', not {write!r}")
-    accel = _core._accel
-    if accel is not None:
-        return accel.Field(qualname, kind, offset, setter, _field_doc)
-    return cast("Any", (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc))
-
-
-def registry_field(write: bool = False, name: str | None = None) -> Any:
-    """A field read (and, with ``write``, written) through the registry's accessors: for fields
-    whose layout is not read from memory (Optional, Device, DataType, variants, ...). Bound by
-    :func:`register` like :func:`field`."""
-    return UnboundField(None, None, "registry" if write else None, name)
-
-
-class RegistryField(property):
-    """The descriptor of a field read and written through the registry (see
-    :func:`registry_field`); typed, like :func:`field`'s, as :class:`ReadOnlyField` or
-    :class:`Field` in generated classes. A property over the accessor's own methods: a read is
-    one Python call, as fast as the generated property it replaces (faster: no wrapper)."""
-
-    def __init__(self, type_key: str, name: str, writable: bool) -> None:
-        self.qualname = f"{type_key}.{name}"
-        access = FieldAccess(type_key, name)
-        super().__init__(access.get, access.set if writable else self._read_only, self._no_delete)
-        self._writable = writable
-
-    def _read_only(self, obj: Object, value: Any) -> None:
-        raise AttributeError(f"field {self.qualname} is read-only")
-
-    def _no_delete(self, obj: Object) -> None:
-        raise AttributeError(f"field {self.qualname} cannot be deleted")
-
-    def _get_doc(self) -> str | None:
-        doc = self.__dict__.get("_doc")
-        if doc is None:
-            doc = self.__dict__["_doc"] = _field_doc(self.qualname)
-        return doc
-
-    def _set_doc(self, value: Any) -> None:
-        pass  # property.__init__ stores the getter's doc; the registry's is shown instead
-
-    # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
-    __doc__ = property(_get_doc, _set_doc)  # pyright: ignore[reportAssignmentType] -- a per-instance doc
-
-    def __repr__(self) -> str:
-        return f"<field {self.qualname} (registry{'' if self._writable else ', read-only'})>"
-
-
-class UnboundField:
-    """A field declared in a class body, before :func:`register` binds it to its type.
-
-    ``__set_name__`` records the class and attribute; ``register`` checks the offset against the
-    library and puts the runtime descriptor (:class:`ReadOnlyField` or the compiled one, same
-    speed as ever) in its place, so an instance never reads through this object.
-    """
-
-    __slots__ = ("kind", "offset", "write", "name", "owner", "attr")
-
-    def __init__(
-        self, kind: str | None, offset: int | None, write: str | None = None, name: str | None = None
-    ) -> None:
-        self.kind = kind  # None: through the registry (registry_field)
-        self.offset = offset
-        self.write = write
-        self.name = name  # the registry name, when it differs from the attribute
-        self.owner: type | None = None
-        self.attr = ""
-
-    def __set_name__(self, owner: type, attr: str) -> None:
-        self.owner = owner
-        self.attr = attr
-        if self.name is None:
-            self.name = attr
-
-    def bind(self, type_key: str) -> Any:
-        assert self.name is not None, "bind() before __set_name__"
-        if self.kind is None or self.offset is None:
-            return RegistryField(type_key, self.name, self.write is not None)
-        return _bound_field(type_key, self.name, self.kind, self.offset, self.write)
-
-    def __get__(self, obj: object, owner: Any = None) -> Any:
-        if obj is None:
-            return self
-        where = self.owner.__name__ if self.owner is not None else "?"
-        raise TypeError(
-            f"field {where}.{self.attr} is not bound to a type: decorate {where} with"
-            " tvmffi_runtime.gen.register(type_key)"
-        )
-
-    def __repr__(self) -> str:
-        where = "registry" if self.kind is None else f"{self.kind}, offset {self.offset}"
-        return f"<unbound field {self.name} ({where})>"
-
-
-def _field_doc(qualname: str) -> str:
-    """Documentation of a field for ``help()``: the registry's doc of ``type_key.name``."""
-    from .reflection import type_info
-
-    type_key, _, name = qualname.rpartition(".")
-    text = ""
-    try:
-        for f in type_info(type_key).fields:
-            if f.name == name:
-                text = f.doc.strip()
-                break
-    except Exception:  # noqa: BLE001 - documentation must never make attribute access fail
-        pass
-    line = f"Registry field: ``{qualname}``."
-    return f"{text}\n\n{line}" if text else line
 
 
 _INITS: dict[str, ctypes.c_void_p] = {}
@@ -879,6 +501,3 @@ class ModuleFunction(GlobalFunction):
                 f"the library no longer exports {self.name!r} (regenerate the package)"
             )
         return f  # type: ignore[no-any-return]
-
-
-_ = _c_void_p
