@@ -115,8 +115,18 @@ def docstring_lines(text: str, indent: str) -> list[str]:
 
 
 def _doc(text: str, registry_line: str) -> str:
+    """The registry's documentation of an item followed by where it comes from: on one line
+    when the documentation is one line and both fit (members are indented once), else as a
+    paragraph of its own."""
     text = text.strip()
-    return f"{text}\n\n{registry_line}" if text else registry_line
+    if not text:
+        return registry_line
+    if "\n" not in text:
+        sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
+        joined = f"{sentence} {registry_line}"
+        if len('    """"""') + len(joined) <= LINE_LENGTH:
+            return joined
+    return f"{text}\n\n{registry_line}"
 
 
 @dataclass

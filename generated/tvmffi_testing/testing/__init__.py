@@ -62,90 +62,51 @@ class SchemaAllTypes(_rt.Object):
     __slots__ = ()
 
     v_bool: _gen.Field[bool, bool] = _gen.field("bool", 24, write="in_place")
-    """bool field
-
-    Registry field: ``testing.SchemaAllTypes.v_bool``.
-    """
+    """bool field. Registry field: ``testing.SchemaAllTypes.v_bool``."""
 
     v_int: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
-    """int field
-
-    Registry field: ``testing.SchemaAllTypes.v_int``.
-    """
+    """int field. Registry field: ``testing.SchemaAllTypes.v_int``."""
 
     v_float: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
-    """float field
-
-    Registry field: ``testing.SchemaAllTypes.v_float``.
-    """
+    """float field. Registry field: ``testing.SchemaAllTypes.v_float``."""
 
     v_device: _gen.Field[_rt.Device, _rt.Device] = _gen.registry_field(write=True)
-    """device field
-
-    Registry field: ``testing.SchemaAllTypes.v_device``.
-    """
+    """device field. Registry field: ``testing.SchemaAllTypes.v_device``."""
 
     v_dtype: _gen.Field[_rt.DataType, _rt.DataType | str] = _gen.registry_field(write=True)
-    """dtype field
-
-    Registry field: ``testing.SchemaAllTypes.v_dtype``.
-    """
+    """dtype field. Registry field: ``testing.SchemaAllTypes.v_dtype``."""
 
     v_string: _gen.Field[str, str] = _gen.field("any", 64, write="registry")
-    """string field
-
-    Registry field: ``testing.SchemaAllTypes.v_string``.
-    """
+    """string field. Registry field: ``testing.SchemaAllTypes.v_string``."""
 
     v_bytes: _gen.Field[bytes, bytes] = _gen.field("any", 80, write="registry")
-    """bytes field
-
-    Registry field: ``testing.SchemaAllTypes.v_bytes``.
-    """
+    """bytes field. Registry field: ``testing.SchemaAllTypes.v_bytes``."""
 
     v_opt_int: _gen.Field[int | None, int | None] = _gen.registry_field(write=True)
-    """optional int
-
-    Registry field: ``testing.SchemaAllTypes.v_opt_int``.
-    """
+    """optional int. Registry field: ``testing.SchemaAllTypes.v_opt_int``."""
 
     v_opt_str: _gen.Field[str | None, str | None] = _gen.registry_field(write=True)
-    """optional str
-
-    Registry field: ``testing.SchemaAllTypes.v_opt_str``.
-    """
+    """optional str. Registry field: ``testing.SchemaAllTypes.v_opt_str``."""
 
     v_arr_int: _gen.Field[_rt.Array[int], _abc.Sequence[int]] = _gen.field(
         "object", 128, write="registry"
     )
-    """array<int>
-
-    Registry field: ``testing.SchemaAllTypes.v_arr_int``.
-    """
+    """array<int>. Registry field: ``testing.SchemaAllTypes.v_arr_int``."""
 
     v_arr_str: _gen.Field[_rt.Array[str], _abc.Sequence[str]] = _gen.field(
         "object", 136, write="registry"
     )
-    """array<str>
-
-    Registry field: ``testing.SchemaAllTypes.v_arr_str``.
-    """
+    """array<str>. Registry field: ``testing.SchemaAllTypes.v_arr_str``."""
 
     v_map_str_int: _gen.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _gen.field(
         "object", 144, write="registry"
     )
-    """map<str,int>
-
-    Registry field: ``testing.SchemaAllTypes.v_map_str_int``.
-    """
+    """map<str,int>. Registry field: ``testing.SchemaAllTypes.v_map_str_int``."""
 
     v_map_str_arr_int: _gen.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
     ] = _gen.field("object", 152, write="registry")
-    """map<str,array<int>>
-
-    Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``.
-    """
+    """map<str,array<int>>. Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``."""
 
     v_variant: _gen.Field[
         str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
@@ -171,24 +132,15 @@ class SchemaAllTypes(_rt.Object):
         _gen.not_constructible(self, "testing.SchemaAllTypes")
 
     def add_int(self, _0: int, /) -> int:
-        """add int method
-
-        Registry method: ``testing.SchemaAllTypes.add_int``.
-        """
+        """add int method. Registry method: ``testing.SchemaAllTypes.add_int``."""
         return _ffi_method_SchemaAllTypes_add_int(self, _0)
 
     def append_int(self, _0: _abc.Sequence[int], _1: int, /) -> _rt.Array[int]:
-        """append int to array
-
-        Registry method: ``testing.SchemaAllTypes.append_int``.
-        """
+        """append int to array. Registry method: ``testing.SchemaAllTypes.append_int``."""
         return _ffi_method_SchemaAllTypes_append_int(self, _0, _1)
 
     def maybe_concat(self, _0: str | None, _1: str | None, /) -> str | None:
-        """optional concat
-
-        Registry method: ``testing.SchemaAllTypes.maybe_concat``.
-        """
+        """optional concat. Registry method: ``testing.SchemaAllTypes.maybe_concat``."""
         return _ffi_method_SchemaAllTypes_maybe_concat(self, _0, _1)
 
     def merge_map(
@@ -197,10 +149,7 @@ class SchemaAllTypes(_rt.Object):
         _1: _abc.Mapping[str, _abc.Sequence[int]],
         /,
     ) -> _rt.Map[str, _rt.Array[int]]:
-        """merge maps
-
-        Registry method: ``testing.SchemaAllTypes.merge_map``.
-        """
+        """merge maps. Registry method: ``testing.SchemaAllTypes.merge_map``."""
         return _ffi_method_SchemaAllTypes_merge_map(self, _0, _1)
 
     @staticmethod
@@ -672,26 +621,17 @@ class TestIntPair(_rt.Object):
     __slots__ = ()
 
     a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
-    """Field `a`
-
-    Registry field: ``testing.TestIntPair.a`` (read-only).
-    """
+    """Field `a`. Registry field: ``testing.TestIntPair.a`` (read-only)."""
 
     b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
-    """Field `b`
-
-    Registry field: ``testing.TestIntPair.b`` (read-only).
-    """
+    """Field `b`. Registry field: ``testing.TestIntPair.b`` (read-only)."""
 
     def __init__(self, _0: int, _1: int, /) -> None:
         """Construct through ``testing.TestIntPair.__ffi_init__``."""
         _gen.construct(self, "testing.TestIntPair", (_0, _1))
 
     def sum(self) -> int:
-        """Method to compute sum of a and b
-
-        Registry method: ``testing.TestIntPair.sum``.
-        """
+        """Method to compute sum of a and b. Registry method: ``testing.TestIntPair.sum``."""
         return _ffi_method_TestIntPair_sum(self)
 
 
@@ -721,10 +661,7 @@ class TestObjectBase(_rt.Object):
     __slots__ = ()
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
-    """i64 field
-
-    Registry field: ``testing.TestObjectBase.v_i64``.
-    """
+    """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
 
     v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field("f64", 32)
     """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
@@ -748,10 +685,7 @@ class TestObjectBase(_rt.Object):
         )
 
     def add_i64(self, _0: int, /) -> int:
-        """add_i64 method
-
-        Registry method: ``testing.TestObjectBase.add_i64``.
-        """
+        """add_i64 method. Registry method: ``testing.TestObjectBase.add_i64``."""
         return _ffi_method_TestObjectBase_add_i64(self, _0)
 
 
