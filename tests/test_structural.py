@@ -442,6 +442,22 @@ def test_walk_policy_composition_and_visit_policy(ir: Any) -> None:
     assert events == ["v+", "v-"]
 
 
+def _python_calls(run: Any) -> int:
+    calls = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
 def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:
     root = ir.make_sum_tree(5000)  # 4999 Add + 5000 IntImm = 9999 nodes
     assert walk_count_nodes(root) == 9999
@@ -457,39 +473,12 @@ def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:
             self.n += 1
 
     walker = CountAdds()
-    calls = 0
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(profile)
-    try:
-        structural_walk(root, walker, WalkOrder.PRE_ORDER)
-    finally:
-        sys.setprofile(None)
+    calls = _python_calls(lambda: structural_walk(root, walker, WalkOrder.PRE_ORDER))
     assert walker.n == 4999
     # Per matched node: the hook, plus the trampoline when it is Python (pure ctypes); nothing
     # for the 5000 unmatched leaves.
     per_node = 1 if _core.accelerated() else 2
     assert per_node * 4999 <= calls < per_node * 4999 + 300, calls
-
-
-def _python_calls(run: Any) -> int:
-    calls = 0
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return calls
 
 
 def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:

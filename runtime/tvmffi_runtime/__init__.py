@@ -127,6 +127,7 @@ __all__ += [
     "structural_walk",
 ]
 
+from . import structural_eq  # noqa: E402
 from .structural_eq import (  # noqa: E402
     AccessKind,
     AccessPath,
@@ -137,12 +138,4 @@ from .structural_eq import (  # noqa: E402
     structural_hash,
 )
 
-__all__ += [
-    "AccessKind",
-    "AccessPath",
-    "AccessStep",
-    "StructuralKey",
-    "get_first_structural_mismatch",
-    "structural_equal",
-    "structural_hash",
-]
+__all__ += structural_eq.__all__
