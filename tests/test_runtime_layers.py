@@ -7,6 +7,7 @@ A lower layer that needs a higher one gets a hook the higher one installs at imp
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -68,8 +69,6 @@ def test_core_layers_import_only_lower_layers() -> None:
 def test_callback_modes_match_the_compiled_backend() -> None:
     """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
     this keeps the two numbering the same."""
-    import re
-
     from tvmffi_runtime import _callback
 
     enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", (PACKAGE / "_accel.c").read_text())
@@ -84,3 +83,24 @@ def test_callback_modes_match_the_compiled_backend() -> None:
         "CB_HOOK": _callback._MODE_HOOK,
     }
     assert c_modes == py_modes
+
+
+def test_one_table_of_field_kinds() -> None:
+    """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
+    (indexed by its F_* enum) and the generator's layout rules must agree with it."""
+    from tvmffi_runtime import gen
+    from tvmffi_gen import model
+
+    source = (PACKAGE / "_accel.c").read_text()
+    table = re.search(r"static const char\* field_kinds\[\] = \{([^}]*)\};", source)
+    enum = re.search(r"enum \{ (F_I64[^}]*)\};", source)
+    assert table is not None and enum is not None
+    c_kinds = tuple(k.strip().strip('"') for k in table.group(1).split(",") if k.strip() != "NULL")
+    assert c_kinds == gen.FIELD_KINDS
+    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in gen.FIELD_KINDS]
+    in_place = re.search(r"setter == Py_True && (k != F_\w+(?: && k != F_\w+)*)", source)
+    assert in_place is not None
+    c_in_place = tuple(m.lower() for m in re.findall(r"k != F_(\w+)", in_place.group(1)))
+    assert c_in_place == gen.IN_PLACE_FIELD_KINDS
+    assert model._IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
+    assert set(model._POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)

@@ -43,7 +43,10 @@ _POD_KINDS = {
     (3, 4, "float"): "f32",
     (2, 1, "bool"): "bool",
 }
-_IN_PLACE_KINDS = ("i64", "f64", "bool")  # written in memory by the runtime (others: registry)
+# written in memory by the runtime (others: through the registry); the runtime's
+# tvmffi_runtime.gen.IN_PLACE_FIELD_KINDS, checked equal by tests/test_runtime_layers.py (the
+# generator does not import the runtime, which would load libtvm_ffi)
+_IN_PLACE_KINDS = ("i64", "f64", "bool")
 _SETTER_IS_FUNCTION = 1 << 11
 # Runtime base classes for core types a generated class may derive from.
 _RUNTIME_BASES = {

@@ -14,6 +14,8 @@ from . import _core, _lib
 from ._core import Object, _c_void_p
 
 __all__ = [
+    "FIELD_KINDS",
+    "IN_PLACE_FIELD_KINDS",
     "Field",
     "FieldAccess",
     "ReadOnlyField",
@@ -175,16 +177,21 @@ def _read_bool(addr: int) -> bool:
     return read_bool(addr).value
 
 
-_FIELD_READERS: dict[str, Callable[[int], Any]] = {
-    "i64": _read_i64,
-    "i32": _read_i32,
-    "f64": _read_f64,
-    "f32": _read_f32,
-    "bool": _read_bool,
-    "object": read_object,
-    "any": read_any,
-}
-_FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
+#: How a field read from memory is laid out: int64, int32, double, float, bool, an ObjectRef
+#: pointer, or a TVMFFIAny (Any, String, Bytes). The one table of field kinds: the generator's
+#: layout rules and ``_accel.c``'s table (same order) are checked against it by
+#: tests/test_runtime_layers.py.
+FIELD_KINDS = ("i64", "i32", "f64", "f32", "bool", "object", "any")
+#: The kinds a descriptor writes in place (what the registry setter would do); others go
+#: through the registry setter.
+IN_PLACE_FIELD_KINDS = ("i64", "f64", "bool")
+
+_FIELD_READERS: dict[str, Callable[[int], Any]] = dict(
+    zip(FIELD_KINDS, (_read_i64, _read_i32, _read_f64, _read_f32, _read_bool, read_object, read_any), strict=True)
+)
+_FIELD_WRITERS: dict[str, Callable[[int, Any], None]] = dict(
+    zip(IN_PLACE_FIELD_KINDS, (write_i64, write_f64, write_bool), strict=True)
+)
 
 
 class ReadOnlyField(Generic[_G]):

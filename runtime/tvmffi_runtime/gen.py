@@ -15,6 +15,8 @@ from typing import Any, Callable, NoReturn, TypeVar
 from . import _core, _lib
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
 from ._fields import (
+    FIELD_KINDS,
+    IN_PLACE_FIELD_KINDS,
     Field,
     FieldAccess,
     ReadOnlyField,
@@ -42,6 +44,8 @@ API_LEVEL = 2
 
 __all__ = [
     "API_LEVEL",
+    "FIELD_KINDS",
+    "IN_PLACE_FIELD_KINDS",
     "MISSING",
     "GlobalFunction",
     "TypeMethod",
