@@ -15,6 +15,7 @@ from ._call import _pack_error, global_func
 from ._callback import _py_to_owned_any, _walk_result_at
 from ._convert import owned_from_buffer, _PACKERS, release_temps, _resolve_packer, _type_of, view_from_buffer
 from ._errors import ReleasedObjectError, _fetch_error, _raise_into_native
+from ._fastpath import Backend
 from ._fastpath import accel as _accel
 from ._object import _CLASS_CACHE, _OBJECT_RETURN, class_for_index
 
@@ -38,9 +39,9 @@ def _owned_at(addr: int) -> Any:
     return owned_from_buffer(bytes(_Any16.from_address(addr)), 0)
 
 
-def _init_accel() -> None:
+def _init_accel(accel: Backend) -> None:
     addresses = {
-        name: ctypes.cast(getattr(_lib.LIB, name), _c_void_p).value
+        name: ctypes.cast(getattr(_lib.LIB, name), _c_void_p).value or 0  # 0: C refuses it
         for name in (
             "TVMFFIFunctionCall",
             "TVMFFIObjectIncRef",
@@ -50,7 +51,7 @@ def _init_accel() -> None:
             "TVMFFIErrorSetRaisedFromCStr",
         )
     }
-    _accel.init(
+    accel.init(
         addresses,
         {
             "class_cache": _CLASS_CACHE,
@@ -72,4 +73,4 @@ def _init_accel() -> None:
 
 
 if _accel is not None:
-    _init_accel()
+    _init_accel(_accel)

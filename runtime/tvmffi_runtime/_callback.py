@@ -237,6 +237,8 @@ def trampoline_function(trampoline: Any, payload: Any) -> Function:
 
 def compiled_function(mode: int, fn: Any) -> Function:
     """(compiled backend) A Function calling ``fn`` in callback ``mode``."""
+    if _accel is None:
+        raise RuntimeError("compiled_function: the compiled fast path is not in use")
     return _wrap(_accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 
@@ -249,7 +251,7 @@ def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:
     if not callable(f):
         raise TypeError(f"{f!r} is not callable")
     if _accel is not None:
-        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN)  # type: ignore[no-any-return]
+        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN)
     key, _ = _new_callback_entry(f, packed)
     return _create_function(key)
 

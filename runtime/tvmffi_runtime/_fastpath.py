@@ -7,12 +7,32 @@ C compiler) leaves :data:`accel` as None and every layer takes its ctypes branch
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["accel", "accelerated"]
+if TYPE_CHECKING:
+    from . import _accel as _types  # the stub (_accel.pyi): what the compiled module offers
+
+__all__ = ["Backend", "accel", "accelerated"]
+
+
+class Backend(Protocol):
+    """The compiled fast path as the runtime uses it: the ``_accel`` module satisfies this (its
+    types are in ``_accel.pyi``), so every use is type-checked against the stub."""
+
+    ObjectBase: type[_types.ObjectBase]
+    LazyFunction: type[_types.LazyFunction]
+    Field: type[_types.Field]
+
+    def init(self, addresses: dict[str, int], hooks: dict[str, Any]) -> None: ...
+    def call(self, handle: Any, args: Any, name: Any = ..., /) -> Any: ...
+    def function_create(self, fn: object, mode: int, /) -> int: ...
+    def callback_function(self, cls: type, fn: object, mode: int, /) -> Any: ...
+    def set_unchanged(self, obj: Any, /) -> None: ...
+    def live_callbacks(self) -> int: ...
+
 
 #: The compiled fast path module (``_accel.c``), or None when running on pure ctypes.
-accel: Any = None
+accel: Backend | None = None
 if os.environ.get("TVMFFI_RUNTIME_PURE", "") in ("", "0"):
     try:
         from . import _accel as accel

@@ -155,7 +155,7 @@ def _fast(slow: GlobalFunction) -> Callable[..., Any]:
     """The compiled lazy function for ``slow`` (same lookup), or ``slow`` itself."""
     if _core._accel is None:
         return slow
-    return _core._accel.LazyFunction(slow.name, slow._lookup)  # type: ignore[no-any-return]
+    return _core._accel.LazyFunction(slow.name, slow._lookup)
 
 
 def global_function(name: str) -> Callable[..., Any]:
