@@ -228,3 +228,36 @@ def test_a_package_without_types_has_a_valid_visitors_module(tmp_path: Path) -> 
     apply_plan(plan_output(root, files, "test"))
     errors, report = run_mypy(root)
     assert errors == 0, report
+
+
+def test_prune_unused_imports_keeps_what_a_module_uses_and_its_layout() -> None:
+    from tvmffi_gen.render import prune_unused_imports
+
+    text = (
+        "from __future__ import annotations\n"
+        "\n"
+        "import ctypes as _ctypes\n"
+        "import typing as _t\n"
+        "from collections import abc as _abc\n"
+        "\n"
+        "import tvmffi_runtime as _rt\n"
+        "from tvmffi_runtime import gen as _gen\n"
+        "\n"
+        "\n"
+        "def f(x: _t.Any) -> _rt.Object:\n"
+        '    """Calls my_ctypes_helper: not a use of the alias."""\n'
+        "    return x\n"
+        "\n"
+        "\n"
+        "def g() -> None:\n"
+        "    pass\n"
+    )
+    out = prune_unused_imports(text)
+    assert "import typing as _t" in out and "import tvmffi_runtime as _rt" in out
+    assert "import ctypes as _ctypes" not in out  # "my_ctypes_helper" is not a use
+    assert "abc as _abc" not in out and "gen as _gen" not in out
+    # the import block loses its emptied group without doubled blank lines; the two blank
+    # lines between definitions stay
+    assert out.startswith("from __future__ import annotations\n\nimport typing as _t\n\nimport tvmffi_runtime as _rt\n\n\ndef f")
+    assert "    return x\n\n\ndef g()" in out
+    assert prune_unused_imports(out) == out

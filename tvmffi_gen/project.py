@@ -61,9 +61,9 @@ def project_package_name(project_dir: Path) -> str:
 
 def render_pyproject(package: str, version: str, library: str, bundled: bool) -> str:
     """The text of the project's ``pyproject.toml``."""
-    from .render import _environment, q
+    from .render import q, template_environment
 
-    return _environment().get_template("pyproject.toml.jinja").render(
+    return template_environment().get_template("pyproject.toml.jinja").render(
         marker=MARKER,
         q=q,
         dist_name=package.replace("_", "-"),

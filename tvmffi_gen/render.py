@@ -28,7 +28,7 @@ from .model import (
     signature_lines,
 )
 
-__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX"]
+__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (field(kind, offset) bound by
 #: register, registry_field, dispatch_base); a generated package checks it at import.
@@ -44,7 +44,8 @@ class _Import:
     alias: str
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The jinja2 environment over the packaged templates, with the helpers they call."""
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("tvmffi_gen.templates").joinpath(name).read_text(encoding="utf-8")
     )
@@ -345,17 +346,21 @@ def prune_unused_imports(text: str) -> str:
     }
     if not unused:
         return text
-    # a group of imports emptied by the removals leaves two blank lines in the import block
-    in_imports = False
+    # a run of removed lines that empties a group (blank lines on both sides) takes one of
+    # those blank lines with it; anywhere else the layout stays as rendered
     kept: list[str] = []
-    for line in lines:
-        if line.startswith(("import ", "from ")):
-            in_imports = True
-        elif line and in_imports:
-            in_imports = False
-        if line in unused or (in_imports and line == "" and kept and kept[-1] == ""):
+    i = 0
+    while i < len(lines):
+        if lines[i] not in unused:
+            kept.append(lines[i])
+            i += 1
             continue
-        kept.append(line)
+        end = i
+        while end < len(lines) and lines[end] in unused:
+            end += 1
+        if kept and kept[-1] == "" and end < len(lines) and lines[end] == "":
+            end += 1
+        i = end
     return "\n".join(kept)
 
 
@@ -429,7 +434,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
 
 def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path | None = None) -> dict[str, str]:
     """All files of the package: relative path -> text."""
-    env = _environment()
+    env = template_environment()
     files: dict[str, str] = {}
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)
