@@ -40,7 +40,7 @@ def _engine(name: str) -> Function:
     return f
 
 
-def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tensor_content: bool = False) -> bool:
+def structural_equal(lhs: object, rhs: object, map_free_vars: bool = False, skip_tensor_content: bool = False) -> bool:
     """Whether ``lhs`` and ``rhs`` are equal by content.
 
     ``map_free_vars``: free variables (without a definition site) may map to each other;
@@ -49,14 +49,14 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tenso
     return bool(_engine("ffi.StructuralEqual")(lhs, rhs, map_free_vars, skip_tensor_content))
 
 
-def structural_hash(value: Any, map_free_vars: bool = False, skip_tensor_content: bool = False) -> int:
+def structural_hash(value: object, map_free_vars: bool = False, skip_tensor_content: bool = False) -> int:
     """Hash consistent with :func:`structural_equal` under the same options, as an unsigned
     64-bit int (the engine returns it as a signed one)."""
     return int(_engine("ffi.StructuralHash")(value, map_free_vars, skip_tensor_content)) & _U64
 
 
 def get_first_structural_mismatch(
-    lhs: Any, rhs: Any, map_free_vars: bool = False, skip_tensor_content: bool = False
+    lhs: object, rhs: object, map_free_vars: bool = False, skip_tensor_content: bool = False
 ) -> tuple[AccessPath, AccessPath] | None:
     """None when ``lhs`` and ``rhs`` are structurally equal; otherwise the access paths (from
     each root) of the first difference found."""
@@ -145,7 +145,7 @@ class StructuralKey(Object):
 
     __slots__ = ()
 
-    def __init__(self, key: Any) -> None:
+    def __init__(self, key: object) -> None:
         made = _engine("ffi.StructuralKey")(key)
         self._h, self._t = made._h, made._t
         made._h = 0
