@@ -283,23 +283,26 @@ def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
     if trampoline is _T_VISIT:
 
         def visit(value: Any, tindex: int, visitor: int) -> Any:
-            ctx = VisitContext(value, tindex, run.state, run.engine(visitor & _MASK64), run)
-            r = adapter(value, ctx)
-            if r is not None and r.__class__ is not VisitInterrupt:
-                _write_visit(None, r)  # raises the TypeError the ctypes path raises
-            return r
+            r = adapter(value, _visit_context(run, value, tindex, visitor))
+            return r if r is None else _checked_visit_result(r)
 
         return _MODE_RAW, visit
     assert trampoline is _T_MUTATE
 
     def mutate(value: Any, tindex: int, mutator: int, mode: int) -> Any:
-        ctx = MutateContext(value, tindex, run.state, run.engine(mutator & _MASK64), _MODES[mode], run)
-        r = adapter(value, ctx)
-        if isinstance(r, Object) and not r._h:
-            raise ValueError("a callback returned an object that has been moved from")
-        return r
+        return _checked_mutate_result(adapter(value, _mutate_context(run, value, tindex, mutator, mode)))
 
     return _MODE_RAW, mutate
+
+
+def _visit_context(run: Any, value: Any, tindex: int, visitor: int) -> VisitContext:
+    """The context of a compiled-path visit callback, from the trampoline's raw arguments."""
+    return VisitContext(value, tindex, run.state, run.engine(visitor & _MASK64), run)
+
+
+def _mutate_context(run: Any, value: Any, tindex: int, mutator: int, mode: int) -> MutateContext:
+    """The context of a compiled-path mutate callback, from the trampoline's raw arguments."""
+    return MutateContext(value, tindex, run.state, run.engine(mutator & _MASK64), _MODES[mode], run)
 
 
 def _checked_visit_result(r: Any) -> Any:
@@ -310,7 +313,7 @@ def _checked_visit_result(r: Any) -> Any:
 
 
 def _checked_mutate_result(r: Any) -> Any:
-    """A mutate hook's result that is not a live object: refuse a moved-from one."""
+    """A mutate hook's result: refuse a moved-from object."""
     if isinstance(r, Object) and not r._h:
         raise ValueError("a callback returned an object that has been moved from")
     return r
@@ -322,11 +325,9 @@ def hook_frame(trampoline: Any, run: Any) -> HookFrame | None:
     if not _core.accelerated():
         return None
     if trampoline is _T_VISIT:  # (value, type index, visitor handle)
-        return HookFrame(3, lambda it: VisitContext(it[0], it[1], run.state, run.engine(it[2] & _MASK64), run))
+        return HookFrame(3, lambda it: _visit_context(run, it[0], it[1], it[2]))
     # (value, type index, mutator handle, in-place mode)
-    return HookFrame(
-        4, lambda it: MutateContext(it[0], it[1], run.state, run.engine(it[2] & _MASK64), _MODES[it[3]], run)
-    )
+    return HookFrame(4, lambda it: _mutate_context(run, it[0], it[1], it[2], it[3]))
 
 
 def _native(trampoline: Any, payload: Any) -> Function:
