@@ -20,17 +20,20 @@ from .writer import OutputError, Plan, apply_plan, plan_output
 __all__ = ["main", "generate", "default_library", "library_shipped_with"]
 
 
-def library_shipped_with(package: str, filename: str) -> Path | None:
-    """``<package>/lib/<filename>`` of an installed Python package (found without importing it,
-    as apache-tvm-ffi and apache-tvm ship their libraries); None if the package or file is absent."""
+def _package_lib_dirs(package: str) -> list[Path]:
+    """The ``lib`` folders of an installed Python package, found without importing it."""
     import importlib.util
 
     spec = importlib.util.find_spec(package)
-    for loc in (spec.submodule_search_locations or []) if spec is not None else []:
-        candidate = Path(loc) / "lib" / filename
-        if candidate.is_file():
-            return candidate
-    return None
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(loc) / "lib" for loc in spec.submodule_search_locations]
+
+
+def library_shipped_with(package: str, filename: str) -> Path | None:
+    """``<package>/lib/<filename>`` of an installed Python package (as apache-tvm-ffi and
+    apache-tvm ship their libraries); None if the package or file is absent."""
+    return next((d / filename for d in _package_lib_dirs(package) if (d / filename).is_file()), None)
 
 
 def default_library() -> str:
@@ -43,12 +46,8 @@ def default_library() -> str:
 
 
 def _tvm_ffi_libdir() -> str | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("tvm_ffi")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(list(spec.submodule_search_locations)[0]) / "lib")
+    dirs = _package_lib_dirs("tvm_ffi")
+    return str(dirs[0]) if dirs else None
 
 
 def _parser() -> argparse.ArgumentParser:
