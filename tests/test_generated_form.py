@@ -39,7 +39,7 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     proc = _run(
         """
         from tvmffi_runtime import gen
-        gen.API_LEVEL = 1  # a runtime from before the generated form the package uses
+        gen.API_LEVEL = 2  # a runtime from before the generated form the package uses
         try:
             import tvmffi_testing
         except ImportError as exc:
@@ -51,8 +51,8 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     )
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
-    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 2"), message
-    assert "supports level 1" in message and "upgrade the tvmffi-runtime distribution" in message
+    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 3"), message
+    assert "supports level 2" in message and "upgrade the tvmffi-runtime distribution" in message
 
 
 @PATHS
@@ -268,4 +268,69 @@ def test_documented_parameter_names() -> None:
 def test_documented_names_reach_the_add_one_example() -> None:
     text = (ROOT / "examples" / "add_one" / "add_one_pkg" / "__init__.py").read_text()
     assert "def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter, /)" in text
-    assert "    _ffi_fn_add_one_cpu(x, y)\n" in text
+    assert '@_gen.exported_function("add_one_pkg._lib", "add_one_cpu")\ndef add_one_cpu(x' in text
+
+
+# --------------------------------------------------------------------------------------------
+# native functions: a generated def replaced by the function it declares (API level 3)
+# --------------------------------------------------------------------------------------------
+@PATHS
+def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
+    proc = _run(
+        """
+        import inspect, pickle, sys
+        import tvmffi_testing.testing as t
+        from tvmffi_runtime import gen
+
+        # the signature, names and docs of the def
+        print(inspect.signature(t.add_one), t.add_one.__name__, t.add_one.__doc__)
+        print(inspect.isroutine(t.add_one), t.add_one.__module__)
+        # a method binds as a def does; static methods stay unbound
+        pair = t.TestIntPair(1, 2)
+        print(pair.sum(), t.TestIntPair.sum(pair), inspect.signature(pair.sum))
+        # arity errors in Python's words, before any native call
+        for call in (lambda: t.add_one(), lambda: t.add_one(1, 2), lambda: pair.sum(1)):
+            try:
+                call()
+            except TypeError as exc:
+                print(exc)
+        # positional-only parameters take no keywords
+        try:
+            t.add_one(_0=1)
+        except TypeError as exc:
+            print(exc)
+        # pickled by reference, as a def is
+        print(pickle.loads(pickle.dumps(t.add_one)) is t.add_one)
+
+        # keyword-capable parameters (a schema that names them) bind by name
+        @gen.registry_function("testing.add_one")
+        def named(x: int) -> int:
+            ...
+        print(named(x=4), named(5))
+        try:
+            named(y=1)
+        except TypeError as exc:
+            print(exc)
+        try:
+            @gen.registry_function("testing.add_one")
+            def defaulted(x: int = 1) -> int:
+                ...
+        except TypeError as exc:
+            print(exc)
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "(_0: 'int', /) -> 'int' add_one Registry function: ``testing.add_one``.",
+        "True tvmffi_testing.testing",
+        "3 3 () -> 'int'",
+        "add_one() takes 1 positional argument but 0 were given",
+        "add_one() takes 1 positional argument but 2 were given",
+        "TestIntPair.sum() takes 1 positional argument but 2 were given",
+        "add_one() takes no keyword arguments",
+        "True",
+        "5 6",
+        "named(): missing a required argument: 'x'",
+        "__main__.defaulted: a native function takes no defaults or keyword-only parameters",
+    ]

@@ -105,7 +105,7 @@ def conforms(value: Any, tp: Any) -> bool:
 
 FUNCTIONS = sorted(
     name for name, obj in vars(T).items()
-    if inspect.isfunction(obj) and obj.__module__ == T.__name__
+    if inspect.isroutine(obj) and getattr(obj, "__module__", None) == T.__name__
 )
 
 

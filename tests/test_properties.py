@@ -668,7 +668,7 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     child = model.classes["a.C"]
     names = [f.name for f in child.fields] + [m.name for m in child.methods]
     assert len(set(names)) == len(names), names
-    accessors = [f.accessor for f in child.fields] + [m.func_var for m in child.methods]
+    accessors = [f.accessor for f in child.fields]
     assert len(set(accessors)) == len(accessors), accessors
     # and the rendered module binds each registry name to its own accessor
     tree = ast.parse(render_package(model)["a/__init__.py"])
@@ -678,6 +678,13 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     # each field of C is declared once, under its own registry name
     class_c = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == child.name)
     assert set(_declared_fields(class_c)) == {"my-f", "my_f"}
+    # and each method is its own def, decorated with its own registry name
+    methods = {
+        node.name: [ast.literal_eval(a) for d in node.decorator_list if isinstance(d, ast.Call) for a in d.args]
+        for node in class_c.body
+        if isinstance(node, ast.FunctionDef) and node.decorator_list
+    }
+    assert sorted(methods.values()) == [["a.C", "my-m"], ["a.C", "my_m"]], methods
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

@@ -155,7 +155,6 @@ class MethodModel:
     ret: str
     is_static: bool
     doc: str
-    func_var: str
     typed: bool = True
     override_ignore: bool = False
     signature_key: str = ""
@@ -192,7 +191,6 @@ class FunctionModel:
     params: list[Param]
     ret: str
     doc: str
-    func_var: str
     typed: bool = True
     exported: bool = False
 
@@ -523,7 +521,6 @@ class _Builder:
         ann = self.annotator(mod, f"function {f.name}")
         sig = self._sig(f.schema, f"function {f.name}")
         doc = _doc(f.doc, f"Registry function: ``{f.name}``.")
-        var = f"_ffi_fn_{name}"
         if f.exported:
             doc = _doc(f.doc, f"Exported function: ``{f.name}``\n(symbol ``__tvm_ffi_{f.name}``).")
             if sig.params is None and f.schema is None:
@@ -532,9 +529,9 @@ class _Builder:
                     " build the library with -DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1 to get types"
                 )
         if sig.params is None:
-            return FunctionModel(name, f.name, [], "_t.Any", doc, var, typed=False, exported=f.exported)
+            return FunctionModel(name, f.name, [], "_t.Any", doc, typed=False, exported=f.exported)
         params = self._params(sig, ann, skip_self=False, doc=f.doc)
-        return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, var, exported=f.exported)
+        return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
 
     # -- classes -----------------------------------------------------------------------------
     def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:
@@ -670,12 +667,11 @@ class _Builder:
         ann = self.annotator(mod, context, members)
         sig = self._sig(m.schema, context)
         doc = _doc(m.doc, f"Registry method: ``{t.type_key}.{m.name}``" + (" (static)" if m.is_static else "") + ".")
-        var = f"_ffi_method_{cls.name}_{name}"
         if sig.params is None or (not m.is_static and not sig.params):
-            mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, var, typed=False)
+            mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, typed=False)
         else:
             params = self._params(sig, ann, skip_self=not m.is_static, doc=m.doc)
-            mm = MethodModel(name, m.name, params, ann.annotate(sig.ret, "return"), m.is_static, doc, var)
+            mm = MethodModel(name, m.name, params, ann.annotate(sig.ret, "return"), m.is_static, doc)
         mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
         base = inherited.get(name)
         if base is not None:

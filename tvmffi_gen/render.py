@@ -30,9 +30,10 @@ from .model import (
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
 
-#: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (field(kind, offset) bound by
-#: register, registry_field, dispatch_base); a generated package checks it at import.
-RUNTIME_API_LEVEL = 2
+#: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
+#: defs; field(kind, offset) bound by register, registry_field, dispatch_base); a generated
+#: package checks it at import.
+RUNTIME_API_LEVEL = 3
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -65,12 +66,10 @@ def template_environment() -> jinja2.Environment:
         init_doc=_init_doc,
         init_body=_init_body,
         method_signature=_method_signature,
-        method_body=_method_body,
+        method_decorators=_method_decorators,
         function_signature=_function_signature,
-        function_body=_function_body,
         register_line=_register_line,
         field_lines=_field_lines,
-        return_lines=_return_lines,
         q=q,
     )
     return env
@@ -143,22 +142,6 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     return [*lines, *[f"        {a}," for a in args], "    )"]
 
 
-def _assign_lines(target: str, expr: str, indent: str) -> list[str]:
-    """``target = expr``, with the expression parenthesised on its own line when too long."""
-    line = f"{indent}{target} = {expr}"
-    if len(line) <= LINE_LENGTH:
-        return [line]
-    return [f"{indent}{target} = (", f"{indent}    {expr}", f"{indent})"]
-
-
-def _return_lines(expr: str, indent: str) -> list[str]:
-    """``return expr``, with the expression parenthesised on its own line when too long."""
-    line = f"{indent}return {expr}"
-    if len(line) <= LINE_LENGTH:
-        return [line]
-    return [f"{indent}return (", f"{indent}    {expr}", f"{indent})"]
-
-
 def _register_line(cls: ClassModel) -> str:
     """``@_gen.register(type_key)``: it binds the class's fields (and checks their offsets)."""
     args = [q(cls.type_key)]
@@ -181,14 +164,14 @@ def _init_signature(cls: ClassModel) -> list[str]:
 
 
 def _init_doc(cls: ClassModel) -> str:
+    """One line where the registry gives no text (the class docstring names the type key)."""
     assert cls.init is not None
-    key = cls.type_key
     if cls.init.kind == "none":
-        return f"Not constructible from Python.\n\n``{key}`` registers no ``__ffi_init__``."
+        return "Not constructible from Python: the type registers no ``__ffi_init__``."
     if cls.init.kind == "auto":
-        return f"Construct through the reflected auto-init of ``{key}``.\n\nOmitted arguments take the native defaults."
+        return "Reflected auto-init: omitted arguments take the native defaults."
     text = cls.init.doc.strip()
-    line = f"Construct through ``{key}.__ffi_init__``."
+    line = f"Construct through ``{cls.type_key}.__ffi_init__``."
     return f"{text}\n\n{line}" if text else line
 
 
@@ -225,19 +208,18 @@ def _method_signature(m: MethodModel) -> list[str]:
     return _sig(f"def {m.name}", render_params(m.params, None if m.is_static else "self"), m.ret, "    ", m.override_ignore)
 
 
-def _call_body(var: str, args: list[str], ret: str, indent: str) -> str:
-    """The wrapper's body: the call of its handle, whose annotation gives the return type."""
-    call = f"{var}({', '.join(args)})"
-    if ret == "None":
-        return call
-    return "\n".join(_return_lines(call, indent)).lstrip()
+def _native_decorator(args: list[str], indent: str) -> list[str]:
+    """The decorator that makes the def the native function: ``@_gen.registry_method(key, name)``."""
+    call, *rest = args
+    line = f"{indent}@_gen.{call}({', '.join(rest)})"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    return [f"{indent}@_gen.{call}(", *[f"{indent}    {a}," for a in rest], f"{indent})"]
 
 
-def _method_body(m: MethodModel) -> str:
-    if not m.typed:
-        return f"return {m.func_var}({'*args' if m.is_static else 'self, *args'})"
-    args = ([] if m.is_static else ["self"]) + [p.name for p in m.params]
-    return _call_body(m.func_var, args, m.ret, "        ")
+def _method_decorators(cls: ClassModel, m: MethodModel) -> list[str]:
+    lines = ["    @staticmethod"] if m.is_static else []
+    return lines + _native_decorator(["registry_method", q(cls.type_key), q(m.reg_name)], "    ")
 
 
 def _function_signature(f: FunctionModel) -> list[str]:
@@ -246,34 +228,12 @@ def _function_signature(f: FunctionModel) -> list[str]:
     return signature_lines(f"def {f.name}", render_params(f.params), f.ret, "")
 
 
-def _function_body(f: FunctionModel) -> str:
-    if not f.typed:
-        return f"return {f.func_var}(*args)"
-    return _call_body(f.func_var, [p.name for p in f.params], f.ret, "    ")
-
-
-def _handle_type(ret: str) -> str:
-    """The annotation of a function handle: any arguments (the wrapper's signature checks them),
-    the wrapper's return type (so the wrapper returns the call directly)."""
-    return "_t.Callable[..., None]" if ret == "None" else f"_t.Callable[..., {ret}]"
-
-
-def _class_handles(cls: ClassModel) -> list[str]:
-    """The handles of the class's reflected methods, written just above the class."""
-    lines: list[str] = []
-    for m in cls.methods:
-        ann = _handle_type(m.ret)
-        lines += _assign_lines(f"{m.func_var}: {ann}", f"_gen.method({q(cls.type_key)}, {q(m.reg_name)})", "")
-    return lines
-
-
-def _function_handle(fn: FunctionModel, pkg_name: str) -> list[str]:
-    """The handle a function wrapper calls, written just above it."""
+def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
+    """``@_gen.registry_function(name)``, or for a function the library exports
+    ``@_gen.exported_function(lib_module, name)``."""
     if fn.exported:
-        expr = f"_gen.module_function({q(pkg_name + '._lib')}, {q(fn.reg_name)})"
-    else:
-        expr = f"_gen.global_function({q(fn.reg_name)})"
-    return _assign_lines(f"{fn.func_var}: {_handle_type(fn.ret)}", expr, "")
+        return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name)], "")
+    return _native_decorator(["registry_function", q(fn.reg_name)], "")
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -308,8 +268,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         runtime_imports=runtime,
         type_imports=typing_only,
         all_names=all_names,
-        class_handles=_class_handles,
-        function_handle=lambda fn: _function_handle(fn, pkg.name),
+        function_decorator=lambda fn: _function_decorator(fn, pkg.name),
         uses_missing=uses_missing,
         # mypy reports some incompatible overrides on the decorator line and some on the def
         # line, and accepts some overrides our check cannot prove compatible: the ignores we
@@ -317,6 +276,9 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         has_override_ignores=any(
             f.override_ignore for c in mod.classes for f in c.fields
         ) or any(m.override_ignore for c in mod.classes for m in c.methods),
+        # a native function's def is a stub (docstring and ...) that its decorator replaces:
+        # mypy reports such bodies as empty outside stub files
+        has_native_defs=bool(mod.functions) or any(c.methods for c in mod.classes),
     )
     return prune_unused_imports(_wrap_all(text))
 

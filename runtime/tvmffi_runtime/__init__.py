@@ -25,6 +25,7 @@ from ._core import (
     get_global_func,
     register_error,
     register_object,
+    set_release_gil,
     type_key_to_index,
 )
 from ._lib import LIB_PATH, LibraryLoadError, load_library
@@ -73,6 +74,7 @@ __all__ = [
     "load_library",
     "register_error",
     "register_object",
+    "set_release_gil",
     "type_key_to_index",
     "libtvm_ffi_version",
     "gen",

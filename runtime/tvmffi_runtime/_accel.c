@@ -483,6 +483,63 @@ static void reword_pack_error(PyObject* name, PyObject* value, Py_ssize_t i) {
   }
 }
 
+/* Whether a call releases the GIL around TVMFFIFunctionCall. Releasing costs two GIL hand-offs
+   per call; it is needed only when some other thread could want the GIL meanwhile. GIL_AUTO
+   keeps it when none can: this is the only Python thread, and native code holds no Python
+   callable (ours: live_callbacks; another binding's, such as tvm_ffi's, once it is imported),
+   so no thread of native code can call back into Python while the call runs. Signal checks
+   from native code (TVMFFIEnvCheckSignals) take the GIL through PyGILState_Ensure, which this
+   thread already holds, so Ctrl-C works either way. GIL_ALWAYS releases on every call. */
+enum { GIL_AUTO = 0, GIL_ALWAYS = 1 };
+static int gil_policy = GIL_AUTO;
+static int other_binding_seen = 0;      /* sticky: a binding we cannot count callables of loaded */
+static Py_ssize_t modules_seen = -1;    /* len(sys.modules) when last looked for one */
+static PyObject* other_binding_modules; /* tuple of module names (given to init) */
+
+static int other_binding_loaded(void) {
+  if (other_binding_seen) return 1;
+  PyObject* modules = PyImport_GetModuleDict();
+  if (modules == NULL || !PyDict_Check(modules)) return 1;
+  Py_ssize_t size = PyDict_GET_SIZE(modules);
+  if (size == modules_seen) return 0; /* nothing imported since the last look */
+  modules_seen = size;
+  Py_ssize_t n = other_binding_modules == NULL ? 0 : PyTuple_GET_SIZE(other_binding_modules);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* found = PyDict_GetItemWithError(modules, PyTuple_GET_ITEM(other_binding_modules, i));
+    if (found != NULL) {
+      other_binding_seen = 1;
+      return 1;
+    }
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static inline int must_release_gil(void) {
+  if (gil_policy != GIL_AUTO || live_callbacks != 0) return 1;
+  PyThreadState* ts = PyThreadState_Get();
+  PyThreadState* head = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(ts));
+  if (head != ts || PyThreadState_Next(ts) != NULL) return 1; /* another Python thread */
+  return other_binding_loaded();
+}
+
+/* set_release_gil(policy) -> previous policy: "auto" or "always". */
+static PyObject* accel_set_release_gil(PyObject* mod, PyObject* arg) {
+  const char* previous = gil_policy == GIL_AUTO ? "auto" : "always";
+  if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "auto") == 0) {
+    gil_policy = GIL_AUTO;
+  } else if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "always") == 0) {
+    gil_policy = GIL_ALWAYS;
+  } else {
+    PyErr_Format(PyExc_ValueError, "set_release_gil: expected 'auto' or 'always', got %R", arg);
+    return NULL;
+  }
+  return PyUnicode_FromString(previous);
+}
+
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
    exception set. Everything made for the call is released before returning. */
 static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result) {
@@ -514,9 +571,13 @@ static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* nam
   result->small_len = 0;
   result->v_int64 = 0;
   int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = ffi_call(fh, buf, (int32_t)n, result);
-  Py_END_ALLOW_THREADS
+  if (must_release_gil()) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = ffi_call(fh, buf, (int32_t)n, result);
+    Py_END_ALLOW_THREADS
+  } else {
+    rc = ffi_call(fh, buf, (int32_t)n, result);
+  }
   if (rc != 0) {
     raise_native_error();
   } else if (PyErr_Occurred()) { /* a signal handler ran, but the call finished */
@@ -584,6 +645,44 @@ static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nar
   return r;
 }
 
+/* view_items(address, count) -> list: the values of ``count`` consecutive borrowed Anys at
+   ``address`` (an Array's or List's items). They are copied first, as the Python reader does,
+   so a conversion that runs Python code cannot move them under the loop. */
+static PyObject* accel_view_items(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "view_items(address, count)");
+    return NULL;
+  }
+  void* p = PyLong_AsVoidPtr(args[0]);
+  if (p == NULL && PyErr_Occurred()) return NULL;
+  Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+  if (n < 0) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "view_items: negative count");
+    return NULL;
+  }
+  if (n > 0 && p == NULL) {
+    PyErr_SetString(PyExc_ValueError, "view_items: null address");
+    return NULL;
+  }
+  if ((size_t)n > PY_SSIZE_T_MAX / sizeof(FFIAny)) return PyErr_NoMemory();
+  FFIAny* items = n == 0 ? NULL : (FFIAny*)PyMem_Malloc(sizeof(FFIAny) * (size_t)n);
+  if (n > 0 && items == NULL) return PyErr_NoMemory();
+  if (n > 0) memcpy(items, p, sizeof(FFIAny) * (size_t)n);
+  PyObject* list = PyList_New(n);
+  if (list != NULL) {
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* v = view_to_py(&items[i]);
+      if (v == NULL) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, i, v);
+    }
+  }
+  PyMem_Free(items);
+  return list;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* LazyFunction: a global function / method resolved on first call, then called directly     */
 /* ---------------------------------------------------------------------------------------- */
@@ -593,6 +692,9 @@ typedef struct {
   PyObject* name;
   PyObject* resolver; /* () -> Function */
   PyObject* function; /* the resolved Function (keeps fh alive) */
+  PyObject* kwbind;   /* (*args, **kwargs) -> tuple of positional arguments, or NULL */
+  PyObject* dict;     /* __wrapped__, __name__, __doc__...: what functools.update_wrapper sets */
+  Py_ssize_t arity;   /* number of positional arguments, or -1 for any */
   vectorcallfunc vectorcall;
 } LazyFunction;
 
@@ -617,29 +719,70 @@ static int lazy_resolve(LazyFunction* self) {
   return 0;
 }
 
-static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  LazyFunction* self = (LazyFunction*)callable;
-  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
-    PyErr_Format(PyExc_TypeError, "%U takes no keyword arguments", self->name);
+/* The name Python code knows the function by (its __qualname__), else the registry name. */
+static PyObject* lazy_display_name(LazyFunction* self) {
+  PyObject* q = self->dict == NULL ? NULL : PyDict_GetItemString(self->dict, "__qualname__");
+  return Py_NewRef(q != NULL && PyUnicode_Check(q) ? q : self->name);
+}
+
+static PyObject* lazy_wrong_arity(LazyFunction* self, Py_ssize_t given) {
+  PyObject* name = lazy_display_name(self);
+  PyErr_Format(PyExc_TypeError, "%U() takes %zd positional argument%s but %zd %s given", name, self->arity,
+               self->arity == 1 ? "" : "s", given, given == 1 ? "was" : "were");
+  Py_DECREF(name);
+  return NULL;
+}
+
+static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
+/* A call with keywords: kwbind (the wrapped def's signature) puts them in order. */
+static PyObject* lazy_call_keywords(LazyFunction* self, PyObject* const* args, Py_ssize_t n, PyObject* kwnames) {
+  if (self->kwbind == NULL) {
+    PyObject* name = lazy_display_name(self);
+    PyErr_Format(PyExc_TypeError, "%U() takes no keyword arguments", name);
+    Py_DECREF(name);
     return NULL;
   }
+  PyObject* bound = PyObject_Vectorcall(self->kwbind, args, (size_t)n, kwnames);
+  if (bound == NULL) return NULL;
+  if (!PyTuple_Check(bound)) {
+    PyErr_Format(PyExc_TypeError, "the keyword binder of %R returned %T, not a tuple", self->name, bound);
+    Py_DECREF(bound);
+    return NULL;
+  }
+  PyObject* r = lazy_vectorcall((PyObject*)self, &PyTuple_GET_ITEM(bound, 0), (size_t)PyTuple_GET_SIZE(bound), NULL);
+  Py_DECREF(bound);
+  return r;
+}
+
+static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  LazyFunction* self = (LazyFunction*)callable;
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) return lazy_call_keywords(self, args, n, kwnames);
+  if (self->arity >= 0 && n != self->arity) return lazy_wrong_arity(self, n);
   if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
   PyObject* keep = Py_NewRef(self->function); /* alive for the call, whatever happens to self */
-  PyObject* r = call_packed(((ObjectBase*)keep)->h, args, PyVectorcall_NARGS(nargsf), self->name);
+  PyObject* r = call_packed(((ObjectBase*)keep)->h, args, n, self->name);
   Py_DECREF(keep);
   return r;
 }
 
 static PyObject* lazy_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
-  static char* kwlist[] = {"name", "resolver", NULL};
-  PyObject *name, *resolver;
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO:LazyFunction", kwlist, &name, &resolver)) return NULL;
+  static char* kwlist[] = {"name", "resolver", "kwbind", "arity", NULL};
+  PyObject *name, *resolver, *kwbind = Py_None;
+  Py_ssize_t arity = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|On:LazyFunction", kwlist, &name, &resolver, &kwbind, &arity))
+    return NULL;
+  if (arity < -1) {
+    PyErr_SetString(PyExc_ValueError, "LazyFunction: arity must be -1 (any) or a count");
+    return NULL;
+  }
   LazyFunction* self = (LazyFunction*)type->tp_alloc(type, 0);
   if (self == NULL) return NULL;
-  Py_INCREF(name);
-  Py_INCREF(resolver);
-  self->name = name;
-  self->resolver = resolver;
+  self->name = Py_NewRef(name);
+  self->resolver = Py_NewRef(resolver);
+  self->kwbind = kwbind == Py_None ? NULL : Py_NewRef(kwbind);
+  self->arity = arity;
   self->vectorcall = lazy_vectorcall;
   return (PyObject*)self;
 }
@@ -647,12 +790,16 @@ static PyObject* lazy_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
 static int lazy_traverse(LazyFunction* self, visitproc visit, void* arg) {
   Py_VISIT(self->resolver);
   Py_VISIT(self->function);
+  Py_VISIT(self->kwbind);
+  Py_VISIT(self->dict);
   return 0;
 }
 
 static int lazy_clear(LazyFunction* self) {
   Py_CLEAR(self->resolver);
   Py_CLEAR(self->function);
+  Py_CLEAR(self->kwbind);
+  Py_CLEAR(self->dict);
   self->fh = NULL;
   return 0;
 }
@@ -664,6 +811,12 @@ static void lazy_dealloc(LazyFunction* self) {
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
+/* Bound like a def: a method of the class it is an attribute of. */
+static PyObject* lazy_descr_get(PyObject* self, PyObject* obj, PyObject* type) {
+  if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
 static PyObject* lazy_get_function(LazyFunction* self, void* closure) {
   if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
   Py_INCREF(self->function);
@@ -671,15 +824,36 @@ static PyObject* lazy_get_function(LazyFunction* self, void* closure) {
 }
 
 static PyObject* lazy_repr(LazyFunction* self) {
-  return PyUnicode_FromFormat("<function %U%s>", self->name, self->fh ? "" : " (unresolved)");
+  PyObject* name = lazy_display_name(self);
+  PyObject* r = PyUnicode_Compare(name, self->name) == 0
+                    ? PyUnicode_FromFormat("<function %U%s>", self->name, self->fh ? "" : " (unresolved)")
+                    : PyUnicode_FromFormat("<function %U (%U)%s>", name, self->name, self->fh ? "" : " (unresolved)");
+  Py_DECREF(name);
+  return r;
+}
+
+/* Pickled by reference, as a def is: its module and qualified name. */
+static PyObject* lazy_reduce(LazyFunction* self, PyObject* unused) {
+  PyObject* q = self->dict == NULL ? NULL : PyDict_GetItemString(self->dict, "__qualname__");
+  if (q == NULL) {
+    PyErr_Format(PyExc_TypeError, "cannot pickle the function handle %R (not a named wrapper)", self->name);
+    return NULL;
+  }
+  return Py_NewRef(q);
 }
 
 static PyMemberDef lazy_members[] = {
     {"name", T_OBJECT, offsetof(LazyFunction, name), READONLY, "registry name"},
+    {"arity", T_PYSSIZET, offsetof(LazyFunction, arity), READONLY, "positional arguments taken (-1: any)"},
     {NULL}};
 
 static PyGetSetDef lazy_getset[] = {
     {"function", (getter)lazy_get_function, NULL, "the resolved Function (resolves it)", NULL},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL}};
+
+static PyMethodDef lazy_methods[] = {
+    {"__reduce__", (PyCFunction)lazy_reduce, METH_NOARGS, "pickled by module and qualified name"},
     {NULL}};
 
 static PyTypeObject LazyFunctionType = {
@@ -689,12 +863,16 @@ static PyTypeObject LazyFunctionType = {
     .tp_vectorcall_offset = offsetof(LazyFunction, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_repr = (reprfunc)lazy_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "LazyFunction(name, resolver): resolves the Function on first call, then calls it directly.",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "LazyFunction(name, resolver, kwbind=None, arity=-1): resolves the Function on first call, then\n"
+              "calls it directly; a method when it is a class attribute, as a def is.",
     .tp_traverse = (traverseproc)lazy_traverse,
     .tp_clear = (inquiry)lazy_clear,
+    .tp_methods = lazy_methods,
     .tp_members = lazy_members,
     .tp_getset = lazy_getset,
+    .tp_descr_get = lazy_descr_get,
+    .tp_dictoffset = offsetof(LazyFunction, dict),
     .tp_new = lazy_new,
 };
 
@@ -1290,8 +1468,13 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
       take_hook(hooks, "release_temps", &hook_release_temps) < 0 ||
       take_hook(hooks, "walk_result", &hook_walk_result) < 0 ||
       take_hook(hooks, "released_error", &released_error) < 0 ||
-      take_hook(hooks, "array_ctor", &hook_array_ctor) < 0)
+      take_hook(hooks, "array_ctor", &hook_array_ctor) < 0 ||
+      take_hook(hooks, "other_bindings", &other_binding_modules) < 0)
     return NULL;
+  if (!PyTuple_Check(other_binding_modules)) {
+    PyErr_SetString(PyExc_TypeError, "init: other_bindings must be a tuple of module names");
+    return NULL;
+  }
   if (!PyDict_Check(class_cache) || !PyDict_Check(object_return)) {
     PyErr_SetString(PyExc_TypeError, "init: class_cache and object_return must be dicts");
     return NULL;
@@ -1303,12 +1486,16 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
 static PyMethodDef accel_methods[] = {
     {"init", accel_init, METH_VARARGS, "init(addresses, hooks): connect to libtvm_ffi and the Python runtime."},
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
+    {"view_items", (PyCFunction)(void (*)(void))accel_view_items, METH_FASTCALL,
+     "view_items(address, count) -> list of the values of count borrowed Anys"},
     {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,
      "function_create(fn, mode) -> owned handle of a native Function calling fn"},
     {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,
      "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
     {"set_unchanged", accel_set_unchanged, METH_O, "set_unchanged(obj): what stands for kTVMFFIUnchanged"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
+    {"set_release_gil", accel_set_release_gil, METH_O,
+     "set_release_gil('auto' | 'always') -> previous: when calls release the GIL"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef accel_module = {

@@ -68,6 +68,8 @@ def _init_accel(accel: Backend) -> None:
             "walk_result": _walk_result_at,
             "released_error": ReleasedObjectError,
             "array_ctor": lambda: global_func("ffi.Array"),
+            # bindings whose Python callables native code may hold without our knowing
+            "other_bindings": ("tvm_ffi", "tvm"),
         },
     )
 

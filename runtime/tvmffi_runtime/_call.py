@@ -9,6 +9,7 @@ with :func:`set_callback_maker`; ``Function.from_typed``'s argument checking com
 from __future__ import annotations
 
 import ctypes
+import os
 from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
@@ -20,7 +21,16 @@ from ._lib import ANY_FLOAT, ANY_INT
 from ._object import Object, _type_key_of_index, _wrap, register_class, set_object_service, type_key_to_index
 from ._values import TypeIndex
 
-__all__ = ["Function", "ffi_call", "get_global_func", "global_func", "global_handle", "type_attr_value", "type_method"]
+__all__ = [
+    "Function",
+    "ffi_call",
+    "get_global_func",
+    "global_func",
+    "global_handle",
+    "set_release_gil",
+    "type_attr_value",
+    "type_method",
+]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -399,6 +409,34 @@ if _accel is not None:
     ffi_call: Callable[..., Any] = _accel.call
 else:
     ffi_call = _ffi_call_py
+
+ReleaseGil = Literal["auto", "always"]
+_release_gil: ReleaseGil = "always"  # what the pure path does (ctypes releases it on every call)
+
+
+def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
+    """When native calls release the GIL; returns the previous policy.
+
+    ``"auto"`` (the default of the compiled path; ``TVMFFI_RUNTIME_RELEASE_GIL`` sets it at
+    import) keeps the GIL over a call when no other thread can want it meanwhile: this is the
+    only Python thread, and native code holds no Python callable (none made by this runtime, and
+    no other binding such as ``tvm_ffi`` imported). Otherwise, or with ``"always"``, every call
+    releases it, so other threads run while native code does. Ctrl-C works either way. On the
+    pure-ctypes path every call releases the GIL, whatever the policy.
+    """
+    global _release_gil
+    if policy not in ("auto", "always"):
+        raise ValueError(f"set_release_gil: expected 'auto' or 'always', got {policy!r}")
+    previous = _release_gil
+    if _accel is not None:
+        _accel.set_release_gil(policy)
+    _release_gil = policy
+    return previous
+
+
+if _accel is not None:
+    _release_gil = "auto"
+    set_release_gil("always" if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "always" else "auto")
 
 register_class(TypeIndex.FUNCTION, Function)
 set_object_service("construct", _construct)

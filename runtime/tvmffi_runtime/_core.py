@@ -43,6 +43,7 @@ from ._call import (
     get_global_func,
     global_func,
     global_handle,
+    set_release_gil,
     type_attr_value,
     type_method,
 )
@@ -140,6 +141,7 @@ __all__ = [
     "set_class_loader",
     "set_object_return",
     "set_object_service",
+    "set_release_gil",
     "set_unchanged",
     "set_walk_result",
     "type_attr_value",

@@ -23,6 +23,7 @@ from operator import index as _index  # a TypeError, like list, for a non-intege
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
+from ._fastpath import accel as _accel
 from ._lib import OBJECT_HEADER_SIZE
 
 __all__ = ["Array", "List", "Map", "Dict", "Shape"]
@@ -47,6 +48,17 @@ def _seq_cell(handle: int) -> tuple[int, int]:
     return data, size
 
 
+def _py_view_items(data: int, n: int) -> list[Any]:
+    """The values of ``n`` borrowed Anys at ``data`` (copied first, then converted)."""
+    raw = _string_at(data, 16 * n)
+    conv = view_from_buffer
+    return [conv(raw, 16 * i) for i in range(n)]
+
+
+#: A sequence's items as values: converted in C on the compiled path.
+_view_items = _py_view_items if _accel is None else _accel.view_items
+
+
 def _norm_index(i: int, n: int, what: str) -> int:
     j = i + n if i < 0 else i
     if not 0 <= j < n:
@@ -68,11 +80,7 @@ class _SeqBase(Object, Generic[T]):
 
     def _items(self) -> list[T]:
         data, n = _seq_cell(self._h)
-        if not n:
-            return []
-        raw = _string_at(data, 16 * n)
-        conv = view_from_buffer
-        return [conv(raw, 16 * i) for i in range(n)]
+        return _view_items(data, n) if n else []
 
     @overload
     def __getitem__(self, i: int) -> T: ...

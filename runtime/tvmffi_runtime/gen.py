@@ -35,12 +35,25 @@ from ._fields import (
     write_f64,
     write_i64,
 )
+from ._functions import (
+    GlobalFunction,
+    ModuleFunction,
+    TypeMethod,
+    exported_function,
+    global_function,
+    method,
+    module_function,
+    registry_function,
+    registry_method,
+)
 from .structural import UNCHANGED, default_hook
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
 #: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
-API_LEVEL = 2
+#: Level 3: functions and methods are decorated defs (``registry_function``,
+#: ``registry_method``, ``exported_function``).
+API_LEVEL = 3
 
 __all__ = [
     "API_LEVEL",
@@ -52,6 +65,9 @@ __all__ = [
     "global_function",
     "method",
     "module_function",
+    "registry_function",
+    "registry_method",
+    "exported_function",
     "FieldAccess",
     "RegistryField",
     "registry_field",
@@ -93,84 +109,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-class GlobalFunction:
-    """A global function resolved on first call (keeps package import fast).
-
-    Generated code gets its functions from :func:`global_function` (and :func:`method`,
-    :func:`module_function`), which return the compiled ``LazyFunction`` when it is built:
-    these classes are the pure-ctypes path and say how each kind of function is found.
-    """
-
-    __slots__ = ("name", "_c", "_f")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._c: ctypes.c_void_p | None = None
-        self._f: Function | None = None
-
-    def _lookup(self) -> Function:
-        f = _core.get_global_func(self.name, allow_missing=True)
-        if f is None:
-            raise NotImplementedError(
-                f"global function {self.name!r} is not registered: the loaded library no longer"
-                " provides it (regenerate the package)"
-            )
-        return f
-
-    def _resolve(self) -> ctypes.c_void_p:
-        f = self._f = self._lookup()
-        self._c = f.c_handle
-        return self._c
-
-    def __call__(self, *args: Any) -> Any:
-        c = self._c
-        if c is None:
-            c = self._resolve()
-        return ffi_call(c, args, self.name)
-
-
-class TypeMethod(GlobalFunction):
-    """A reflected method ``type_key.name`` resolved on first call."""
-
-    __slots__ = ("type_key", "method")
-
-    def __init__(self, type_key: str, name: str) -> None:
-        super().__init__(f"{type_key}.{name}")
-        self.type_key = type_key
-        self.method = name
-
-    def _lookup(self) -> Function:
-        index = type_key_to_index(self.type_key)
-        f = None if index is None else type_method(index, self.method)
-        if f is None:
-            raise NotImplementedError(
-                f"method {self.method!r} of {self.type_key!r} is not registered in the loaded"
-                " library (regenerate the package)"
-            )
-        return f
-
-
-def _fast(slow: GlobalFunction) -> Callable[..., Any]:
-    """The compiled lazy function for ``slow`` (same lookup), or ``slow`` itself."""
-    if _core._accel is None:
-        return slow
-    return _core._accel.LazyFunction(slow.name, slow._lookup)
-
-
-def global_function(name: str) -> Callable[..., Any]:
-    """The global function ``name``, looked up on first call."""
-    return _fast(GlobalFunction(name))
-
-
-def method(type_key: str, name: str) -> Callable[..., Any]:
-    """The reflected method ``name`` of ``type_key``, looked up on first call."""
-    return _fast(TypeMethod(type_key, name))
-
-
-def module_function(lib_module: str, name: str) -> Callable[..., Any]:
-    """The function ``name`` that the library of ``lib_module`` exports, looked up on first call."""
-    return _fast(ModuleFunction(lib_module, name))
 
 
 _INITS: dict[str, ctypes.c_void_p] = {}
@@ -485,23 +423,3 @@ def load_package_module(package: str, path: str) -> Any:
         return Module.load_from_file(path)
     except Exception as exc:
         raise ImportError(f"{package}: cannot load {path} as a module: {exc}") from None
-
-
-class ModuleFunction(GlobalFunction):
-    """A function the package's library exports (``__tvm_ffi_<name>``), resolved on first call
-    from the Module that ``<package>._lib`` loaded."""
-
-    __slots__ = ("lib_module",)
-
-    def __init__(self, lib_module: str, name: str) -> None:
-        super().__init__(name)
-        self.lib_module = lib_module
-
-    def _lookup(self) -> Function:
-        module = importlib.import_module(self.lib_module).module
-        f = module.get_function_or_none(self.name)
-        if f is None:
-            raise NotImplementedError(
-                f"the library no longer exports {self.name!r} (regenerate the package)"
-            )
-        return f  # type: ignore[no-any-return]

@@ -1,0 +1,216 @@
+"""The native functions generated code calls: registry functions, reflected methods and the
+functions a package's library exports, each looked up on first call.
+
+A generated wrapper is a ``def`` that carries the signature, the names and the docs; one of the
+decorators here (:func:`registry_function`, :func:`registry_method`,
+:func:`exported_function`) replaces it by the native function itself, so a call costs no
+Python frame. The replacement keeps what a def offers: ``inspect.signature`` and ``help``
+(through ``__wrapped__``), keyword arguments where the def takes them, arity errors worded as
+Python words them, binding as a method, pickling by name. On the compiled path the
+replacement is ``_accel.LazyFunction``; the classes below are the pure-ctypes path and say how
+each kind of function is found.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib
+import types
+from typing import Any, Callable, TypeVar
+
+from . import _core
+from ._core import Function, ffi_call, type_key_to_index, type_method
+from ._fastpath import accel as _accel
+
+__all__ = [
+    "GlobalFunction",
+    "TypeMethod",
+    "ModuleFunction",
+    "global_function",
+    "method",
+    "module_function",
+    "registry_function",
+    "registry_method",
+    "exported_function",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_CO_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect at package import
+
+
+class _KeywordBinder:
+    """Puts a call's keyword arguments in order by the generated def's signature (the native
+    function takes positional arguments only); ``inspect`` is imported on the first such call."""
+
+    __slots__ = ("_f", "_sig")
+
+    def __init__(self, f: Callable[..., Any]) -> None:
+        self._f = f
+        self._sig: Any = None
+
+    def __call__(self, *args: object, **kwargs: object) -> tuple[object, ...]:
+        if self._sig is None:
+            import inspect
+
+            self._sig = inspect.signature(self._f)
+        try:
+            return tuple(self._sig.bind(*args, **kwargs).args)
+        except TypeError as exc:  # inspect's words name no function: say which
+            raise TypeError(f"{self._f.__qualname__}(): {exc}") from None
+
+
+class GlobalFunction:
+    """A global function resolved on first call (keeps package import fast)."""
+
+    __slots__ = ("name", "_c", "_f", "_kwbind", "_arity", "__dict__")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._c: ctypes.c_void_p | None = None
+        self._f: Function | None = None
+        self._kwbind: _KeywordBinder | None = None
+        self._arity = -1
+
+    def _lookup(self) -> Function:
+        f = _core.get_global_func(self.name, allow_missing=True)
+        if f is None:
+            raise NotImplementedError(
+                f"global function {self.name!r} is not registered: the loaded library no longer"
+                " provides it (regenerate the package)"
+            )
+        return f
+
+    def _resolve(self) -> ctypes.c_void_p:
+        f = self._f = self._lookup()
+        self._c = f.c_handle
+        return self._c
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            if self._kwbind is None:
+                raise TypeError(f"{_display_name(self)}() takes no keyword arguments")
+            args = self._kwbind(*args, **kwargs)
+        elif self._arity >= 0 and len(args) != self._arity:
+            raise TypeError(_arity_message(_display_name(self), self._arity, len(args)))
+        c = self._c
+        if c is None:
+            c = self._resolve()
+        return ffi_call(c, args, self.name)
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        # a class attribute is a method, as a def is
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __reduce__(self) -> str:
+        qualname = self.__dict__.get("__qualname__")
+        if qualname is None:
+            raise TypeError(f"cannot pickle the function handle {self.name!r} (not a named wrapper)")
+        return str(qualname)
+
+
+def _display_name(f: GlobalFunction) -> str:
+    return str(f.__dict__.get("__qualname__", f.name))
+
+
+def _arity_message(name: str, arity: int, given: int) -> str:
+    """Python's words for a wrong count (the compiled LazyFunction words it the same)."""
+    plural = "" if arity == 1 else "s"
+    return f"{name}() takes {arity} positional argument{plural} but {given} {'was' if given == 1 else 'were'} given"
+
+
+class TypeMethod(GlobalFunction):
+    """A reflected method ``type_key.name`` resolved on first call."""
+
+    __slots__ = ("type_key", "method")
+
+    def __init__(self, type_key: str, name: str) -> None:
+        super().__init__(f"{type_key}.{name}")
+        self.type_key = type_key
+        self.method = name
+
+    def _lookup(self) -> Function:
+        index = type_key_to_index(self.type_key)
+        f = None if index is None else type_method(index, self.method)
+        if f is None:
+            raise NotImplementedError(
+                f"method {self.method!r} of {self.type_key!r} is not registered in the loaded"
+                " library (regenerate the package)"
+            )
+        return f
+
+
+class ModuleFunction(GlobalFunction):
+    """A function the package's library exports (``__tvm_ffi_<name>``), resolved on first call
+    from the Module that ``<package>._lib`` loaded."""
+
+    __slots__ = ("lib_module",)
+
+    def __init__(self, lib_module: str, name: str) -> None:
+        super().__init__(name)
+        self.lib_module = lib_module
+
+    def _lookup(self) -> Function:
+        module = importlib.import_module(self.lib_module).module
+        f = module.get_function_or_none(self.name)
+        if f is None:
+            raise NotImplementedError(
+                f"the library no longer exports {self.name!r} (regenerate the package)"
+            )
+        return f  # type: ignore[no-any-return]
+
+
+def _fast(slow: GlobalFunction) -> Callable[..., Any]:
+    """The compiled lazy function for ``slow`` (same lookup), or ``slow`` itself."""
+    if _accel is None:
+        return slow
+    return _accel.LazyFunction(slow.name, slow._lookup)
+
+
+# -- handles (generated code of API level 2 calls these from its wrapper defs) ----------------
+def global_function(name: str) -> Callable[..., Any]:
+    """The global function ``name``, looked up on first call."""
+    return _fast(GlobalFunction(name))
+
+
+def method(type_key: str, name: str) -> Callable[..., Any]:
+    """The reflected method ``name`` of ``type_key``, looked up on first call."""
+    return _fast(TypeMethod(type_key, name))
+
+
+def module_function(lib_module: str, name: str) -> Callable[..., Any]:
+    """The function ``name`` that the library of ``lib_module`` exports, looked up on first call."""
+    return _fast(ModuleFunction(lib_module, name))
+
+
+# -- decorators (API level 3): the def is the signature, the native function is the body -----
+def _native(slow: GlobalFunction, f: _F) -> _F:
+    code = f.__code__
+    where = f"{f.__module__}.{f.__qualname__}"
+    if f.__defaults__ or f.__kwdefaults__ or code.co_kwonlyargcount:
+        raise TypeError(f"{where}: a native function takes no defaults or keyword-only parameters")
+    kwbind = _KeywordBinder(f) if code.co_argcount > code.co_posonlyargcount else None
+    arity = -1 if code.co_flags & _CO_VARARGS else code.co_argcount
+    fn: Any
+    if _accel is None:
+        slow._kwbind, slow._arity = kwbind, arity
+        fn = slow
+    else:
+        fn = _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
+    functools.update_wrapper(fn, f)
+    return fn  # type: ignore[no-any-return]
+
+
+def registry_function(name: str) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the global function ``name`` (looked up on first call)."""
+    return lambda f: _native(GlobalFunction(name), f)
+
+
+def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the reflected method ``name`` of ``type_key``."""
+    return lambda f: _native(TypeMethod(type_key, name), f)
+
+
+def exported_function(lib_module: str, name: str) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports."""
+    return lambda f: _native(ModuleFunction(lib_module, name), f)
