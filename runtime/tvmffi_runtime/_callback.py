@@ -17,7 +17,7 @@ from typing import Any, Callable
 from . import _lib
 from ._call import Function, set_callback_maker
 from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, _type_of, view_from_buffer
-from ._errors import _check, _fetch_error, _raise_into_native, _released_object_error
+from ._errors import CONVERSION_FAILED, _check, _fetch_error, _raise_into_native, _released_object_error, not_callable_error
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts, _wrap
@@ -110,7 +110,7 @@ def _callback_function(f: Callable[..., Any], mode: int) -> Function:
     if isinstance(f, Function):
         return f
     if not callable(f):
-        raise TypeError(f"{f!r} is not callable")
+        raise not_callable_error(f)
     if _accel is not None:
         return _accel.callback_function(Function, f, mode)  # type: ignore[no-any-return]
     w: _CallbackFunction = _new(_CallbackFunction)
@@ -205,7 +205,7 @@ def fail_into_native(exc: BaseException) -> int:
     try:
         _raise_into_native(exc)
     except BaseException:  # noqa: BLE001
-        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(b"RuntimeError", b"error while converting a Python exception")
+        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*CONVERSION_FAILED)
     return -1
 
 
@@ -249,7 +249,7 @@ def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:
         _IncRef(f._h)
         return f._h
     if not callable(f):
-        raise TypeError(f"{f!r} is not callable")
+        raise not_callable_error(f)
     if _accel is not None:
         return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN)
     key, _ = _new_callback_entry(f, packed)
