@@ -305,6 +305,15 @@ class Field(ReadOnlyField[_G], Generic[_G, _S]):
         def __set__(self, obj: Object, value: _S) -> None: ...
 
 
+def _ctypes_field(qualname: str, kind: str, offset: int, setter: Any, doc: Any) -> Any:
+    return cast("Any", (ReadOnlyField if setter is None else Field)(qualname, kind, offset, setter, doc))
+
+
+#: How a field descriptor is made, chosen once: the compiled ``_accel.Field`` when the fast
+#: path is in use (same behaviour, same messages), else the ctypes classes above.
+_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _core._accel is None else _core._accel.Field
+
+
 def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
     """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
@@ -337,10 +346,7 @@ def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | 
         setter = FieldAccess(type_key, name).set
     elif write is not None:
         raise ValueError(f"field {qualname}: write must be None, 'in_place' or 'registry', not {write!r}")
-    accel = _core._accel
-    if accel is not None:
-        return accel.Field(qualname, kind, offset, setter, _field_doc)
-    return cast("Any", (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc))
+    return _new_field(qualname, kind, offset, setter, _field_doc)
 
 
 def registry_field(write: bool = False, name: str | None = None) -> Any:
