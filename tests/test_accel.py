@@ -54,7 +54,9 @@ def test_pure_switch_turns_the_compiled_path_off() -> None:
     assert out.stdout.strip() == "False"
 
 
-# Values whose conversion both paths must agree on, through a native echo, as (repr, type).
+# Values whose conversion both paths must agree on, through a native echo, as (repr, type),
+# and failures both must take the same branch for. (The failures' messages are defined once, in
+# _errors, for both paths: tests/test_runtime_messages.py checks each against its definition.)
 PARITY_SCRIPT = r"""
 import json, math
 import tvmffi_runtime as rt
@@ -139,6 +141,7 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
         "tests/test_runtime_values.py",
         "tests/test_runtime_objects.py",
         "tests/test_runtime_errors.py",
+        "tests/test_runtime_messages.py",
         "tests/test_runtime_fixes.py",
         "tests/test_containers.py",
         "tests/test_generated_functions.py",

@@ -69,11 +69,48 @@ static PyObject* hook_to_owned;     /* (value, address) -> None: write an owned 
 static PyObject* hook_raise_into_native; /* (exc) -> None */
 static PyObject* hook_release_temps;     /* (temps) -> None */
 static PyObject* hook_walk_result;  /* (value, address) -> None: a walk handler's result */
-static PyObject* released_error;    /* ReleasedObjectError class */
 static int initialised = 0;
 static PyObject* unchanged; /* structural.UNCHANGED: written as the UNCHANGED POD value */
 
 static Py_ssize_t live_callbacks = 0; /* Python callables native Functions can call */
+
+/* The errors the Python runtime words: init() is given the builders (_errors.BACKEND_ERRORS,
+   by these names) and an error path calls one to make the exception it raises, so both paths
+   raise the same message from one definition. Error paths are cold: a Python call is fine. */
+enum {
+  E_NOT_CALLABLE,        /* (fn) */
+  E_FIELD_VALUE,         /* (qualname, kind, value) */
+  E_FIELD_OVERFLOW,      /* (qualname, int value) */
+  E_FIELD_NOT_AN_OBJECT, /* (qualname, obj) */
+  E_FIELD_RELEASED,      /* (qualname, obj) */
+  E_FIELD_READ_ONLY,     /* (qualname) */
+  E_FIELD_DELETE,        /* (qualname) */
+  E_FIELD_KIND,          /* (qualname, kind) */
+  E_FIELD_IN_PLACE,      /* (qualname, kind) */
+  E_ARITY,               /* (function name, arity, given) */
+  E_NO_KEYWORDS,         /* (function name) */
+  E_COUNT
+};
+static const char* error_names[E_COUNT] = {
+    "not_callable", "field_value", "field_overflow", "field_not_an_object", "field_released",
+    "field_read_only", "field_delete", "field_kind", "field_in_place", "arity", "no_keywords"};
+static PyObject* error_makers[E_COUNT];
+/* (kind, message) bytes of the native error raised when converting a callback's exception
+   fails (_errors.CONVERSION_FAILED): kept, as Python may not be callable then */
+static PyObject* conversion_failed;
+
+/* Raise error ``which`` made by its builder from ``args``, replacing any exception set; -1. */
+static int raise_error(int which, PyObject* const* args, size_t n) {
+  PyErr_Clear();
+  PyObject* exc = PyObject_Vectorcall(error_makers[which], args, n, NULL);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+  return -1;
+}
+#define RAISE_ERROR(which, ...) \
+  raise_error((which), (PyObject* const[]){__VA_ARGS__}, sizeof((PyObject* const[]){__VA_ARGS__}) / sizeof(PyObject*))
 
 /* ---------------------------------------------------------------------------------------- */
 /* ObjectBase: the handle-owning base of every Object wrapper                                 */
@@ -727,8 +764,11 @@ static PyObject* lazy_display_name(LazyFunction* self) {
 
 static PyObject* lazy_wrong_arity(LazyFunction* self, Py_ssize_t given) {
   PyObject* name = lazy_display_name(self);
-  PyErr_Format(PyExc_TypeError, "%U() takes %zd positional argument%s but %zd %s given", name, self->arity,
-               self->arity == 1 ? "" : "s", given, given == 1 ? "was" : "were");
+  PyObject* arity = PyLong_FromSsize_t(self->arity);
+  PyObject* n = PyLong_FromSsize_t(given);
+  if (arity != NULL && n != NULL) RAISE_ERROR(E_ARITY, name, arity, n);
+  Py_XDECREF(arity);
+  Py_XDECREF(n);
   Py_DECREF(name);
   return NULL;
 }
@@ -739,7 +779,7 @@ static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size
 static PyObject* lazy_call_keywords(LazyFunction* self, PyObject* const* args, Py_ssize_t n, PyObject* kwnames) {
   if (self->kwbind == NULL) {
     PyObject* name = lazy_display_name(self);
-    PyErr_Format(PyExc_TypeError, "%U() takes no keyword arguments", name);
+    RAISE_ERROR(E_NO_KEYWORDS, name);
     Py_DECREF(name);
     return NULL;
   }
@@ -904,7 +944,8 @@ static void set_raised_from_current(void) {
   PyObject* r = value == NULL ? NULL : PyObject_CallOneArg(hook_raise_into_native, value);
   if (r == NULL) {
     PyErr_Clear();
-    ffi_error_set_raised_from_cstr("RuntimeError", "error while converting a Python exception");
+    ffi_error_set_raised_from_cstr(PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, 0)),
+                                   PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, 1)));
   }
   Py_XDECREF(r);
   Py_XDECREF(type);
@@ -1152,10 +1193,7 @@ static int parse_callback_args(PyObject* const* args, Py_ssize_t nargs, Py_ssize
     PyErr_Format(PyExc_ValueError, "unknown callback mode %ld", m);
     return -1;
   }
-  if (m != CB_HOOK && !PyCallable_Check(*fn)) {
-    PyErr_Format(PyExc_TypeError, "%R is not callable", *fn);
-    return -1;
-  }
+  if (m != CB_HOOK && !PyCallable_Check(*fn)) return RAISE_ERROR(E_NOT_CALLABLE, *fn);
   *mode = (int)m;
   return 0;
 }
@@ -1226,13 +1264,12 @@ typedef struct {
 
 static char* field_base(Field* f, PyObject* obj) {
   if (!is_object(obj)) {
-    PyErr_Format(PyExc_TypeError, "field %U: %R is not a TVM FFI object", f->qualname, obj);
+    RAISE_ERROR(E_FIELD_NOT_AN_OBJECT, f->qualname, obj);
     return NULL;
   }
   char* h = (char*)((ObjectBase*)obj)->h;
   if (h == NULL) {
-    PyErr_Format(released_error, "cannot access field %U: the %s object was moved or released",
-                 f->qualname, Py_TYPE(obj)->tp_name);
+    RAISE_ERROR(E_FIELD_RELEASED, f->qualname, obj);
     return NULL;
   }
   return h + f->offset;
@@ -1261,22 +1298,18 @@ static PyObject* field_get(Field* f, PyObject* obj, PyObject* type) {
   }
 }
 
-/* A TypeError naming the field for a value it cannot hold (replaces any exception set). */
-static int field_type_error(Field* f, const char* expected, PyObject* value) {
-  PyErr_Clear();
-  PyErr_Format(PyExc_TypeError, "field %U: expected %s, got %s", f->qualname, expected, Py_TYPE(value)->tp_name);
+/* The error naming the field for a value it cannot hold (replaces any exception set). */
+static int field_type_error(Field* f, PyObject* value) {
+  PyObject* kind = PyUnicode_FromString(field_kinds[f->kind]);
+  if (kind == NULL) return -1;
+  RAISE_ERROR(E_FIELD_VALUE, f->qualname, kind, value);
+  Py_DECREF(kind);
   return -1;
 }
 
 static int field_set(Field* f, PyObject* obj, PyObject* value) {
-  if (value == NULL) {
-    PyErr_Format(PyExc_AttributeError, "field %U cannot be deleted", f->qualname);
-    return -1;
-  }
-  if (f->setter == Py_None || f->setter == NULL) {
-    PyErr_Format(PyExc_AttributeError, "field %U is read-only", f->qualname);
-    return -1;
-  }
+  if (value == NULL) return RAISE_ERROR(E_FIELD_DELETE, f->qualname);
+  if (f->setter == Py_None || f->setter == NULL) return RAISE_ERROR(E_FIELD_READ_ONLY, f->qualname);
   if (f->setter != Py_True) {
     PyObject* r = PyObject_CallFunctionObjArgs(f->setter, obj, value, NULL);
     if (r == NULL) return -1;
@@ -1288,11 +1321,11 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
   switch (f->kind) {
     case F_I64: {
       PyObject* i = PyNumber_Index(value);
-      if (i == NULL) return field_type_error(f, "int", value);
+      if (i == NULL) return field_type_error(f, value);
       int overflow = 0;
       long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
       if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "field %U: %S does not fit the int64 field", f->qualname, i);
+        RAISE_ERROR(E_FIELD_OVERFLOW, f->qualname, i);
         Py_DECREF(i);
         return -1;
       }
@@ -1303,7 +1336,7 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
     }
     case F_F64: {
       if (!PyFloat_Check(value) && (PyBool_Check(value) || !PyLong_Check(value)))
-        return field_type_error(f, "float", value);
+        return field_type_error(f, value);
       double x = PyFloat_AsDouble(value);
       if (x == -1.0 && PyErr_Occurred()) return -1;
       *(double*)p = x;
@@ -1314,16 +1347,21 @@ static int field_set(Field* f, PyObject* obj, PyObject* value) {
       int truth = value == Py_True;
       if (!PyBool_Check(value)) {
         PyObject* i = PyNumber_Index(value);
-        if (i == NULL) return field_type_error(f, "bool or int", value);
+        if (i == NULL) return field_type_error(f, value);
         truth = PyObject_IsTrue(i);
         Py_DECREF(i);
       }
       *(uint8_t*)p = (uint8_t)truth;
       return 0;
     }
-    default:
-      PyErr_Format(PyExc_AttributeError, "field %U cannot be written in place", f->qualname);
+    default: { /* not reached: field_new refuses such a field */
+      PyObject* kind = PyUnicode_FromString(field_kinds[f->kind]);
+      if (kind != NULL) {
+        RAISE_ERROR(E_FIELD_IN_PLACE, f->qualname, kind);
+        Py_DECREF(kind);
+      }
       return -1;
+    }
   }
 }
 
@@ -1336,12 +1374,13 @@ static PyObject* field_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     return NULL;
   int k = 0;
   while (field_kinds[k] != NULL && strcmp(field_kinds[k], kind) != 0) ++k;
-  if (field_kinds[k] == NULL) {
-    PyErr_Format(PyExc_ValueError, "Field %U: unknown kind %s", qualname, kind);
-    return NULL;
-  }
-  if (setter == Py_True && k != F_I64 && k != F_F64 && k != F_BOOL) {
-    PyErr_Format(PyExc_ValueError, "Field %U: kind %s cannot be written in place", qualname, kind);
+  int which = field_kinds[k] == NULL ? E_FIELD_KIND : E_FIELD_IN_PLACE;
+  if (field_kinds[k] == NULL || (setter == Py_True && k != F_I64 && k != F_F64 && k != F_BOOL)) {
+    PyObject* kind_str = PyUnicode_FromString(kind);
+    if (kind_str != NULL) {
+      RAISE_ERROR(which, qualname, kind_str);
+      Py_DECREF(kind_str);
+    }
     return NULL;
   }
   Field* f = (Field*)type->tp_alloc(type, 0);
@@ -1450,6 +1489,7 @@ static int take_hook(PyObject* dict, const char* name, PyObject** out) {
 
 /* init(addresses: dict[str, int], hooks: dict[str, object]) */
 static PyObject* accel_init(PyObject* mod, PyObject* args) {
+  static PyObject* errors; /* name -> builder of that error (see error_names) */
   PyObject *addrs, *hooks;
   if (!PyArg_ParseTuple(args, "O!O!:init", &PyDict_Type, &addrs, &PyDict_Type, &hooks)) return NULL;
   if (take_address(addrs, "TVMFFIFunctionCall", (void**)&ffi_call) < 0 ||
@@ -1467,17 +1507,25 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
       take_hook(hooks, "raise_into_native", &hook_raise_into_native) < 0 ||
       take_hook(hooks, "release_temps", &hook_release_temps) < 0 ||
       take_hook(hooks, "walk_result", &hook_walk_result) < 0 ||
-      take_hook(hooks, "released_error", &released_error) < 0 ||
       take_hook(hooks, "array_ctor", &hook_array_ctor) < 0 ||
+      take_hook(hooks, "conversion_failed", &conversion_failed) < 0 || take_hook(hooks, "errors", &errors) < 0 ||
       take_hook(hooks, "other_bindings", &other_binding_modules) < 0)
     return NULL;
   if (!PyTuple_Check(other_binding_modules)) {
     PyErr_SetString(PyExc_TypeError, "init: other_bindings must be a tuple of module names");
     return NULL;
   }
-  if (!PyDict_Check(class_cache) || !PyDict_Check(object_return)) {
-    PyErr_SetString(PyExc_TypeError, "init: class_cache and object_return must be dicts");
+  if (!PyDict_Check(class_cache) || !PyDict_Check(object_return) || !PyDict_Check(errors)) {
+    PyErr_SetString(PyExc_TypeError, "init: class_cache, object_return and errors must be dicts");
     return NULL;
+  }
+  if (!PyTuple_Check(conversion_failed) || PyTuple_GET_SIZE(conversion_failed) != 2 ||
+      !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 1))) {
+    PyErr_SetString(PyExc_TypeError, "init: conversion_failed must be a (kind, message) tuple of bytes");
+    return NULL;
+  }
+  for (int i = 0; i < E_COUNT; ++i) {
+    if (take_hook(errors, error_names[i], &error_makers[i]) < 0) return NULL;
   }
   initialised = 1;
   Py_RETURN_NONE;

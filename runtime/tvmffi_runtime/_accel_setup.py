@@ -1,7 +1,8 @@
 """Hands the compiled fast path (``_accel.c``) the Python side it falls back to.
 
 The compiled backend converts the common cases itself and calls back into these layers for the
-rest (packing unusual types, unpacking rare type indices, errors, callback results). Imported
+rest (packing unusual types, unpacking rare type indices, errors, callback results), and raises
+the errors the Python layers word (``_errors.BACKEND_ERRORS``) through their builders. Imported
 last among the core layers, after all of them exist; a no-op on pure ctypes.
 """
 
@@ -14,7 +15,7 @@ from . import _lib
 from ._call import _pack_error, global_func
 from ._callback import _py_to_owned_any, _walk_result_at
 from ._convert import owned_from_buffer, _PACKERS, release_temps, _resolve_packer, _type_of, view_from_buffer
-from ._errors import ReleasedObjectError, _fetch_error, _raise_into_native
+from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, _fetch_error, _raise_into_native
 from ._fastpath import Backend
 from ._fastpath import accel as _accel
 from ._object import _CLASS_CACHE, _OBJECT_RETURN, class_for_index
@@ -66,8 +67,9 @@ def _init_accel(accel: Backend) -> None:
             "raise_into_native": _raise_into_native,
             "release_temps": release_temps,
             "walk_result": _walk_result_at,
-            "released_error": ReleasedObjectError,
             "array_ctor": lambda: global_func("ffi.Array"),
+            "errors": BACKEND_ERRORS,  # the messages it raises, worded once (_errors)
+            "conversion_failed": CONVERSION_FAILED,
             # bindings whose Python callables native code may hold without our knowing
             "other_bindings": ("tvm_ffi", "tvm"),
         },

@@ -17,7 +17,8 @@ from typing import Any, Callable
 from . import _lib
 from ._call import Function, set_callback_maker
 from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, _type_of, view_from_buffer
-from ._errors import _check, _fetch_error, _raise_into_native, _released_object_error
+from ._errors import CONVERSION_FAILED, _check, _fetch_error, _raise_into_native, _released_object_error, not_callable_error
+from ._fastpath import Backend
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts, _wrap
@@ -77,7 +78,11 @@ _callbacks_lock = threading.Lock()
 
 def live_callbacks() -> int:
     """How many native Functions made from Python callables are alive (leak checks)."""
-    return len(_CALLBACKS) if _accel is None else int(_accel.live_callbacks())
+    return _live_callbacks()
+
+
+def _ctypes_live_callbacks() -> int:
+    return len(_CALLBACKS)
 
 
 class _CallbackFunction(Function):
@@ -105,14 +110,13 @@ class _CallbackFunction(Function):
             _DecRef(h)
 
 
-def _callback_function(f: Callable[..., Any], mode: int) -> Function:
-    """A Function wrapper around a new native Function that calls ``f``."""
+def _ctypes_callback_function(f: Callable[..., Any], mode: int) -> Function:
+    """A Function wrapper around a new native Function that calls ``f`` (``f`` itself if it is a
+    Function); ``_callback_function`` on the ctypes path."""
     if isinstance(f, Function):
         return f
     if not callable(f):
-        raise TypeError(f"{f!r} is not callable")
-    if _accel is not None:
-        return _accel.callback_function(Function, f, mode)  # type: ignore[no-any-return]
+        raise not_callable_error(f)
     w: _CallbackFunction = _new(_CallbackFunction)
     key, w._cbr = _new_callback_entry(None, mode == _MODE_PACKED)
     w._cb = f
@@ -205,7 +209,7 @@ def fail_into_native(exc: BaseException) -> int:
     try:
         _raise_into_native(exc)
     except BaseException:  # noqa: BLE001
-        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(b"RuntimeError", b"error while converting a Python exception")
+        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*CONVERSION_FAILED)
     return -1
 
 
@@ -237,23 +241,61 @@ def trampoline_function(trampoline: Any, payload: Any) -> Function:
 
 def compiled_function(mode: int, fn: Any) -> Function:
     """(compiled backend) A Function calling ``fn`` in callback ``mode``."""
-    if _accel is None:
-        raise RuntimeError("compiled_function: the compiled fast path is not in use")
-    return _wrap(_accel.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
+    return _wrap(_function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 
-def _function_handle_from_callable(f: Callable[..., Any], packed: bool) -> int:
+def _ctypes_function_handle(f: Callable[..., Any], packed: bool) -> int:
     """An owned handle of a new native Function calling ``f`` that owns ``f`` itself (for a
-    callable passed straight to native code, with no wrapper to hold it)."""
+    callable passed straight to native code, with no wrapper to hold it; a Function gives its
+    own handle); ``_function_handle_from_callable`` on the ctypes path."""
     if isinstance(f, Function):
         _IncRef(f._h)
         return f._h
     if not callable(f):
-        raise TypeError(f"{f!r} is not callable")
-    if _accel is not None:
-        return _accel.function_create(f, _MODE_PACKED if packed else _MODE_PLAIN)
+        raise not_callable_error(f)
     key, _ = _new_callback_entry(f, packed)
     return _create_function(key)
+
+
+def _no_compiled_path(fn: Any, mode: int) -> int:
+    raise RuntimeError("compiled_function: the compiled fast path is not in use")
+
+
+_Backend = tuple[
+    Callable[[], int],  # live_callbacks
+    Callable[[Callable[..., Any], int], Function],  # _callback_function
+    Callable[[Callable[..., Any], bool], int],  # _function_handle_from_callable
+    Callable[[Any, int], int],  # the handle compiled_function wraps (the compiled path only)
+]
+
+
+def _compiled_backend(accel: Backend) -> _Backend:
+    """The compiled path's versions of the ctypes functions above (same behaviour: the C side
+    refuses a non-callable with the same ``not_callable_error``)."""
+    make_wrapper = accel.callback_function
+    create = accel.function_create
+
+    def callback_function(f: Callable[..., Any], mode: int) -> Function:
+        if isinstance(f, Function):
+            return f
+        return make_wrapper(Function, f, mode)  # type: ignore[no-any-return]
+
+    def function_handle(f: Callable[..., Any], packed: bool) -> int:
+        if isinstance(f, Function):
+            _IncRef(f._h)
+            return f._h
+        return create(f, _MODE_PACKED if packed else _MODE_PLAIN)
+
+    return accel.live_callbacks, callback_function, function_handle, create
+
+
+# The backend, chosen once at import: the compiled path's own Functions and counts, or the
+# ctypes table of callbacks.
+_live_callbacks, _callback_function, _function_handle_from_callable, _function_create = (
+    (_ctypes_live_callbacks, _ctypes_callback_function, _ctypes_function_handle, _no_compiled_path)
+    if _accel is None
+    else _compiled_backend(_accel)
+)
 
 
 #: How a walk handler's non-None result is written (value, address).

@@ -3,6 +3,9 @@
 Lowest layer above the ABI mirror (``_lib``): every other layer checks return codes with
 :func:`_check` / :func:`_fetch_error`. A Python exception raised into native code is kept by its
 error handle, so the same exception object comes back if the error returns unchanged.
+
+Also the one definition of the messages both backends raise (field reads and writes, callables,
+released objects): the compiled path calls the builders at the end of this module.
 """
 
 from __future__ import annotations
@@ -11,12 +14,38 @@ import builtins
 import ctypes
 import threading
 import traceback
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["Error", "ReleasedObjectError", "register_error", "_python_error_set_in_native", "_raise_into_native", "_released_object_error"]
+__all__ = [
+    "BACKEND_ERRORS",
+    "CONVERSION_FAILED",
+    "FIELD_ACCEPTS",
+    "Error",
+    "ReleasedObjectError",
+    "arity_error",
+    "field_delete_error",
+    "field_in_place_error",
+    "field_kind_error",
+    "field_not_an_object_error",
+    "field_overflow_error",
+    "field_read_only_error",
+    "field_released_error",
+    "field_value_error",
+    "int64_overflow_error",
+    "moved_result_error",
+    "naming_field",
+    "no_keywords_error",
+    "not_callable_error",
+    "register_error",
+    "value_type_error",
+    "walk_result_error",
+    "_python_error_set_in_native",
+    "_raise_into_native",
+    "_released_object_error",
+]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -218,7 +247,128 @@ class ReleasedObjectError(ValueError):
     released) was given where a value is sent to native code."""
 
 
+# =============================================================================================
+# The messages both backends raise, defined once
+# =============================================================================================
+# The ctypes path raises these where it fails; the compiled path (``_accel.c``) gets the
+# builders at init (``_accel_setup``: ``BACKEND_ERRORS``, by name) and calls them on its error
+# paths, so neither words a message of its own.
+_E = TypeVar("_E", bound=BaseException)
+
+
 def _released_object_error(v: Any) -> ReleasedObjectError:
+    """A wrapper that holds no reference, given where a value is sent to native code."""
     return ReleasedObjectError(
         f"the {type(v).__name__} object was moved or released (its wrapper holds no reference)"
     )
+
+
+def not_callable_error(fn: object) -> TypeError:
+    """A callable was expected (to make a native Function of)."""
+    return TypeError(f"{fn!r} is not callable")
+
+
+#: What a field written in place (kinds ``IN_PLACE_FIELD_KINDS``) takes, as its errors word it.
+#: A bool field takes what a bool argument takes (the native conversion): a bool or an int.
+FIELD_ACCEPTS = {"i64": "int", "f64": "float", "bool": "bool or int"}
+
+
+def value_type_error(kind: str, value: object) -> TypeError:
+    """``value`` cannot be stored in a field of layout ``kind`` (see ``FIELD_ACCEPTS``)."""
+    return TypeError(f"expected {FIELD_ACCEPTS[kind]}, got {type(value).__name__}")
+
+
+def int64_overflow_error(value: int) -> OverflowError:
+    """``value`` (an int) does not fit an int64 field."""
+    return OverflowError(f"{value} does not fit the int64 field")
+
+
+def naming_field(qualname: str, exc: _E) -> _E:
+    """``exc`` of a write to field ``qualname``, reworded to name the field."""
+    return type(exc)(f"field {qualname}: {exc}")
+
+
+def field_value_error(qualname: str, kind: str, value: object) -> TypeError:
+    """A write of ``value`` to the in-place field ``qualname`` of layout ``kind``."""
+    return naming_field(qualname, value_type_error(kind, value))
+
+
+def field_overflow_error(qualname: str, value: int) -> OverflowError:
+    """A write of an int that does not fit the int64 field ``qualname``."""
+    return naming_field(qualname, int64_overflow_error(value))
+
+
+def field_not_an_object_error(qualname: str, obj: object) -> TypeError:
+    """Field ``qualname`` read or written on something that is not an Object."""
+    return naming_field(qualname, TypeError(f"{obj!r} is not a TVM FFI object"))
+
+
+def field_released_error(qualname: str, obj: object) -> ReleasedObjectError:
+    """Field ``qualname`` read or written on a wrapper that holds no reference."""
+    return ReleasedObjectError(
+        f"cannot access field {qualname}: the {type(obj).__name__} object was moved or released"
+    )
+
+
+def field_read_only_error(qualname: str) -> AttributeError:
+    return AttributeError(f"field {qualname} is read-only")
+
+
+def field_delete_error(qualname: str) -> AttributeError:
+    return AttributeError(f"field {qualname} cannot be deleted")
+
+
+def field_kind_error(qualname: str, kind: str) -> ValueError:
+    """A field descriptor made with a layout that is not one of ``FIELD_KINDS``."""
+    return ValueError(f"Field {qualname}: unknown kind {kind}")
+
+
+def field_in_place_error(qualname: str, kind: str) -> ValueError:
+    """A field descriptor asked to write a layout in place that only the registry setter writes."""
+    return ValueError(f"Field {qualname}: kind {kind} cannot be written in place")
+
+
+def moved_result_error() -> ValueError:
+    """A structural map or mutate callback returned a wrapper that holds no reference."""
+    return ValueError("a callback returned an object that has been moved from")
+
+
+def walk_result_error(result: object) -> TypeError:
+    """A structural walk handler returned something other than a walk result."""
+    return TypeError(
+        "a structural walk handler must return WalkResult.ADVANCE, WalkResult.SKIP, "
+        f"WalkResult.interrupt_with(...) or None, not {result!r}"
+    )
+
+
+#: Kind and message of the native error a callback raises when even turning its Python
+#: exception into a native one failed (the compiled path keeps these bytes from init, as it
+#: cannot call Python then).
+CONVERSION_FAILED = (b"RuntimeError", b"error while converting a Python exception")
+
+#: The builders the compiled path calls, by the names ``_accel.c`` asks ``init`` for (each one
+#: must be given; tests/test_runtime_messages.py checks the two lists are the same).
+def arity_error(name: str, arity: int, given: int) -> TypeError:
+    """A native function called with the wrong number of arguments, in Python's words."""
+    plural = "" if arity == 1 else "s"
+    return TypeError(f"{name}() takes {arity} positional argument{plural} but {given} {'was' if given == 1 else 'were'} given")
+
+
+def no_keywords_error(name: str) -> TypeError:
+    """Keywords given to a native function whose parameters are positional-only."""
+    return TypeError(f"{name}() takes no keyword arguments")
+
+
+BACKEND_ERRORS: dict[str, Callable[..., BaseException]] = {
+    "not_callable": not_callable_error,
+    "field_value": field_value_error,
+    "field_overflow": field_overflow_error,
+    "field_not_an_object": field_not_an_object_error,
+    "field_released": field_released_error,
+    "field_read_only": field_read_only_error,
+    "field_delete": field_delete_error,
+    "field_kind": field_kind_error,
+    "field_in_place": field_in_place_error,
+    "arity": arity_error,
+    "no_keywords": no_keywords_error,
+}

@@ -12,6 +12,17 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, cas
 
 from . import _core, _lib
 from ._core import Object, _c_void_p
+from ._errors import (
+    field_delete_error,
+    field_in_place_error,
+    field_kind_error,
+    field_not_an_object_error,
+    field_read_only_error,
+    field_released_error,
+    int64_overflow_error,
+    naming_field,
+    value_type_error,
+)
 
 __all__ = [
     "FIELD_KINDS",
@@ -72,9 +83,9 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 def write_i64(addr: int, value: int) -> None:
     """Store an int field in place (what its registry setter does), refusing what does not fit."""
     if type(value) is not int:
-        value = _as_index(value, "int")
+        value = _as_index(value, "i64")
     if not _I64_MIN <= value <= _I64_MAX:
-        raise OverflowError(f"{value} does not fit the int64 field")
+        raise int64_overflow_error(value)
     _i64_at(addr).value = value
 
 
@@ -82,7 +93,7 @@ def write_f64(addr: int, value: float) -> None:
     """Store a float field in place; ints are accepted, other types are a TypeError."""
     if type(value) is not float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"expected float, got {type(value).__name__}")
+            raise value_type_error("f64", value)
         value = float(value)
     _f64_at(addr).value = value
 
@@ -91,15 +102,15 @@ def write_bool(addr: int, value: bool) -> None:
     """Store a bool field in place. It accepts what the native bool conversion (and so a bool
     argument) accepts: a bool, or an int (non-zero is true)."""
     if type(value) is not bool:
-        value = bool(_as_index(value, "bool or int"))
+        value = bool(_as_index(value, "bool"))
     _bool_at(addr).value = value
 
 
-def _as_index(value: Any, expected: str) -> int:
+def _as_index(value: Any, kind: str) -> int:
     try:
         return _index(value)
     except TypeError:
-        raise TypeError(f"expected {expected}, got {type(value).__name__}") from None
+        raise value_type_error(kind, value) from None
 
 
 from operator import index as _index  # noqa: E402
@@ -151,7 +162,7 @@ def _naming_field(exc: BaseException, qualname: str) -> BaseException:
     """``exc`` of a field write, reworded to name the field (a message that names it is kept)."""
     if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _core.ReleasedObjectError):
         return exc
-    return type(exc)(f"field {qualname}: {exc}")
+    return naming_field(qualname, exc)
 
 
 _FieldT = TypeVar("_FieldT", bound="ReadOnlyField[Any]")
@@ -207,9 +218,9 @@ class ReadOnlyField(Generic[_G]):
 
     def __init__(self, qualname: str, kind: str, offset: int, setter: Any = None, doc: Any = None) -> None:
         if kind not in _FIELD_READERS:
-            raise ValueError(f"Field {qualname}: unknown kind {kind}")
+            raise field_kind_error(qualname, kind)
         if setter is True and kind not in _FIELD_WRITERS:
-            raise ValueError(f"Field {qualname}: kind {kind} cannot be written in place")
+            raise field_in_place_error(qualname, kind)
         self.qualname = qualname
         self.kind = kind
         self.offset = offset
@@ -228,12 +239,10 @@ class ReadOnlyField(Generic[_G]):
 
     def _address(self, obj: Any) -> int:
         if not isinstance(obj, Object):
-            raise TypeError(f"field {self.qualname}: {obj!r} is not a TVM FFI object")
+            raise field_not_an_object_error(self.qualname, obj)
         h = obj._h
         if not h:
-            raise _core.ReleasedObjectError(
-                f"cannot access field {self.qualname}: the {type(obj).__name__} object was moved or released"
-            )
+            raise field_released_error(self.qualname, obj)
         return h + self.offset
 
     if TYPE_CHECKING:
@@ -260,18 +269,18 @@ class ReadOnlyField(Generic[_G]):
         def __set__(self, obj, value):
             setter = self._setter
             if setter is None:
-                raise AttributeError(f"field {self.qualname} is read-only")
+                raise field_read_only_error(self.qualname)
             if setter is True:
                 addr = self._address(obj)
                 try:
                     _FIELD_WRITERS[self.kind](addr, value)
                 except (TypeError, OverflowError) as exc:
-                    raise type(exc)(f"field {self.qualname}: {exc}") from None
+                    raise naming_field(self.qualname, exc) from None
             else:
                 setter(obj, value)  # the registry accessor refuses a released object itself
 
         def __delete__(self, obj):
-            raise AttributeError(f"field {self.qualname} cannot be deleted")
+            raise field_delete_error(self.qualname)
 
     if TYPE_CHECKING:
         # Read-only to the type checker: nothing can be assigned, even where the class has no
@@ -294,6 +303,15 @@ class Field(ReadOnlyField[_G], Generic[_G, _S]):
     if TYPE_CHECKING:
 
         def __set__(self, obj: Object, value: _S) -> None: ...
+
+
+def _ctypes_field(qualname: str, kind: str, offset: int, setter: Any, doc: Any) -> Any:
+    return cast("Any", (ReadOnlyField if setter is None else Field)(qualname, kind, offset, setter, doc))
+
+
+#: How a field descriptor is made, chosen once: the compiled ``_accel.Field`` when the fast
+#: path is in use (same behaviour, same messages), else the ctypes classes above.
+_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _core._accel is None else _core._accel.Field
 
 
 def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
@@ -328,10 +346,7 @@ def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | 
         setter = FieldAccess(type_key, name).set
     elif write is not None:
         raise ValueError(f"field {qualname}: write must be None, 'in_place' or 'registry', not {write!r}")
-    accel = _core._accel
-    if accel is not None:
-        return accel.Field(qualname, kind, offset, setter, _field_doc)
-    return cast("Any", (ReadOnlyField if write is None else Field)(qualname, kind, offset, setter, _field_doc))
+    return _new_field(qualname, kind, offset, setter, _field_doc)
 
 
 def registry_field(write: bool = False, name: str | None = None) -> Any:
@@ -354,10 +369,10 @@ class RegistryField(property):
         self._writable = writable
 
     def _read_only(self, obj: Object, value: Any) -> None:
-        raise AttributeError(f"field {self.qualname} is read-only")
+        raise field_read_only_error(self.qualname)
 
     def _no_delete(self, obj: Object) -> None:
-        raise AttributeError(f"field {self.qualname} cannot be deleted")
+        raise field_delete_error(self.qualname)
 
     def _get_doc(self) -> str | None:
         doc = self.__dict__.get("_doc")

@@ -21,6 +21,7 @@ from typing import Any, Callable, TypeVar
 
 from . import _core
 from ._core import Function, ffi_call, type_key_to_index, type_method
+from ._errors import arity_error, no_keywords_error
 from ._fastpath import accel as _accel
 
 __all__ = [
@@ -89,10 +90,10 @@ class GlobalFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             if self._kwbind is None:
-                raise TypeError(f"{_display_name(self)}() takes no keyword arguments")
+                raise no_keywords_error(_display_name(self))
             args = self._kwbind(*args, **kwargs)
         elif self._arity >= 0 and len(args) != self._arity:
-            raise TypeError(_arity_message(_display_name(self), self._arity, len(args)))
+            raise arity_error(_display_name(self), self._arity, len(args))
         c = self._c
         if c is None:
             c = self._resolve()
@@ -111,12 +112,6 @@ class GlobalFunction:
 
 def _display_name(f: GlobalFunction) -> str:
     return str(f.__dict__.get("__qualname__", f.name))
-
-
-def _arity_message(name: str, arity: int, given: int) -> str:
-    """Python's words for a wrong count (the compiled LazyFunction words it the same)."""
-    plural = "" if arity == 1 else "s"
-    return f"{name}() takes {arity} positional argument{plural} but {given} {'was' if given == 1 else 'were'} given"
 
 
 class TypeMethod(GlobalFunction):

@@ -22,6 +22,7 @@ from ._callback import (
     trampoline_function,
 )
 from ._core import Function, Object, TypeIndex
+from ._errors import moved_result_error, walk_result_error
 from ._structural_markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._structural_match import _Entry, _overlap
 from ._structural_context import HookCall, HookFrame, MutateContext, VisitContext
@@ -90,10 +91,7 @@ def _write_walk(result: Any, r: Any) -> None:
         result[0] = r._t
         result[1] = r._h
         return
-    raise TypeError(
-        "a structural walk handler must return WalkResult.ADVANCE, WalkResult.SKIP, "
-        f"WalkResult.interrupt_with(...) or None, not {r!r}"
-    )
+    raise walk_result_error(r)
 
 
 def _write_visit(result: Any, r: Any) -> None:
@@ -113,7 +111,7 @@ def _write_any(result: Any, r: Any) -> None:
     if isinstance(r, Object):
         h = r._h
         if not h:
-            raise ValueError("a callback returned an object that has been moved from")
+            raise moved_result_error()
         _IncRef(h)
         result[0] = r._t
         result[1] = h
@@ -315,7 +313,7 @@ def _checked_visit_result(r: Any) -> Any:
 def _checked_mutate_result(r: Any) -> Any:
     """A mutate hook's result: refuse a moved-from object."""
     if isinstance(r, Object) and not r._h:
-        raise ValueError("a callback returned an object that has been moved from")
+        raise moved_result_error()
     return r
 
 

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from . import _core, _lib
 from ._core import Object, TypeIndex, _check, _IncRef, _wrap
+from ._errors import field_released_error
 
 __all__ = [
     "FieldFlag",
@@ -326,10 +327,7 @@ class FieldAccessor:
         registry's getter and setter would touch address ``offset``)."""
         h = obj._h
         if not h:
-            raise _core.ReleasedObjectError(
-                f"cannot access field {self.type_key}.{self.name}: the {type(obj).__name__} object"
-                " was moved or released"
-            )
+            raise field_released_error(f"{self.type_key}.{self.name}", obj)
         return h + self.offset
 
     def get(self, obj: Object) -> Any:

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable, TypeAlias, TypeVar
 
 from ._core import Object
+from ._errors import walk_result_error
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
 from ._structural_match import _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
 from ._structural_context import ContextPolicy, HookCall, MutateContext, VisitContext, _Policies, _Run, _policies, _refcounts
@@ -175,10 +176,7 @@ def _walk_result(r: Any) -> int | VisitInterrupt:
         return r
     if (r.__class__ is WalkResult or r.__class__ is int) and r in (0, 1):
         return int(r)
-    raise TypeError(
-        "a structural walk handler must return WalkResult.ADVANCE, WalkResult.SKIP, "
-        f"WalkResult.interrupt_with(...) or None, not {r!r}"
-    )
+    raise walk_result_error(r)
 
 
 def _walk_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _Policies) -> VisitInterrupt | None:
