@@ -10,8 +10,6 @@ Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``Lis
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from . import _lib
 from ._core import (
     DataType,
@@ -32,18 +30,12 @@ from ._lib import LIB_PATH, LibraryLoadError, load_library
 from .containers import Array, Dict, List, Map, Shape
 from .enums import Enum, IntEnum, StrEnum
 from .module import Module
-from .tensor import Tensor
+from .tensor import DLPackExporter, Tensor
 from . import _typed as _typed  # installs Function.from_typed
 from . import copying as copying  # installs copy, deepcopy, pickle
 from . import interop as interop  # installs Object.__tvm_ffi_object__
 
 dtype = DataType
-
-
-class DLPackExporter(Protocol):
-    """Anything that exports DLPack (numpy arrays, torch tensors, ...): accepted as a Tensor."""
-
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 __version__ = "0.1.0"
 

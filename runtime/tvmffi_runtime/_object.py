@@ -65,6 +65,9 @@ else:
     _ObjectBase = _PyObjectBase if _accel is None else _accel.ObjectBase
 
 
+_Self = TypeVar("_Self", bound="Object")
+
+
 class Object(_ObjectBase):
     """A reference-counted TVM FFI object. The wrapper owns exactly one reference.
 
@@ -77,7 +80,7 @@ class Object(_ObjectBase):
     _type_key: ClassVar[str] = "ffi.Object"
     _type_index: ClassVar[int] = TypeIndex.OBJECT
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         # the type's __ffi_init__, through the calling layer
         _service("construct")(self, args, kwargs)
 
@@ -120,14 +123,14 @@ class Object(_ObjectBase):
         ``tvm_ffi`` converts arguments by); imports ``tvm_ffi`` on first use."""
         return _service("to_tvm_ffi")(self)
 
-    def __copy__(self) -> Any:
-        return _service("copy")(self)
+    def __copy__(self: _Self) -> _Self:
+        return _service("copy")(self)  # type: ignore[no-any-return]
 
-    def __deepcopy__(self, memo: Any = None) -> Any:
-        return _service("deepcopy")(self)
+    def __deepcopy__(self: _Self, memo: dict[int, object] | None = None) -> _Self:
+        return _service("deepcopy")(self)  # type: ignore[no-any-return]
 
-    def __reduce__(self) -> Any:
-        return _service("reduce")(self)
+    def __reduce__(self) -> tuple[Callable[[str], Any], tuple[str]]:
+        return _service("reduce")(self)  # type: ignore[no-any-return]
 
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 from . import _core, _lib
 from ._core import Object, TypeIndex
@@ -15,8 +15,8 @@ from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInt
 from ._structural_match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
 __all__ = [
-    "ContextPolicy", "HookCall", "HookFrame", "MutateContext", "VisitContext", "_Policies", "_Run", "_policies",
-    "_refcounts",
+    "ContextPolicy", "HookCall", "HookFrame", "MutateContext", "Policy", "VisitContext", "_Policies", "_Run",
+    "_policies", "_refcounts",
 ]
 
 
@@ -57,21 +57,26 @@ class ContextPolicy:
     Policies compose as a tuple ``(outer, inner)``: the outer policy wraps the inner one.
     """
 
-    types: tuple[Any, ...] = (object,)
+    types: tuple[object, ...] = (object,)
 
-    def enter(self, value: Any, ctx: Any) -> None:
+    # ``value: Any``: an override annotates the values its ``types`` select.
+    def enter(self, value: Any, ctx: VisitContext | MutateContext) -> None:
         """Called before default recursion into ``value``."""
 
-    def exit(self, value: Any, ctx: Any) -> None:
+    def exit(self, value: Any, ctx: VisitContext | MutateContext) -> None:
         """Called after default recursion into ``value`` (also when it raised)."""
 
-    def around(self, value: Any, ctx: Any, descend: Callable[[], Any]) -> Any:
+    def around(self, value: Any, ctx: VisitContext | MutateContext, descend: Callable[[], Any]) -> object:
         """Run ``descend()`` (the default recursion) between ``enter`` and ``exit``."""
         self.enter(value, ctx)
         try:
             return descend()
         finally:
             self.exit(value, ctx)
+
+
+#: A :class:`ContextPolicy`, or an ``(outer, ..., inner)`` tuple of them.
+Policy: TypeAlias = "ContextPolicy | tuple[Policy, ...]"
 
 
 class _Policies:
@@ -92,7 +97,7 @@ class _Policies:
         self.chain = tuple(chain)
         self.indices = tuple(dict.fromkeys(i for _, idx in chain for i in idx))
 
-    def wrap(self, value: Any, tindex: int, ctx: Any, descend: Callable[[], Any]) -> Any:
+    def wrap(self, value: object, tindex: int, ctx: VisitContext | MutateContext, descend: Callable[[], object]) -> Any:
         for p, idx in reversed(self.chain):
             if any(_matches(tindex, i) for i in idx):
                 descend = functools.partial(p.around, value, ctx, descend)
@@ -142,8 +147,12 @@ class VisitContext:
     """
 
     __slots__ = ("value", "_ti", "state", "_v", "_run")
+    #: The value the callback runs on.
+    value: Any
+    #: The ``state`` of the callbacks (the caller's own object).
+    state: Any
 
-    def __init__(self, value: Any, tindex: int, state: Any, visitor: _Borrowed, run: _Run) -> None:
+    def __init__(self, value: object, tindex: int, state: object, visitor: _Borrowed, run: _Run) -> None:
         self.value = value
         self._ti = tindex
         self.state = state
@@ -159,20 +168,20 @@ class VisitContext:
         """Default traversal of this value's children (its ``__s_visit__`` hook or fields)."""
         return self._default_visit(self.value, self._ti)
 
-    def default_visit(self, value: Any) -> VisitInterrupt | None:
+    def default_visit(self, value: object) -> VisitInterrupt | None:
         """Default traversal of ``value``'s children, bypassing callback dispatch for it."""
         if value is self.value:
             return self.visit_children()
         return self._default_visit(value, _tindex_of(value))
 
-    def _default_visit(self, value: Any, tindex: int) -> VisitInterrupt | None:
+    def _default_visit(self, value: object, tindex: int) -> VisitInterrupt | None:
         policy = self._run.policy
         v = self._live()
         if policy is None:
             return _call("ffi.StructuralVisitorDefaultVisit", v, value)  # type: ignore[no-any-return]
         return policy.wrap(value, tindex, self, lambda: _call("ffi.StructuralVisitorDefaultVisit", v, value))  # type: ignore[no-any-return]
 
-    def visit(self, child: Any) -> VisitInterrupt | None:
+    def visit(self, child: object) -> VisitInterrupt | None:
         """Visit ``child`` through the visitor (callbacks apply to it)."""
         return _call("ffi.StructuralVisitorVisit", self._live(), child)  # type: ignore[no-any-return]
 
@@ -182,7 +191,7 @@ class VisitContext:
         kind: int = _call("ffi.StructuralVisitorDefRegionKind", self._live())
         return _KINDS[kind]
 
-    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
+    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], object]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""
         return _call("ffi.StructuralVisitorWithDefRegionKind", self._live(), int(kind), fn)
 
@@ -203,12 +212,16 @@ class MutateContext:
     """
 
     __slots__ = ("value", "_ti", "state", "_m", "inplace_mode", "_run", "_borrowed")
+    #: The value the callback runs on.
+    value: Any
+    #: The ``state`` of the callbacks (the caller's own object).
+    state: Any
 
     def __init__(
         self,
-        value: Any,
+        value: object,
         tindex: int,
-        state: Any,
+        state: object,
         mutator: _Borrowed,
         mode: InplaceMode,
         run: _Run,
@@ -227,18 +240,18 @@ class MutateContext:
             raise RuntimeError("a MutateContext is valid only while its traversal runs")
         return self._m
 
-    def mutate(self, child: Any) -> Any:
+    def mutate(self, child: object) -> Any:
         """Mutate ``child`` through the mutator (callbacks apply), copy-on-write."""
         return _call("ffi.StructuralMutatorMutate", self._live(), child)
 
-    def default_mutate(self, value: Any = UNCHANGED) -> Any:
+    def default_mutate(self, value: object = UNCHANGED) -> Any:
         """Default mutation of ``value`` (default: this value), copy-on-write."""
         if value is UNCHANGED:
             value = self.value
         out = self._default(value, False)
         return value if out is UNCHANGED else out
 
-    def default_maybe_inplace_mutate(self, value: Any = UNCHANGED) -> Any:
+    def default_maybe_inplace_mutate(self, value: object = UNCHANGED) -> Any:
         """Default mutation of ``value`` (default: this value), in place when permitted."""
         if value is UNCHANGED:
             value = self.value
@@ -273,11 +286,11 @@ class MutateContext:
         out = policy.wrap(value, ti, self, descend)
         return UNCHANGED if _same(out, value) else out
 
-    def var_remap_get(self, var: Any) -> Any:
+    def var_remap_get(self, var: object) -> Any:
         """The replacement recorded for the identity ``var`` in this traversal, or None."""
         return _call("ffi.StructuralMutatorVarRemapGet", self._live(), var)
 
-    def var_remap_set(self, var: Any, new: Any) -> None:
+    def var_remap_set(self, var: object, new: object) -> None:
         """Record ``new`` as the replacement of the identity ``var`` (FreeVar / DAG node types)."""
         _call("ffi.StructuralMutatorVarRemapSet", self._live(), var, new)
 
@@ -287,7 +300,7 @@ class MutateContext:
         kind: int = _call("ffi.StructuralMutatorDefRegionKind", self._live())
         return _KINDS[kind]
 
-    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
+    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], object]) -> Any:
         """Run ``fn()`` with ``kind`` as the active region (no effect inside a pattern region)."""
         return _call("ffi.StructuralMutatorWithDefRegionKind", self._live(), int(kind), fn)
 

@@ -11,8 +11,8 @@ import warnings
 from typing import Any, Callable, ClassVar, Mapping, NamedTuple, TypeVar
 
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
-from ._structural_match import _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
-from ._structural_context import HookFrame, MutateContext, VisitContext
+from ._structural_match import Handlers, _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
+from ._structural_context import HookFrame, MutateContext, Policy, VisitContext
 
 __all__ = ["HookNameWarning", "MapperBase", "MutateCallbacks", "MutatorBase", "VisitCallbacks", "VisitorBase", "WalkerBase", "default_hook", "_HookBase"]
 
@@ -52,7 +52,7 @@ class _HookBase:
     #: Helper methods of the base that look like hooks but are not.
     _hook_reserved: ClassVar[frozenset[str]] = frozenset()
     #: A ContextPolicy (or an (outer, inner) tuple) wrapping default recursion.
-    context_policy: Any = None
+    context_policy: Policy | None = None
 
     @classmethod
     def _hook_table(cls) -> tuple[_HookSpec, ...]:
@@ -107,7 +107,7 @@ class _HookBase:
     def _bound_hooks(self) -> list[_Entry]:
         return [_Entry(s.indices, getattr(self, s.name), s.extra) for s in type(self)._hook_table()]
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         for name, hook in _near_hook_names(cls):
             warnings.warn(
@@ -204,11 +204,13 @@ class VisitorBase(_HookBase):
             raise RuntimeError(f"{type(self).__name__}: no structural visit hook is running")
         return found
 
-    def visit(self, child: Any) -> VisitInterrupt | None:
+    def visit(self, child: object) -> VisitInterrupt | None:
         """Visit ``child`` through the active visitor (hooks apply to it)."""
         return self.context.visit(child)
 
-    def default_visit_children(self, value: Any = UNCHANGED, def_region_kind: Any = None) -> VisitInterrupt | None:
+    def default_visit_children(
+        self, value: object = UNCHANGED, def_region_kind: DefRegionKind | int | None = None
+    ) -> VisitInterrupt | None:
         """Default child traversal of ``value`` (default: the hook's value).
 
         ``def_region_kind``, when given and different from the active one, is made active for
@@ -225,7 +227,7 @@ class VisitorBase(_HookBase):
         """The definition region active for the hook's value."""
         return self.context.def_region_kind
 
-    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
+    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], object]) -> Any:
         """Run ``fn()`` with ``kind`` as the active definition region."""
         return self.context.with_def_region_kind(kind, fn)
 
@@ -267,23 +269,23 @@ class MutatorBase(_HookBase):
         """Whether the hook's value may be mutated in place."""
         return self.context.inplace_mode
 
-    def mutate(self, child: Any) -> Any:
+    def mutate(self, child: object) -> Any:
         """Mutate ``child`` through the active mutator (hooks apply to it), copy-on-write."""
         return self.context.mutate(child)
 
-    def default_mutate(self, value: Any = UNCHANGED) -> Any:
+    def default_mutate(self, value: object = UNCHANGED) -> Any:
         """Default mutation of ``value`` (default: the hook's value), copy-on-write."""
         return self.context.default_mutate(value)
 
-    def default_maybe_inplace_mutate(self, value: Any = UNCHANGED) -> Any:
+    def default_maybe_inplace_mutate(self, value: object = UNCHANGED) -> Any:
         """Default mutation of ``value`` (default: the hook's value), in place when permitted."""
         return self.context.default_maybe_inplace_mutate(value)
 
-    def var_remap_get(self, var: Any) -> Any:
+    def var_remap_get(self, var: object) -> Any:
         """The replacement recorded for ``var`` in this traversal, or None."""
         return self.context.var_remap_get(var)
 
-    def var_remap_set(self, var: Any, new: Any) -> None:
+    def var_remap_set(self, var: object, new: object) -> None:
         """Record ``new`` as the replacement of ``var`` for the rest of this traversal."""
         self.context.var_remap_set(var, new)
 
@@ -291,7 +293,7 @@ class MutatorBase(_HookBase):
         """The definition region active for the hook's value."""
         return self.context.def_region_kind
 
-    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], Any]) -> Any:
+    def with_def_region_kind(self, kind: DefRegionKind | int, fn: Callable[[], object]) -> Any:
         """Run ``fn()`` with ``kind`` as the active definition region."""
         return self.context.with_def_region_kind(kind, fn)
 
@@ -307,7 +309,7 @@ class VisitCallbacks:
     default recursion.
     """
 
-    def __init__(self, state: Any, handlers: Any, policy: Any = None) -> None:
+    def __init__(self, state: object, handlers: Handlers, policy: Policy | None = None) -> None:
         self.state = state
         self.handlers = handlers
         self.policy = policy
@@ -322,7 +324,7 @@ class MutateCallbacks:
     default recursion.
     """
 
-    def __init__(self, state: Any, handlers: Any, policy: Any = None) -> None:
+    def __init__(self, state: object, handlers: Handlers, policy: Policy | None = None) -> None:
         self.state = state
         self.handlers = handlers
         self.policy = policy

@@ -32,7 +32,7 @@ class Unchanged:
     def __repr__(self) -> str:
         return "UNCHANGED"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[Unchanged], tuple[()]]:
         return (Unchanged, ())
 
 
@@ -79,7 +79,7 @@ class WalkResult(IntEnum):
     SKIP = 1
 
     @staticmethod
-    def interrupt_with(payload: Any = None) -> VisitInterrupt:
+    def interrupt_with(payload: object = None) -> VisitInterrupt:
         """An interrupt that stops the walk; ``structural_walk`` returns it (``.value`` = payload)."""
         return VisitInterrupt(payload)
 
@@ -107,7 +107,7 @@ class VisitInterrupt(Object):
 
     __slots__ = ()
 
-    def __init__(self, value: Any = None) -> None:
+    def __init__(self, value: object = None) -> None:
         made = _call("ffi.VisitInterrupt", value)
         self._h, self._t = made._h, made._t
         made._h = 0

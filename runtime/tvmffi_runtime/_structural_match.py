@@ -9,12 +9,12 @@ import inspect
 import sys
 import types
 import typing
-from typing import Any, Callable, Iterable, NamedTuple, cast
+from typing import Any, Callable, Iterable, NamedTuple, TypeAlias, cast
 
 from . import _lib
 from ._core import DataType, Device, Object, TypeIndex
 
-__all__ = ["on", "_Entry", "_annotation_indices", "_entries", "_first_match", "_flatten", "_matches", "_overlap", "_positional", "_resolve_annotation", "_same", "_tindex_of", "_type_depth"]
+__all__ = ["Handler", "Handlers", "on", "_Entry", "_annotation_indices", "_entries", "_first_match", "_flatten", "_matches", "_overlap", "_positional", "_resolve_annotation", "_same", "_tindex_of", "_type_depth"]
 
 
 # =============================================================================================
@@ -194,7 +194,7 @@ class on:  # noqa: N801 - reads as a verb at the call site: on(int, handler)
 
     __slots__ = ("tp", "fn")
 
-    def __init__(self, tp: Any, fn: Callable[..., Any]) -> None:
+    def __init__(self, tp: object, fn: Callable[..., object]) -> None:
         if not callable(fn):
             raise TypeError(f"on(): {fn!r} is not callable")
         self.tp = tp
@@ -202,6 +202,13 @@ class on:  # noqa: N801 - reads as a verb at the call site: on(int, handler)
 
     def __repr__(self) -> str:
         return f"on({self.tp!r}, {self.fn!r})"
+
+
+#: A typed handler: a callable whose first parameter's annotation selects the values it gets,
+#: or ``on(tp, fn)``.
+Handler: TypeAlias = "Callable[..., object] | on"
+#: One handler or several (a tuple or list, nested ones flattened; the first match wins).
+Handlers: TypeAlias = "Handler | tuple[Handlers, ...] | list[Handlers]"
 
 
 class _Entry(NamedTuple):

@@ -176,65 +176,61 @@ _map_plain = _value_trampoline(_write_any, kinded=False, write_none=True)
 _map_kind = _value_trampoline(_write_any, kinded=True, write_none=True)
 
 
-def _visit_cb(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
-    """(value, visitor); the payload is (adapter(value, ctx), run)."""
-    try:
-        adapter, run = _ENTRIES[key]
-        engine = run.engine(args[3] & _MASK64)
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED and _CLASSES.get(t) is not None:
-            h = args[1] & _MASK64
-            obj: Any = _new(_CLASSES[t])
-            obj._h = h
-            obj._t = t
-            ctx: VisitContext | None = None
-            try:
-                ctx = VisitContext(obj, t, run.state, engine, run)
-                r = adapter(obj, ctx)
-            finally:
-                ctx = None
-                if _grc(obj) > 2:
-                    _IncRef(h)
-                else:
-                    obj._h = 0
-        else:
-            value = args[1] if t == 1 else _slow_view(args, 0)
-            r = adapter(value, VisitContext(value, t, run.state, engine, run))
-        _write_visit(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001
-        return _fail(exc)
+def _context_trampoline(mutate: bool) -> Callable[[int, Any, int, Any], int]:
+    """A ctypes trampoline calling ``adapter(value, ctx)``, the payload being (adapter, run):
+    for a visit (arguments (value, visitor); ``ctx`` a VisitContext, the result None or a
+    VisitInterrupt) or, when ``mutate``, a mutate (arguments (value, mutator, inplace_mode);
+    ``ctx`` a MutateContext, the result any value).
+
+    An object of a known class is passed in a fresh borrowed wrapper that takes its own
+    reference only when the callback kept it. Per node, Python sees the trampoline,
+    ``run.engine``, the context's ``__init__``, the adapter and the result's writer.
+    """
+    write = _write_any if mutate else _write_visit
+    no_mode = InplaceMode.DISALLOW  # a visit has no in-place mode (and no argument 2 to read)
+
+    def trampoline(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
+        try:
+            adapter, run = _ENTRIES[key]
+            engine = run.engine(args[3] & _MASK64)
+            mode: InplaceMode = _MODES[args[5]] if mutate else no_mode
+            t = args[0] & _MASK32
+            if t >= 64 and t not in _CONVERTED and _CLASSES.get(t) is not None:
+                h = args[1] & _MASK64
+                obj: Any = _new(_CLASSES[t])
+                obj._h = h
+                obj._t = t
+                ctx: VisitContext | MutateContext | None = None
+                try:
+                    if mutate:
+                        ctx = MutateContext(obj, t, run.state, engine, mode, run, True)
+                    else:
+                        ctx = VisitContext(obj, t, run.state, engine, run)
+                    r = adapter(obj, ctx)
+                finally:
+                    ctx = None
+                    if _grc(obj) > 2:
+                        _IncRef(h)
+                    else:
+                        obj._h = 0
+            else:
+                value = args[1] if t == 1 else _slow_view(args, 0)
+                r = adapter(
+                    value,
+                    MutateContext(value, t, run.state, engine, mode, run, False)
+                    if mutate
+                    else VisitContext(value, t, run.state, engine, run),
+                )
+            write(result, r)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - every exception crosses as an error
+            return _fail(exc)
+
+    return trampoline
 
 
-def _mutate_cb(key: int, args: _Slots, nargs: int, result: _Slots) -> int:
-    """(value, mutator, inplace_mode); the payload is (adapter(value, ctx), run)."""
-    try:
-        adapter, run = _ENTRIES[key]
-        engine = run.engine(args[3] & _MASK64)
-        mode: InplaceMode = _MODES[args[5]]
-        t = args[0] & _MASK32
-        if t >= 64 and t not in _CONVERTED and _CLASSES.get(t) is not None:
-            h = args[1] & _MASK64
-            obj: Any = _new(_CLASSES[t])
-            obj._h = h
-            obj._t = t
-            ctx: MutateContext | None = None
-            try:
-                ctx = MutateContext(obj, t, run.state, engine, mode, run, True)
-                r = adapter(obj, ctx)
-            finally:
-                ctx = None
-                if _grc(obj) > 2:
-                    _IncRef(h)
-                else:
-                    obj._h = 0
-        else:
-            value = args[1] if t == 1 else _slow_view(args, 0)
-            r = adapter(value, MutateContext(value, t, run.state, engine, mode, run, False))
-        _write_any(result, r)
-        return 0
-    except BaseException as exc:  # noqa: BLE001
-        return _fail(exc)
+_visit_cb = _context_trampoline(mutate=False)
+_mutate_cb = _context_trampoline(mutate=True)
 
 
 _T_WALK_PLAIN = _CALLBACK(_walk_plain)

@@ -8,7 +8,7 @@ Depends only on the ABI mirror and errors; no object registry (a string object c
 from __future__ import annotations
 
 import ctypes
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from . import _lib
 from ._errors import _check, _fetch_error
@@ -132,7 +132,7 @@ class DataType(str):
     def __repr__(self) -> str:
         return f"DataType({str.__repr__(self)})"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[DataType], tuple[str]]:
         return (DataType, (str(self),))
 
 

@@ -114,11 +114,11 @@ class _SeqBase(Object, Generic[T]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._items()!r})"
 
-    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
-        return self._items().index(value, start, len(self) if stop is None else stop)
+    def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
+        return cast("list[object]", self._items()).index(value, start, len(self) if stop is None else stop)
 
-    def count(self, value: Any) -> int:
-        return self._items().count(value)
+    def count(self, value: object) -> int:
+        return cast("list[object]", self._items()).count(value)
 
     def __reversed__(self) -> Iterator[T]:
         return reversed(self._items())
@@ -149,11 +149,11 @@ class List(_SeqBase[T], MutableSequence[T]):
     def __setitem__(self, i: int, value: T) -> None: ...
     @overload
     def __setitem__(self, i: slice, value: Iterable[T]) -> None: ...
-    def __setitem__(self, i: int | slice, value: Any) -> None:
+    def __setitem__(self, i: int | slice, value: T | Iterable[T]) -> None:
         n = len(self)
         if isinstance(i, slice):
             start, stop, step = i.indices(n)
-            values = list(value)
+            values = list(cast("Iterable[T]", value))
             if step == 1:
                 stop = max(stop, start)
                 _call("ffi.ListReplaceSlice", self, start, stop, List(values))

@@ -14,11 +14,13 @@ is not copy-constructible, a Function, a Tensor, a type without a JSON creator),
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ._core import Function, Object, TypeIndex, get_global_func, set_object_service, type_attr_value
 
 __all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy"]
+
+_O = TypeVar("_O", bound=Object)
 
 #: Containers without ``__ffi_shallow_copy__``: type index -> constructor, and whether the
 #: constructor takes flattened key/value pairs.
@@ -50,35 +52,35 @@ def _rebuilt_container(obj: Any, ctor: str, pairs: bool) -> Any:
     return _global(ctor)(*items)
 
 
-def shallow_copy(obj: Object) -> Any:
+def shallow_copy(obj: _O) -> _O:
     """A new object with the same field values as ``obj`` (``copy.copy``)."""
     if _is_enum_entry(obj):
         return obj
     copier = type_attr_value(obj.type_index, "__ffi_shallow_copy__")
     if isinstance(copier, Function):
-        return copier(obj)
+        return copier(obj)  # type: ignore[no-any-return]  # the same type
     container = _CONTAINER_CTORS.get(obj.type_index)
     if container is not None:
-        return _rebuilt_container(obj, *container)
+        return _rebuilt_container(obj, *container)  # type: ignore[no-any-return]
     raise TypeError(
         f"copy.copy: {obj.type_key} has no __ffi_shallow_copy__ (its C++ type is not"
         " copy-constructible, or the library registers no way to copy it)"
     )
 
 
-def deep_copy(obj: Object) -> Any:
+def deep_copy(obj: _O) -> _O:
     """A copy of the whole graph under ``obj`` (``copy.deepcopy``), by ``ffi.DeepCopy``."""
     if _is_enum_entry(obj):
         return obj
     try:
-        return _global("ffi.DeepCopy")(obj)
+        return _global("ffi.DeepCopy")(obj)  # type: ignore[no-any-return]
     except RuntimeError as exc:
         if getattr(exc, "kind", None) != "InternalError":  # not the library's refusal
             raise
         raise TypeError(f"copy.deepcopy: {obj.type_key} cannot be deep-copied: {exc}") from exc
 
 
-def reduce_object(obj: Object) -> tuple[Any, tuple[str]]:
+def reduce_object(obj: Object) -> tuple[Callable[[str], Any], tuple[str]]:
     """``__reduce__``: rebuild from the object's JSON graph (``ffi.ToJSONGraphString``)."""
     try:
         text = _global("ffi.ToJSONGraphString")(obj, None)

@@ -166,6 +166,6 @@ class Module(Object):
         path = self.path
         return f"Module(kind={kind!r}, path={path!r})" if path is not None else f"Module(kind={kind!r})"
 
-    def __call__(self, name: str, *args: Any) -> Any:
+    def __call__(self, name: str, *args: object) -> Any:
         """Call the function ``name`` with ``args``."""
         return ffi_call(self.get_function(name).c_handle, args, name)

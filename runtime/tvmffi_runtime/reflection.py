@@ -10,13 +10,14 @@ from __future__ import annotations
 import ctypes
 import json
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from . import _core, _lib
 from ._core import Object, TypeIndex, _check, _IncRef, _wrap
 from ._errors import field_released_error
 
 __all__ = [
+    "JSON",
     "FieldFlag",
     "FieldInfo",
     "MethodInfo",
@@ -54,13 +55,18 @@ def _text(ba: _lib.TVMFFIByteArray) -> str:
     return _lib.read_byte_array(ba).decode("utf-8", "replace")
 
 
-def _json_or_none(text: str) -> Any:
+#: A parsed JSON value (what member metadata holds).
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+
+
+def _json_or_none(text: str) -> JSON:
     if not text:
         return None
     try:
-        return json.loads(text)
+        value: JSON = json.loads(text)
     except ValueError:
         return None
+    return value
 
 
 @dataclass(frozen=True)
@@ -74,9 +80,9 @@ class FieldInfo:
     alignment: int
     offset: int
     static_type_index: int
-    metadata: Any = None
+    metadata: JSON = None
     has_default: bool = False
-    default: Any = None
+    default: object = None
     default_is_factory: bool = False
 
     @property
@@ -92,7 +98,7 @@ class FieldInfo:
         return not self.flags & FieldFlag.INIT_OFF
 
     @property
-    def type_schema(self) -> Any:
+    def type_schema(self) -> JSON:
         """The field's type schema (``{"type": ..., "args": [...]}``) if the registry has one."""
         return _type_schema(self.metadata)
 
@@ -104,21 +110,22 @@ class MethodInfo:
     name: str
     doc: str
     flags: int
-    metadata: Any = None
+    metadata: JSON = None
 
     @property
     def is_static(self) -> bool:
         return bool(self.flags & FieldFlag.IS_STATIC_METHOD)
 
     @property
-    def type_schema(self) -> Any:
+    def type_schema(self) -> JSON:
+        """The method's type schema (``{"type": ..., "args": [...]}``) if the registry has one."""
         return _type_schema(self.metadata)
 
 
-def _type_schema(metadata: Any) -> Any:
+def _type_schema(metadata: JSON) -> JSON:
     """The ``type_schema`` entry of a member's metadata; None when the metadata is not a JSON object."""
     if isinstance(metadata, dict):
-        return cast("dict[str, Any]", metadata).get("type_schema")
+        return metadata.get("type_schema")
     return None
 
 
@@ -154,7 +161,7 @@ def _read_type_info(ptr: Any) -> TypeInfo:
     for i in range(ti.num_fields):
         f = ti.fields[i]
         has_default = bool(f.flags & FieldFlag.HAS_DEFAULT)
-        default: Any = None
+        default: object = None
         if has_default:
             try:
                 default = _any_view_value(f.default_value_or_factory)
@@ -244,8 +251,10 @@ def global_function_metadata(name: str) -> dict[str, Any]:
         return {}
     if raw is None:
         return {}
-    value = _json_or_none(str(raw)) if isinstance(raw, str) else raw
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+    if isinstance(raw, str):
+        value = _json_or_none(str(raw))
+        return value if isinstance(value, dict) else {}
+    return cast("dict[str, Any]", raw) if isinstance(raw, dict) else {}
 
 
 #: Type attribute columns readers commonly want.
@@ -341,7 +350,7 @@ class FieldAccessor:
         _check(self.getter(addr, ctypes.addressof(out)))
         return _core.owned_from_buffer(out, 0)
 
-    def set(self, obj: Object, value: Any) -> None:
+    def set(self, obj: Object, value: object) -> None:
         """Write the field of ``obj`` (conversion and checks done by the registry's setter)."""
         if self.setter is None:
             raise AttributeError(f"{self.type_key}.{self.name} has no setter")
@@ -374,6 +383,6 @@ def get_field(obj: Object, name: str) -> Any:
     return _accessor(obj, name).get(obj)
 
 
-def set_field(obj: Object, name: str, value: Any) -> None:
+def set_field(obj: Object, name: str, value: object) -> None:
     """Write field ``name`` of ``obj`` by reflection."""
     _accessor(obj, name).set(obj, value)

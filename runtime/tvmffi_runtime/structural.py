@@ -30,13 +30,13 @@ that import one way: ``_structural_markers`` (markers, enums) → ``_structural_
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeAlias, TypeVar
+from typing import Any, Callable, TypeVar
 
 from ._core import Object
 from ._errors import walk_result_error
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
-from ._structural_match import _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
-from ._structural_context import ContextPolicy, HookCall, MutateContext, VisitContext, _Policies, _Run, _policies, _refcounts
+from ._structural_match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
+from ._structural_context import ContextPolicy, HookCall, MutateContext, Policy, VisitContext, _Policies, _Run, _policies, _refcounts
 from ._structural_native import (
     _T_MAP_KIND,
     _T_MAP_PLAIN,
@@ -103,13 +103,8 @@ def _order(order: WalkOrder | str | int, what: str) -> WalkOrder:
     return WalkOrder(int(order))
 
 
-#: A typed handler: a callable whose first parameter's annotation selects the values it gets,
-#: or ``on(tp, fn)``.
-Handler: TypeAlias = "Callable[..., object] | on"
-#: One handler or several (a tuple or list, nested ones flattened; the first match wins).
-Handlers: TypeAlias = "Handler | tuple[Handlers, ...] | list[Handlers]"
-#: A :class:`ContextPolicy`, or an ``(outer, ..., inner)`` tuple of them.
-Policy: TypeAlias = "ContextPolicy | tuple[Policy, ...]"
+# Handler, Handlers (typed handlers) and Policy (context policies) are defined where the layers
+# below need them (_structural_match, _structural_context).
 
 _ENTRY_OF_BASE = {
     "WalkerBase": "structural_walk", "VisitorBase": "structural_visit",
@@ -438,7 +433,7 @@ def _run_mutate(
 # =============================================================================================
 # Benchmark helper
 # =============================================================================================
-def walk_count_nodes(root: Any, node_type: Any = Object) -> int:
+def walk_count_nodes(root: object, node_type: object = Object) -> int:
     """Number of values of ``node_type`` (default: every object) in a pre-order walk of ``root``.
 
     One typed handler; per matching node the engine calls it through the walk trampoline (one

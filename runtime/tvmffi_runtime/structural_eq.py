@@ -102,8 +102,8 @@ class AccessStep(Object):
         return AccessKind(get_field(self, "kind"))
 
     @property
-    def key(self) -> Any:
-        """The attribute name, array index or map key."""
+    def key(self) -> object:
+        """The attribute name (str), array index (int) or map key (any value)."""
         return get_field(self, "key")
 
 

@@ -37,14 +37,27 @@ import importlib
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _core, _lib
 from ._convert import set_dlpack_importer
 from ._core import DataType, Device, Object, TypeIndex, _check, _dtype_from_packed
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["Tensor", "tensor_handle_from_dlpack"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from typing_extensions import CapsuleType
+
+__all__ = ["DLPackExporter", "Tensor", "tensor_handle_from_dlpack"]
+
+
+class DLPackExporter(Protocol):
+    """Anything that exports DLPack (numpy arrays, torch tensors, ...): accepted as a Tensor."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> object: ...
+
+
+DLPackExporter.__module__ = "tvmffi_runtime"  # its public home (reprs, docs)
 
 _api = ctypes.pythonapi
 _CapsuleGetPointer = _api["PyCapsule_GetPointer"]
@@ -105,7 +118,7 @@ def _call_dlpack(obj: Any) -> Any:
         return dlpack()  # a pre-1.0 producer: no max_version keyword
 
 
-def tensor_handle_from_dlpack(obj: Any) -> int:
+def tensor_handle_from_dlpack(obj: DLPackExporter) -> int:
     """An owned Tensor handle viewing ``obj``'s memory through its ``__dlpack__`` (no copy)."""
     if isinstance(obj, Tensor):
         _lib.ObjectIncRef(obj._h)
@@ -119,7 +132,7 @@ def tensor_handle_from_dlpack(obj: Any) -> int:
         # numpy cannot export ml_dtypes.bfloat16: export the bit pattern, relabel it below.
         import numpy as np
 
-        capsule = _call_dlpack(obj.view(np.uint16))
+        capsule = _call_dlpack(cast("npt.NDArray[Any]", obj).view(np.uint16))  # an array: _is_np_bfloat16
         override = _BF16
     out = ctypes.c_void_p()
     if _CapsuleIsValid(capsule, _NAME_V):
@@ -194,8 +207,8 @@ def _sweep_exported() -> None:
         _release_unconsumed(capsule)
 
 
-def _new_capsule(ptr: int, name: bytes) -> Any:
-    capsule = _CapsuleNew(ptr, name, None)
+def _new_capsule(ptr: int, name: bytes) -> CapsuleType:
+    capsule: CapsuleType = _CapsuleNew(ptr, name, None)
     with _exported_lock:
         _exported.append(capsule)
         sweep = len(_exported) >= _sweep_at
@@ -222,7 +235,7 @@ class _Relabelled:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.tensor.__dlpack_device__()
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
+    def __dlpack__(self, **kwargs: Any) -> CapsuleType:
         return self.tensor._export(kwargs.get("max_version"), self.dtype)
 
 
@@ -235,13 +248,13 @@ class Tensor(Object):
 
     __slots__ = ()
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: DLPackExporter) -> None:
         """View any object that has ``__dlpack__`` (a numpy array, another Tensor) without copying."""
         self._h = tensor_handle_from_dlpack(source)
         self._t = TypeIndex.TENSOR
 
     @staticmethod
-    def from_dlpack(source: Any) -> Tensor:
+    def from_dlpack(source: DLPackExporter) -> Tensor:
         """A Tensor viewing ``source`` (anything with ``__dlpack__``) without copying."""
         return Tensor(source)
 
@@ -330,11 +343,11 @@ class Tensor(Object):
     def __dlpack__(
         self,
         *,
-        stream: Any = None,
+        stream: object = None,
         max_version: tuple[int, int] | None = None,
-        dl_device: Any = None,
+        dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> Any:
+    ) -> CapsuleType:
         """A DLPack capsule viewing this tensor (versioned when ``max_version`` >= 1.0).
 
         ``stream`` is ignored (no device synchronisation); ``copy=True`` and a ``dl_device``
@@ -348,7 +361,7 @@ class Tensor(Object):
             )
         return self._export(max_version, None)
 
-    def _export(self, max_version: Any, dtype: tuple[int, int, int] | None) -> Any:
+    def _export(self, max_version: Any, dtype: tuple[int, int, int] | None) -> CapsuleType:
         out = ctypes.c_void_p()
         if max_version is not None and tuple(max_version)[0] >= 1:
             _check(_lib.TensorToDLPackVersioned(self._h, ctypes.byref(out)))
@@ -362,7 +375,7 @@ class Tensor(Object):
             _set_dtype(_lib.DLManagedTensor.from_address(out.value).dl_tensor, dtype)
         return _new_capsule(out.value, _NAME)
 
-    def numpy(self) -> Any:
+    def numpy(self) -> npt.NDArray[Any]:
         """A numpy array viewing the same memory (CPU tensors only)."""
         import numpy as np
 
@@ -373,7 +386,7 @@ class Tensor(Object):
             return np.from_dlpack(_Relabelled(self, _U16)).view(bf16)
         return np.from_dlpack(self)
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> npt.NDArray[Any]:
         """``numpy.asarray(t)`` views the tensor (copies only for a dtype change or ``copy=True``)."""
         arr = self.numpy()
         if dtype is not None and arr.dtype != dtype:
