@@ -175,13 +175,13 @@ class Function(Object):
     _c: ctypes.c_void_p
     _name: str
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError(
             "Function cannot be constructed directly; use Function.get_global, "
             "Function.from_typed or Function.from_packed"
         )
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: object) -> Any:
         if _accel is not None:
             return _accel.call(self._h, args, self)
         try:

@@ -87,7 +87,7 @@ class GlobalFunction:
         self._c = f.c_handle
         return self._c
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         if kwargs:
             if self._kwbind is None:
                 raise no_keywords_error(_display_name(self))
@@ -99,7 +99,7 @@ class GlobalFunction:
             c = self._resolve()
         return ffi_call(c, args, self.name)
 
-    def __get__(self, obj: object, owner: type | None = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> GlobalFunction | types.MethodType:
         # a class attribute is a method, as a def is
         return self if obj is None else types.MethodType(self, obj)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
@@ -47,6 +47,9 @@ from ._functions import (
     registry_method,
 )
 from .structural import UNCHANGED, default_hook
+
+if TYPE_CHECKING:
+    from .module import Module
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
@@ -415,7 +418,7 @@ def load_package_library(package: str, path: str) -> ctypes.CDLL:
         raise ImportError(f"{package}: {exc}") from None
 
 
-def load_package_module(package: str, path: str) -> Any:
+def load_package_module(package: str, path: str) -> Module:
     """The library of a generated package as a Module (for its exported functions)."""
     from .module import Module
 
