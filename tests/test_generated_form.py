@@ -334,3 +334,25 @@ def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
         "named(): missing a required argument: 'x'",
         "__main__.defaulted: a native function takes no defaults or keyword-only parameters",
     ]
+
+
+@PATHS
+def test_construction_adopts_the_result_and_a_second_init_releases_the_first(pure: bool) -> None:
+    proc = _run(
+        """
+        import tvmffi_runtime as rt
+        import tvmffi_testing.testing as t
+
+        pair = t.TestIntPair(1, 2)
+        held = rt.Array([pair])  # a second owner of the first native object
+        print(t.object_use_count(held[0]))
+        pair.__init__(3, 4)  # now owns a new object; its reference to the first is released
+        print(pair.a, pair.b, held[0].a, t.object_use_count(held[0]))
+        auto = t.TestCxxAutoInit(1, c=3)
+        print(auto.a, auto.c, auto.d)
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # held[0] makes a temporary wrapper: one more reference while it is counted
+    assert proc.stdout.split() == ["3", "3", "4", "1", "2", "1", "3", "99"]

@@ -59,6 +59,7 @@ SAMPLE_ARGS: dict[str, tuple[Any, ...]] = {
     "field_in_place": ("QQQ", "KKK"),
     "arity": ("QQQ", 987654321, 987654321),
     "no_keywords": ("QQQ",),
+    "init_result": ("QQQ", _Sentinel()),
 }
 
 

@@ -89,11 +89,13 @@ enum {
   E_FIELD_IN_PLACE,      /* (qualname, kind) */
   E_ARITY,               /* (function name, arity, given) */
   E_NO_KEYWORDS,         /* (function name) */
+  E_INIT_RESULT,         /* (type key, value) */
   E_COUNT
 };
 static const char* error_names[E_COUNT] = {
     "not_callable", "field_value", "field_overflow", "field_not_an_object", "field_released",
-    "field_read_only", "field_delete", "field_kind", "field_in_place", "arity", "no_keywords"};
+    "field_read_only", "field_delete", "field_kind", "field_in_place", "arity", "no_keywords",
+    "init_result"};
 static PyObject* error_makers[E_COUNT];
 /* (kind, message) bytes of the native error raised when converting a callback's exception
    fails (_errors.CONVERSION_FAILED): kept, as Python may not be callable then */
@@ -680,6 +682,37 @@ static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nar
   PyObject* r = call_packed(fh, &PyTuple_GET_ITEM(seq, 0), PyTuple_GET_SIZE(seq), nargs == 3 ? args[2] : Py_None);
   Py_DECREF(seq);
   return r;
+}
+
+/* construct(self, handle, args, name, type_key): call the __ffi_init__ Function ``handle`` on the
+   tuple ``args`` and make ``self`` own the object it returns, with no wrapper made in between
+   (a reference ``self`` held before is released). */
+static PyObject* accel_construct(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 5 || !is_object(args[0]) || !PyTuple_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "construct(self: Object, handle, args: tuple, name, type_key)");
+    return NULL;
+  }
+  void* fh = handle_of(args[1]);
+  if (fh == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "construct: null function handle");
+    return NULL;
+  }
+  FFIAny result;
+  if (call_raw(fh, &PyTuple_GET_ITEM(args[2], 0), PyTuple_GET_SIZE(args[2]), args[3], &result) < 0) return NULL;
+  if (result.type_index < TI_OBJECT_BEGIN) {
+    PyObject* value = owned_to_py(&result);
+    if (value == NULL) return NULL;
+    RAISE_ERROR(E_INIT_RESULT, args[4], value);
+    Py_DECREF(value);
+    return NULL;
+  }
+  ObjectBase* self = (ObjectBase*)args[0];
+  void* old = self->h;
+  self->h = result.v_ptr;
+  self->t = result.type_index;
+  self->cb = NULL;
+  if (old != NULL) ffi_decref(old);
+  Py_RETURN_NONE;
 }
 
 /* view_items(address, count) -> list: the values of ``count`` consecutive borrowed Anys at
@@ -1534,6 +1567,8 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
 static PyMethodDef accel_methods[] = {
     {"init", accel_init, METH_VARARGS, "init(addresses, hooks): connect to libtvm_ffi and the Python runtime."},
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
+    {"construct", (PyCFunction)(void (*)(void))accel_construct, METH_FASTCALL,
+     "construct(self, handle, args, name, type_key): self owns what __ffi_init__ returns"},
     {"view_items", (PyCFunction)(void (*)(void))accel_view_items, METH_FASTCALL,
      "view_items(address, count) -> list of the values of count borrowed Anys"},
     {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,

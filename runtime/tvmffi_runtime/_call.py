@@ -181,14 +181,21 @@ class Function(Object):
             "Function.from_typed or Function.from_packed"
         )
 
-    def __call__(self, *args: object) -> Any:
-        if _accel is not None:
-            return _accel.call(self._h, args, self)
-        try:
-            c = self._c
-        except AttributeError:
-            c = self._c = _c_void_p(self._h)
-        return ffi_call(c, args, self)
+    # the backend is chosen once, here: no per-call test of which path runs
+    if _accel is not None:
+        _compiled_call = _accel.call
+
+        def __call__(self, *args: object) -> Any:
+            return self._compiled_call(self._h, args, self)
+
+    else:
+
+        def __call__(self, *args: object) -> Any:
+            try:
+                c = self._c
+            except AttributeError:
+                c = self._c = _c_void_p(self._h)
+            return _ffi_call_py(c, args, self)
 
     @property
     def c_handle(self) -> ctypes.c_void_p:

@@ -34,6 +34,7 @@ __all__ = [
     "field_read_only_error",
     "field_released_error",
     "field_value_error",
+    "init_result_error",
     "int64_overflow_error",
     "moved_result_error",
     "naming_field",
@@ -359,6 +360,11 @@ def no_keywords_error(name: str) -> TypeError:
     return TypeError(f"{name}() takes no keyword arguments")
 
 
+def init_result_error(type_key: str, value: object) -> TypeError:
+    """A type's ``__ffi_init__`` returned something other than an object."""
+    return TypeError(f"{type_key}.__ffi_init__ returned {type(value).__name__}, not an object")
+
+
 BACKEND_ERRORS: dict[str, Callable[..., BaseException]] = {
     "not_callable": not_callable_error,
     "field_value": field_value_error,
@@ -371,4 +377,5 @@ BACKEND_ERRORS: dict[str, Callable[..., BaseException]] = {
     "field_in_place": field_in_place_error,
     "arity": arity_error,
     "no_keywords": no_keywords_error,
+    "init_result": init_result_error,
 }

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
+from ._errors import init_result_error
 from ._fields import (
     FIELD_KINDS,
     IN_PLACE_FIELD_KINDS,
@@ -114,34 +115,46 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-_INITS: dict[str, ctypes.c_void_p] = {}
+#: type key -> (address of its __ffi_init__ Function, the name its argument errors give)
+_INITS: dict[str, tuple[int, str]] = {}
 _INIT_KEEP: list[Function] = []
 
 
-def _init_handle(type_key: str) -> ctypes.c_void_p:
-    c = _INITS.get(type_key)
-    if c is not None:
-        return c
+def _init_entry(type_key: str) -> tuple[int, str]:
+    entry = _INITS.get(type_key)
+    if entry is not None:
+        return entry
     index = type_key_to_index(type_key)
     # type_method finds an explicit refl::init method or the auto-init type attribute
     f = None if index is None else type_method(index, "__ffi_init__")
     if f is None:
         raise TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
     _INIT_KEEP.append(f)
-    c = _INITS[type_key] = f.c_handle
-    return c
+    entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
+    return entry
 
 
-def _adopt(self: Object, made: Any, type_key: str) -> None:
+def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str, type_key: str) -> None:
+    """The pure-ctypes ``_accel.construct``: ``self`` owns what ``__ffi_init__`` returns."""
+    made = ffi_call(ctypes.c_void_p(handle), args, name)
     if not isinstance(made, Object):
-        raise TypeError(f"{type_key}.__ffi_init__ returned {type(made).__name__}, not an object")
+        raise init_result_error(type_key, made)
+    old = getattr(self, "_h", 0)  # unset on a new pure-ctypes wrapper
     self._h, self._t = made._h, made._t
     made._h = 0
+    if old:
+        _core._DecRef(old)
+
+
+_construct_into: Callable[[Object, int, tuple[object, ...], str, str], None] = (
+    _construct_py if _core._accel is None else _core._accel.construct
+)
 
 
 def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
     """Initialise ``self`` with the type's ``__ffi_init__`` called on positional ``args``."""
-    _adopt(self, ffi_call(_init_handle(type_key), args, f"{type_key}.__init__"), type_key)
+    handle, name = _init_entry(type_key)
+    _construct_into(self, handle, args, name, type_key)
 
 
 def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ...]) -> None:
@@ -152,11 +165,11 @@ def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ..
         if value is not MISSING:
             args.append(key)
             args.append(value)
+    handle, name = _init_entry(type_key)
     try:
-        made = ffi_call(_init_handle(type_key), args, f"{type_key}.__init__")
+        _construct_into(self, handle, tuple(args), name, type_key)
     except (TypeError, ValueError) as exc:
         raise _auto_argument_error(self, type_key, named, args, exc) from exc.__cause__
-    _adopt(self, made, type_key)
 
 
 def _auto_argument_error(
