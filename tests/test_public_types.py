@@ -74,6 +74,7 @@ ALLOWED: dict[str, str] = {
     # what a native function returns (its schema types the generated def, not the runtime)
     "tvmffi_runtime._call:Function.__call__:return": _NATIVE,
     "tvmffi_runtime._functions:GlobalFunction.__call__:return": _NATIVE,
+    "tvmffi_runtime._fields:read_object:return": _NATIVE + " (an ObjectRef field may hold a String or Bytes object, read as str or bytes)",
     "tvmffi_runtime.gen:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
     # protocols and overridable hooks
     "tvmffi_runtime:DLPackExporter.__dlpack__:args": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",
@@ -87,17 +88,11 @@ ALLOWED: dict[str, str] = {
 #: should get. Listed so that the check holds now and fails once they are typed (then drop them).
 PENDING: dict[str, str] = {
     "tvmffi_runtime._fields:FieldAccess.get:return": "stays Any (move to ALLOWED): " + _NATIVE,
-    "tvmffi_runtime._fields:FieldAccess.set:value": "object",
     "tvmffi_runtime._fields:ReadOnlyField.__init__:doc": "str | Callable[[str], str] | None (_field_doc is passed)",
     "tvmffi_runtime._fields:ReadOnlyField.__init__:setter": "bool | Callable[[Object, object], None] | None (True: in place; FieldAccess.set: registry)",
-    "tvmffi_runtime._fields:RegistryField.__doc__:value": "str | None",
-    "tvmffi_runtime._fields:UnboundField.__get__:owner": "type | None",
-    "tvmffi_runtime._fields:UnboundField.__get__:return": "UnboundField (read on an instance it raises)",
     "tvmffi_runtime._fields:UnboundField.bind:return": "the bound descriptor: RegistryField | ReadOnlyField[Any] | Field[Any, Any] (or object)",
-    "tvmffi_runtime._fields:field:args": "*args: str | int | None ((kind, offset) or (type_key, name, kind, offset[, write]))",
     "tvmffi_runtime._fields:field:return": "stays Any (move to ALLOWED): a class-body declaration typed by the annotation it is assigned to",
     "tvmffi_runtime._fields:read_any:return": "stays Any (move to ALLOWED): " + _NATIVE,
-    "tvmffi_runtime._fields:read_object:return": "Object | None",
     "tvmffi_runtime._fields:registry_field:return": "stays Any (move to ALLOWED): a class-body declaration typed by the annotation it is assigned to",
 }
 

@@ -150,7 +150,7 @@ class FieldAccess:
         acc = self._acc or self._resolve()
         return acc.get(obj)
 
-    def set(self, obj: Object, value: Any) -> None:
+    def set(self, obj: Object, value: object) -> None:
         acc = self._acc or self._resolve()
         try:
             acc.set(obj, value)
@@ -314,7 +314,7 @@ def _ctypes_field(qualname: str, kind: str, offset: int, setter: Any, doc: Any) 
 _new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _core._accel is None else _core._accel.Field
 
 
-def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
+def field(*args: str | int, write: str | None = None, name: str | None = None) -> Any:
     """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
     ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
@@ -329,11 +329,25 @@ def field(*args: Any, write: str | None = None, name: str | None = None) -> Any:
     """
     if len(args) == 2:
         kind, offset = args
+        if not isinstance(kind, str) or not isinstance(offset, int):
+            raise TypeError(f"field(kind, offset): expected (str, int), got {_arg_types(args)}")
         return UnboundField(kind, offset, write, name)
     if len(args) in (4, 5) and name is None:
         type_key, reg_name, kind, offset = args[:4]
-        return _bound_field(type_key, reg_name, kind, offset, args[4] if len(args) == 5 else write)
+        legacy_write = args[4] if len(args) == 5 else write
+        if not (
+            isinstance(type_key, str) and isinstance(reg_name, str) and isinstance(kind, str)
+            and isinstance(offset, int) and (legacy_write is None or isinstance(legacy_write, str))
+        ):
+            raise TypeError(
+                f"field(type_key, name, kind, offset[, write]): expected (str, str, str, int[, str]), got {_arg_types(args)}"
+            )
+        return _bound_field(type_key, reg_name, kind, offset, legacy_write)
     raise TypeError(f"field() takes (kind, offset) or (type_key, name, kind, offset), got {len(args)} arguments")
+
+
+def _arg_types(args: tuple[object, ...]) -> str:
+    return f"({', '.join(type(a).__name__ for a in args)})"
 
 
 def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | None) -> Any:
@@ -380,7 +394,7 @@ class RegistryField(property):
             doc = self.__dict__["_doc"] = _field_doc(self.qualname)
         return doc
 
-    def _set_doc(self, value: Any) -> None:
+    def _set_doc(self, value: str | None) -> None:
         pass  # property.__init__ stores the getter's doc; the registry's is shown instead
 
     # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
@@ -422,7 +436,7 @@ class UnboundField:
             return RegistryField(type_key, self.name, self.write is not None)
         return _bound_field(type_key, self.name, self.kind, self.offset, self.write)
 
-    def __get__(self, obj: object, owner: Any = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> UnboundField:
         if obj is None:
             return self
         where = self.owner.__name__ if self.owner is not None else "?"
