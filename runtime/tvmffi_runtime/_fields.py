@@ -216,7 +216,14 @@ class ReadOnlyField(Generic[_G]):
 
     __slots__ = ("qualname", "kind", "offset", "_read", "_setter", "_doc")
 
-    def __init__(self, qualname: str, kind: str, offset: int, setter: Any = None, doc: Any = None) -> None:
+    def __init__(
+        self,
+        qualname: str,
+        kind: str,
+        offset: int,
+        setter: bool | Callable[[Object, object], None] | None = None,
+        doc: str | Callable[[str], str] | None = None,
+    ) -> None:
         if kind not in _FIELD_READERS:
             raise field_kind_error(qualname, kind)
         if setter is True and kind not in _FIELD_WRITERS:
@@ -232,7 +239,7 @@ class ReadOnlyField(Generic[_G]):
         doc = self._doc
         if callable(doc):
             doc = self._doc = doc(self.qualname)
-        return doc  # type: ignore[no-any-return]
+        return doc
 
     # help() and inspect.getdoc() show the field's documentation (from the registry, on demand)
     __doc__ = property(_documentation)  # pyright: ignore[reportAssignmentType]
@@ -430,7 +437,8 @@ class UnboundField:
         if self.name is None:
             self.name = attr
 
-    def bind(self, type_key: str) -> Any:
+    def bind(self, type_key: str) -> object:
+        """The runtime descriptor that takes this declaration's place in the class of ``type_key``."""
         assert self.name is not None, "bind() before __set_name__"
         if self.kind is None or self.offset is None:
             return RegistryField(type_key, self.name, self.write is not None)
