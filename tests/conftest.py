@@ -22,6 +22,13 @@ TVM_FFI_INCLUDE = TVM_FFI_LIBDIR.parent / "include"
 TESTING_LIB = TVM_FFI_LIBDIR / "libtvm_ffi_testing.so"
 
 
+def accel_source() -> str:
+    """The compiled fast path's whole C source: ``_accel.c`` and the parts it includes."""
+    package = ROOT / "runtime" / "tvmffi_runtime"
+    parts = sorted((package / "_accel_parts").glob("*.h"))
+    return "\n".join(p.read_text() for p in [package / "_accel.c", *parts])
+
+
 def cxx_flags() -> list[str]:
     """Compiler flags for a library built against the apache-tvm-ffi headers."""
     dlpack = TVM_FFI_LIBDIR.parent / "3rdparty" / "dlpack" / "include"

@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, accel_source
 
 PACKAGE = ROOT / "runtime" / "tvmffi_runtime"
 
@@ -71,7 +71,7 @@ def test_callback_modes_match_the_compiled_backend() -> None:
     this keeps the two numbering the same."""
     from tvmffi_runtime import _callback
 
-    enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", (PACKAGE / "_accel.c").read_text())
+    enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", accel_source())
     assert enum is not None
     c_modes = {name.strip(): int(value) for name, value in (m.split("=") for m in enum.group(1).split(","))}
     py_modes = {
@@ -91,7 +91,7 @@ def test_one_table_of_field_kinds() -> None:
     from tvmffi_runtime import gen
     from tvmffi_gen import model
 
-    source = (PACKAGE / "_accel.c").read_text()
+    source = accel_source()
     table = re.search(r"static const char\* field_kinds\[\] = \{([^}]*)\};", source)
     enum = re.search(r"enum \{ (F_I64[^}]*)\};", source)
     assert table is not None and enum is not None

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, accel_source
 from tvmffi_runtime import _callback, _core, _errors, _fields
 from tvmffi_runtime.structural import move, structural_mutate, structural_walk
 
@@ -25,7 +25,7 @@ if str(ROOT / "generated") not in sys.path:
 from tvmffi_testing import testing as T  # noqa: E402
 from tvmffi_testing.visitors import Mutator  # noqa: E402
 
-ACCEL_SOURCE = (ROOT / "runtime" / "tvmffi_runtime" / "_accel.c").read_text()
+ACCEL_SOURCE = accel_source()
 
 
 def test_compiled_path_asks_init_for_every_builder_by_name() -> None:
