@@ -270,21 +270,26 @@ static void* handle_of(PyObject* h) {
   return p;
 }
 
+/* The Function handle ``h`` names, ready to call (init() done, not null); NULL with an error
+   naming ``what`` otherwise. */
+static void* callable_handle(PyObject* h, const char* what) {
+  if (!initialised) {
+    PyErr_SetString(PyExc_RuntimeError, "tvmffi_runtime._accel: init() was not called");
+    return NULL;
+  }
+  void* fh = handle_of(h);
+  if (fh == NULL && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: null function handle", what);
+  return fh;
+}
+
 /* call(handle, args, name=None): what _core.ffi_call does, for any handle form. */
 static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 2 || nargs > 3) {
     PyErr_SetString(PyExc_TypeError, "call(handle, args, name=None)");
     return NULL;
   }
-  if (!initialised) {
-    PyErr_SetString(PyExc_RuntimeError, "tvmffi_runtime._accel: init() was not called");
-    return NULL;
-  }
-  void* fh = handle_of(args[0]);
-  if (fh == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "call: null function handle");
-    return NULL;
-  }
+  void* fh = callable_handle(args[0], "call");
+  if (fh == NULL) return NULL;
   /* a tuple snapshot: packing may run Python code that changes a list given here */
   PyObject* seq = PyTuple_CheckExact(args[1]) ? Py_NewRef(args[1]) : PySequence_Tuple(args[1]);
   if (seq == NULL) return NULL;
@@ -301,11 +306,8 @@ static PyObject* accel_construct(PyObject* mod, PyObject* const* args, Py_ssize_
     PyErr_SetString(PyExc_TypeError, "construct(self: Object, handle, args: tuple, name, type_key)");
     return NULL;
   }
-  void* fh = handle_of(args[1]);
-  if (fh == NULL) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "construct: null function handle");
-    return NULL;
-  }
+  void* fh = callable_handle(args[1], "construct");
+  if (fh == NULL) return NULL;
   FFIAny result;
   if (call_raw(fh, &PyTuple_GET_ITEM(args[2], 0), PyTuple_GET_SIZE(args[2]), args[3], &result) < 0) return NULL;
   if (result.type_index < TI_OBJECT_BEGIN) {
