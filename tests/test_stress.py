@@ -221,6 +221,33 @@ def test_global_replaced_while_other_threads_look_it_up() -> None:
     assert_clean(proc)
 
 
+REENTRANT_REPLACE_SCRIPT = """
+import tvmffi_runtime as rt
+from tvmffi_runtime import reflection
+
+class ReplacesOnDelete:  # its death replaces the name again, from inside the first replacement
+    def __del__(self):
+        rt.Function.register_global("stress_registry.reentrant", lambda: 3, override=True)
+
+for _ in range(50):
+    rt.Function.register_global("stress_registry.reentrant", lambda keep=ReplacesOnDelete(): 1, override=True)
+    rt.Function.register_global("stress_registry.reentrant", lambda: 2, override=True)
+    assert rt.get_global_func("stress_registry.reentrant")() == 3
+names = reflection.list_global_functions()  # walks the table's iteration list
+assert names.count("stress_registry.reentrant") == 1, names.count("stress_registry.reentrant")
+print("OK")
+"""
+
+
+def test_replaced_function_whose_release_replaces_the_same_name_again() -> None:
+    # The library unlinks the table entry, overwrites its Function, then links it back: when
+    # the overwrite released the last reference inside the update, the callable's release could
+    # re-register the name mid-update, and the table's iteration list became a loop (listing
+    # the globals hung). register_global now releases the replaced Function after the update.
+    proc = run_child(REENTRANT_REPLACE_SCRIPT, timeout=30)
+    assert_clean(proc)
+
+
 # =============================================================================================
 # Objects created on one thread and dropped on another
 # =============================================================================================
