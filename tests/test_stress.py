@@ -179,6 +179,76 @@ def test_eight_threads_calls_callbacks_and_fields() -> None:
 
 
 # =============================================================================================
+# One global name replaced and looked up by 8 threads at once
+# =============================================================================================
+REGISTRY_SCRIPT = """
+import sys, threading, traceback
+import tvmffi_runtime as rt
+
+N_THREADS = 8
+ITERS = int(sys.argv[1])
+sys.setswitchinterval(1e-5)
+rt.Function.register_global("stress_registry.shared", lambda x: x * 100, override=True)
+barrier = threading.Barrier(N_THREADS)
+errors = []
+
+def worker(tid):
+    try:
+        barrier.wait()
+        for i in range(ITERS):
+            rt.Function.register_global("stress_registry.shared", lambda x, t=tid: x * 100 + t, override=True)
+            got = rt.get_global_func("stress_registry.shared")(i)
+            assert got // 100 == i and 0 <= got % 100 < N_THREADS, got
+    except BaseException:
+        errors.append(traceback.format_exc())
+
+threads = [threading.Thread(target=worker, args=(t,)) for t in range(N_THREADS)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(120)
+    assert not t.is_alive(), "a worker thread hung"
+assert not errors, errors[0]
+print("OK")
+"""
+
+
+def test_global_replaced_while_other_threads_look_it_up() -> None:
+    # libtvm_ffi's global table has no lock: a lookup racing a replacement used to take a
+    # reference to the Function being deleted (a crash calling its freed callback) or read the
+    # table mid-update (heap corruption). Before the fix this crashed in most runs.
+    proc = run_child(REGISTRY_SCRIPT, "30000", timeout=120)
+    assert_clean(proc)
+
+
+REENTRANT_REPLACE_SCRIPT = """
+import tvmffi_runtime as rt
+from tvmffi_runtime import reflection
+
+class ReplacesOnDelete:  # its death replaces the name again, from inside the first replacement
+    def __del__(self):
+        rt.Function.register_global("stress_registry.reentrant", lambda: 3, override=True)
+
+for _ in range(50):
+    rt.Function.register_global("stress_registry.reentrant", lambda keep=ReplacesOnDelete(): 1, override=True)
+    rt.Function.register_global("stress_registry.reentrant", lambda: 2, override=True)
+    assert rt.get_global_func("stress_registry.reentrant")() == 3
+names = reflection.list_global_functions()  # walks the table's iteration list
+assert names.count("stress_registry.reentrant") == 1, names.count("stress_registry.reentrant")
+print("OK")
+"""
+
+
+def test_replaced_function_whose_release_replaces_the_same_name_again() -> None:
+    # The library unlinks the table entry, overwrites its Function, then links it back: when
+    # the overwrite released the last reference inside the update, the callable's release could
+    # re-register the name mid-update, and the table's iteration list became a loop (listing
+    # the globals hung). register_global now releases the replaced Function after the update.
+    proc = run_child(REENTRANT_REPLACE_SCRIPT, timeout=30)
+    assert_clean(proc)
+
+
+# =============================================================================================
 # Objects created on one thread and dropped on another
 # =============================================================================================
 CROSS_THREAD_SCRIPT = """

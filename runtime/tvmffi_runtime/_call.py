@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
@@ -41,6 +42,7 @@ _IncRef = _lib.ObjectIncRef
 _FunctionCall = _lib.FunctionCall
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
+_REGISTRY_LOCK = threading.RLock()  # Function.register_global's updates of the global table
 
 
 def _no_callbacks(f: Callable[..., Any], packed: bool) -> Function:
@@ -222,7 +224,14 @@ class Function(Object):
         """Register a Python callable (or a Function) as global function ``name``."""
         func = f if isinstance(f, Function) else Function.from_typed(f)
         data = name.encode()
-        rc = _lib.FunctionSetGlobal(_byref(_lib.byte_array(data)), func._h, 1 if override else 0)
+        # The replaced Function is released after the table update, not inside it: its deleter
+        # can run Python code (which may replace the same name again, or let another thread do
+        # so) while the table's entry is unlinked mid-update, corrupting the table. One update at
+        # a time, so the Function kept here is the one the update replaces.
+        with _REGISTRY_LOCK:
+            replaced = get_global_func(name, allow_missing=True) if override else None
+            rc = _lib.FunctionSetGlobal(_byref(_lib.byte_array(data)), func._h, 1 if override else 0)
+        del replaced
         _check(rc)
         return func
 

@@ -216,9 +216,11 @@ def fail_into_native(exc: BaseException) -> int:
 def _delete_callback(self_key: int) -> None:
     try:
         with _callbacks_lock:
-            _CALLBACKS.pop(self_key, None)
+            entry = _CALLBACKS.pop(self_key, None)
     except Exception:  # interpreter shutdown
-        pass
+        return
+    # released outside the lock: the callable's release can run Python that makes callbacks
+    del entry
 
 
 _SAFE_CALL_TRAMPOLINE = _lib.SAFE_CALL(_safe_call)

@@ -304,10 +304,14 @@ ErrorCreate = _proto(
     ctypes.c_int,
     [ctypes.POINTER(TVMFFIByteArray)] * 3 + [ctypes.POINTER(_vp)],
 )
-FunctionGetGlobal = _proto(
+# The global function table has no lock of its own (function.cc: updates are to be "explicitly
+# locked from the caller"): a lookup racing a replacement can take a reference to a Function that
+# is being deleted, or read the table mid-update. Both calls keep the GIL (PyDLL), which makes
+# them atomic to other Python threads, as the tvm_ffi package's Cython binding does.
+FunctionGetGlobal = _proto_gil(
     "TVMFFIFunctionGetGlobal", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(_vp)]
 )
-FunctionSetGlobal = _proto(
+FunctionSetGlobal = _proto_gil(
     "TVMFFIFunctionSetGlobal", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), _vp, ctypes.c_int]
 )
 # Callback arguments arrive as plain addresses (ints): cheaper than POINTER objects.
