@@ -1,5 +1,8 @@
 """When native calls release the GIL (``set_release_gil``), seen from inside the native call.
 
+The default, ``"always"``, releases it on every call; the opt-in ``"auto"`` keeps it when no
+other thread could want it. The scenarios below run under ``"auto"`` unless they say otherwise.
+
 The probe library asks CPython whether the calling thread holds the GIL while the call runs
 (``gil.held``), and calls a Python callback from a native worker thread it waits for
 (``gil.call_on_thread``): the case that would deadlock if the GIL were kept. Each scenario runs in
@@ -25,6 +28,7 @@ import sys, threading
 import tvmffi_runtime as rt
 rt.load_library(sys.argv[1])
 held = rt.get_global_func("gil.held")
+default = rt.set_release_gil(sys.argv[2])
 """
 
 
@@ -33,7 +37,9 @@ def probe() -> Path:
     return build_shared("gil_probe", PROBE_SOURCE, extra=["-ldl"])
 
 
-def _run(probe: Path, body: str, pure: bool = False, extra_env: dict[str, str] | None = None) -> list[str]:
+def _run(
+    probe: Path, body: str, pure: bool = False, extra_env: dict[str, str] | None = None, policy: str = "auto"
+) -> list[str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "runtime"), os.environ.get("PYTHONPATH", "")]))
     env.pop("TVMFFI_RUNTIME_PURE", None)
     env.pop("TVMFFI_RUNTIME_RELEASE_GIL", None)
@@ -42,7 +48,7 @@ def _run(probe: Path, body: str, pure: bool = False, extra_env: dict[str, str] |
     env.update(extra_env or {})
     script = PRELUDE + textwrap.dedent(body)
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(probe)], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, "-c", script, str(probe), policy], capture_output=True, text=True, timeout=60, env=env
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -58,15 +64,17 @@ needs_compiled = pytest.mark.skipif(not _compiled(), reason="the GIL policy is t
 
 
 @needs_compiled
-def test_a_lone_thread_keeps_the_gil_over_a_call(probe: Path) -> None:
-    assert _run(probe, "print(held(), rt.set_release_gil('auto'))") == ["1", "auto"]
+def test_by_default_every_call_releases_it(probe: Path) -> None:
+    assert _run(probe, "print(held(), default)", policy="always") == ["0", "always"]
 
 
 @needs_compiled
-def test_always_releases_it(probe: Path) -> None:
+def test_auto_keeps_it_over_a_call_of_a_lone_thread(probe: Path) -> None:
+    assert _run(probe, "print(held(), default)") == ["1", "always"]
+    out = _run(probe, "print(held(), default)", policy="always", extra_env={"TVMFFI_RUNTIME_RELEASE_GIL": "auto"})
+    assert out == ["0", "auto"]  # the environment chose auto at import; the script then set always
     out = _run(probe, "rt.set_release_gil('always'); print(held()); rt.set_release_gil('auto'); print(held())")
     assert out == ["0", "1"]
-    assert _run(probe, "print(held())", extra_env={"TVMFFI_RUNTIME_RELEASE_GIL": "always"}) == ["0"]
 
 
 @needs_compiled
@@ -136,7 +144,7 @@ def test_another_binding_imported_makes_calls_release_it(probe: Path) -> None:
 
 
 def test_the_pure_path_always_releases_it(probe: Path) -> None:
-    assert _run(probe, "print(held(), rt.set_release_gil('auto'))", pure=True) == ["0", "always"]
+    assert _run(probe, "print(held(), rt.set_release_gil('auto'))", pure=True) == ["0", "auto"]
 
 
 def test_a_bad_policy_is_refused_by_name() -> None:

@@ -433,12 +433,17 @@ _release_gil: ReleaseGil = "always"  # what the pure path does (ctypes releases 
 def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
     """When native calls release the GIL; returns the previous policy.
 
-    ``"auto"`` (the default of the compiled path; ``TVMFFI_RUNTIME_RELEASE_GIL`` sets it at
-    import) keeps the GIL over a call when no other thread can want it meanwhile: this is the
-    only Python thread, and native code holds no Python callable (none made by this runtime, and
-    no other binding such as ``tvm_ffi`` imported). Otherwise, or with ``"always"``, every call
-    releases it, so other threads run while native code does. Ctrl-C works either way. On the
-    pure-ctypes path every call releases the GIL, whatever the policy.
+    ``"always"`` (the default) releases it around every native call, so other threads run while
+    native code does, and native threads that need Python (a callback, a DLPack deleter of numpy
+    or torch, a signal check) get it. ``"auto"`` (opt-in; ``TVMFFI_RUNTIME_RELEASE_GIL=auto``
+    sets it at import) keeps it over a call when no thread could want it meanwhile as far as the
+    runtime can see: this is the only Python thread, no Python callable made by this runtime is
+    alive, and no other binding such as ``tvm_ffi`` is imported. That saves two GIL hand-offs
+    per call, but hangs a program whose native code, while the call waits for it, lets a worker
+    thread take the GIL by a way the runtime cannot see: releasing a numpy array it was given
+    through DLPack, or checking signals from that thread. Use it for libraries that do not.
+    Ctrl-C reaches the calling thread either way. On the pure-ctypes path every call releases
+    the GIL, whatever the policy.
     """
     global _release_gil
     if policy not in ("auto", "always"):
@@ -450,9 +455,8 @@ def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
     return previous
 
 
-if _accel is not None:
-    _release_gil = "auto"
-    set_release_gil("always" if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "always" else "auto")
+if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "auto":
+    set_release_gil("auto")
 
 register_class(TypeIndex.FUNCTION, Function)
 set_object_service("construct", _construct)

@@ -47,63 +47,50 @@ class SchemaAllTypes(_rt.Object):
 
     v_bool: _gen.Field[bool, bool] = _gen.field("bool", 24, write="in_place")
     """bool field. Registry field: ``testing.SchemaAllTypes.v_bool``."""
-    ...
 
     v_int: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """int field. Registry field: ``testing.SchemaAllTypes.v_int``."""
-    ...
 
     v_float: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
     """float field. Registry field: ``testing.SchemaAllTypes.v_float``."""
-    ...
 
     v_device: _gen.Field[_rt.Device, _rt.Device] = _gen.registry_field(write=True)
     """device field. Registry field: ``testing.SchemaAllTypes.v_device``."""
-    ...
 
     v_dtype: _gen.Field[_rt.DataType, _rt.DataType | str] = _gen.registry_field(write=True)
     """dtype field. Registry field: ``testing.SchemaAllTypes.v_dtype``."""
-    ...
 
     v_string: _gen.Field[str, str] = _gen.field("any", 64, write="registry")
     """string field. Registry field: ``testing.SchemaAllTypes.v_string``."""
-    ...
 
     v_bytes: _gen.Field[bytes, bytes] = _gen.field("any", 80, write="registry")
     """bytes field. Registry field: ``testing.SchemaAllTypes.v_bytes``."""
-    ...
 
     v_opt_int: _gen.Field[int | None, int | None] = _gen.registry_field(write=True)
     """optional int. Registry field: ``testing.SchemaAllTypes.v_opt_int``."""
-    ...
 
     v_opt_str: _gen.Field[str | None, str | None] = _gen.registry_field(write=True)
     """optional str. Registry field: ``testing.SchemaAllTypes.v_opt_str``."""
-    ...
 
     v_arr_int: _gen.Field[_rt.Array[int], _abc.Sequence[int]] = _gen.field(
         "object", 128, write="registry"
     )
     """array<int>. Registry field: ``testing.SchemaAllTypes.v_arr_int``."""
-    ...
 
     v_arr_str: _gen.Field[_rt.Array[str], _abc.Sequence[str]] = _gen.field(
         "object", 136, write="registry"
     )
     """array<str>. Registry field: ``testing.SchemaAllTypes.v_arr_str``."""
-    ...
 
     v_map_str_int: _gen.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _gen.field(
         "object", 144, write="registry"
     )
     """map<str,int>. Registry field: ``testing.SchemaAllTypes.v_map_str_int``."""
-    ...
 
     v_map_str_arr_int: _gen.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
     ] = _gen.field("object", 152, write="registry")
     """map<str,array<int>>. Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``."""
-    ...
 
     v_variant: _gen.Field[
         str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
@@ -112,7 +99,6 @@ class SchemaAllTypes(_rt.Object):
 
     Registry field: ``testing.SchemaAllTypes.v_variant``.
     """
-    ...
 
     v_opt_arr_variant: _gen.Field[
         _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
@@ -121,7 +107,6 @@ class SchemaAllTypes(_rt.Object):
 
     Registry field: ``testing.SchemaAllTypes.v_opt_arr_variant``.
     """
-    ...
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -170,15 +155,12 @@ class TestCompare(_rt.Object):
 
     key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCompare.key`` (read-only)."""
-    ...
 
     name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCompare.name`` (read-only)."""
-    ...
 
     ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
         """Construct through ``testing.TestCompare.__ffi_init__``."""
@@ -193,11 +175,9 @@ class TestCustomCompare(_rt.Object):
 
     key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
-    ...
 
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
@@ -212,11 +192,9 @@ class TestCustomHash(_rt.Object):
 
     key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
-    ...
 
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestCustomHash.__ffi_init__``."""
@@ -231,19 +209,15 @@ class TestCxxAutoInit(_rt.Object):
 
     a: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.a``."""
-    ...
 
     b: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.b``."""
-    ...
 
     c: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.c``."""
-    ...
 
     d: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.d``."""
-    ...
 
     def __init__(self, a: int, d: int = 99, *, c: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -258,15 +232,12 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
-    ...
 
     y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
-    ...
 
     z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
-    ...
 
     def __init__(self) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -281,23 +252,18 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     p_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
-    ...
 
     p_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
-    ...
 
     k_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
-    ...
 
     k_default: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
-    ...
 
     hidden: _gen.Field[int, int] = _gen.field("i64", 56, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
-    ...
 
     def __init__(
         self,
@@ -328,11 +294,9 @@ class TestCxxAutoInitParent(_rt.Object):
 
     parent_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
-    ...
 
     parent_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
-    ...
 
     def __init__(self, parent_required: int, parent_default: int = 5) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -354,11 +318,9 @@ class TestCxxAutoInitSimple(_rt.Object):
 
     x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
-    ...
 
     y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
-    ...
 
     def __init__(self, x: int, y: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -373,11 +335,9 @@ class TestCxxClassBase(_rt.Object):
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassBase.v_i64``."""
-    ...
 
     v_i32: _gen.Field[int, int] = _gen.field("i32", 32, write="registry")
     """Registry field: ``testing.TestCxxClassBase.v_i32``."""
-    ...
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -392,11 +352,9 @@ class TestCxxClassHiddenField(_rt.Object):
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
-    ...
 
     v_i32: _gen.Field[int, int] = _gen.field("i32", 40, write="registry")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
-    ...
 
     def __init__(self, v_i64: int, v_i32: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -418,7 +376,6 @@ class TestCxxClassPolymorphic(_rt.Object):
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
-    ...
 
     def __init__(self, v_i64: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -435,11 +392,9 @@ class TestCxxEnumHolder(_rt.Object):
         "object", 24, write="registry"
     )
     """Registry field: ``testing.TestCxxEnumHolder.priority``."""
-    ...
 
     opcode: _gen.Field[TestCxxStrEnum, TestCxxStrEnum] = _gen.field("object", 32, write="registry")
     """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
-    ...
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -461,15 +416,12 @@ class TestCxxInitSubset(_rt.Object):
 
     required_field: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.required_field``."""
-    ...
 
     optional_field: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
-    ...
 
     note: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestCxxInitSubset.note``."""
-    ...
 
     def __init__(self, required_field: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -490,19 +442,15 @@ class TestCxxKwOnly(_rt.Object):
 
     x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.x``."""
-    ...
 
     y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.y``."""
-    ...
 
     z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.z``."""
-    ...
 
     w: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.w``."""
-    ...
 
     def __init__(self, *, x: int, y: int, z: int, w: int = 100) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -526,11 +474,9 @@ class TestCxxNoAutoInit(_rt.Object):
 
     x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.x``."""
-    ...
 
     y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.y``."""
-    ...
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -545,11 +491,9 @@ class TestDeepCopyEdges(_rt.Object):
 
     v_any: _gen.Field[_t.Any, _t.Any] = _gen.field("any", 24, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
-    ...
 
     v_obj: _gen.Field[_rt.Object, _rt.Object] = _gen.field("object", 40, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
-    ...
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -571,11 +515,9 @@ class TestEqWithoutHash(_rt.Object):
 
     key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
-    ...
 
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: str, /) -> None:
         """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
@@ -601,15 +543,12 @@ class TestHash(_rt.Object):
 
     key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestHash.key`` (read-only)."""
-    ...
 
     name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestHash.name`` (read-only)."""
-    ...
 
     hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: str, _2: int, /) -> None:
         """Construct through ``testing.TestHash.__ffi_init__``."""
@@ -624,11 +563,9 @@ class TestIntPair(_rt.Object):
 
     a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Field `a`. Registry field: ``testing.TestIntPair.a`` (read-only)."""
-    ...
 
     b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Field `b`. Registry field: ``testing.TestIntPair.b`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: int, /) -> None:
         """Construct through ``testing.TestIntPair.__ffi_init__``."""
@@ -648,7 +585,6 @@ class TestNonCopyable(_rt.Object):
 
     value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, /) -> None:
         """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
@@ -663,15 +599,12 @@ class TestObjectBase(_rt.Object):
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
-    ...
 
     v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field("f64", 32)
     """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
-    ...
 
     v_str: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestObjectBase.v_str``."""
-    ...
 
     def __init__(self, v_i64: int = 10, v_f64: float = 10.0, v_str: str = "hello") -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -699,13 +632,11 @@ class TestObjectPtrHolder(_rt.Object):
 
     value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field("object", 24, write="registry")
     """Registry field: ``testing.TestObjectPtrHolder.value``."""
-    ...
 
     optional_value: _gen.Field[TestObjectBase | None, TestObjectBase | None] = _gen.field(
         "object", 32, write="registry"
     )
     """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
-    ...
 
     def __init__(
         self,
@@ -731,7 +662,6 @@ class TestUnregisteredBaseObject(_rt.Object):
 
     v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, /) -> None:
         """Constructor of TestUnregisteredBaseObject
@@ -757,7 +687,6 @@ class TestVisitHook(_rt.Object):
 
     child: _t.Final[_gen.ReadOnlyField[_rt.Object]] = _gen.field("object", 24)
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
-    ...
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -772,15 +701,12 @@ class TestVisitRegions(_rt.Object):
 
     simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
-    ...
 
     pattern: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
-    ...
 
     ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
-    ...
 
     def __init__(self, simple: int, pattern: int, ordinary: int) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -803,11 +729,9 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
     child_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
-    ...
 
     child_kw_only: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
-    ...
 
     def __init__(
         self,
@@ -838,11 +762,9 @@ class TestCxxClassDerived(TestCxxClassBase):
 
     v_f64: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
     """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
-    ...
 
     v_f32: _gen.Field[float, float] = _gen.field("f32", 48, write="registry")
     """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
-    ...
 
     def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -882,13 +804,11 @@ class TestObjectDerived(TestObjectBase):
         "object", 56, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_map``."""
-    ...
 
     v_array: _gen.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _gen.field(
         "object", 64, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_array``."""
-    ...
 
     def __init__(
         self,
@@ -920,7 +840,6 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
     v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
-    ...
 
     def __init__(self, _0: int, _1: int, /) -> None:
         """Constructor of TestUnregisteredObject
@@ -946,11 +865,9 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
 
     v_str: _gen.Field[str, str] = _gen.field("any", 56, write="registry")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
-    ...
 
     v_bool: _gen.Field[bool, bool] = _gen.field("bool", 72, write="in_place")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
-    ...
 
     def __init__(
         self,

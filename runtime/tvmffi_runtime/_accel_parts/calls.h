@@ -131,15 +131,15 @@ static void reword_pack_error(PyObject* name, PyObject* value, Py_ssize_t i) {
   }
 }
 
-/* Whether a call releases the GIL around TVMFFIFunctionCall. Releasing costs two GIL hand-offs
-   per call; it is needed only when some other thread could want the GIL meanwhile. GIL_AUTO
-   keeps it when none can: this is the only Python thread, and native code holds no Python
-   callable (ours: live_callbacks; another binding's, such as tvm_ffi's, once it is imported),
-   so no thread of native code can call back into Python while the call runs. Signal checks
-   from native code (TVMFFIEnvCheckSignals) take the GIL through PyGILState_Ensure, which this
-   thread already holds, so Ctrl-C works either way. GIL_ALWAYS releases on every call. */
+/* Whether a call releases the GIL around TVMFFIFunctionCall. GIL_ALWAYS (the default) does on
+   every call. GIL_AUTO (opt-in) keeps it when no other thread could want it as far as the
+   runtime can see: this is the only Python thread, and native code holds no Python callable
+   (ours: live_callbacks; another binding's, such as tvm_ffi's, once it is imported). That saves
+   two GIL hand-offs per call, but a native worker thread that takes the GIL some other way (a
+   numpy DLPack deleter, a signal check) while the call waits for it would wait forever; see
+   _call.set_release_gil. Signal checks on the calling thread re-enter the GIL it holds. */
 enum { GIL_AUTO = 0, GIL_ALWAYS = 1 };
-static int gil_policy = GIL_AUTO;
+static int gil_policy = GIL_ALWAYS; /* _call.set_release_gil chooses */
 static int other_binding_seen = 0;      /* sticky: a binding we cannot count callables of loaded */
 static Py_ssize_t modules_seen = -1;    /* len(sys.modules) when last looked for one */
 static PyObject* other_binding_modules; /* tuple of module names (given to init) */
@@ -310,7 +310,19 @@ static PyObject* accel_construct(PyObject* mod, PyObject* const* args, Py_ssize_
   if (fh == NULL) return NULL;
   FFIAny result;
   if (call_raw(fh, &PyTuple_GET_ITEM(args[2], 0), PyTuple_GET_SIZE(args[2]), args[3], &result) < 0) return NULL;
-  if (result.type_index < TI_OBJECT_BEGIN) {
+  /* a plain value, or an object read as a Python value (a String, Bytes, ...): not adoptable */
+  PyObject* index = PyLong_FromLong(result.type_index);
+  if (index == NULL) {
+    if (result.type_index >= TI_OBJECT_BEGIN) ffi_decref(result.v_ptr);
+    return NULL;
+  }
+  const int converted = PyDict_Contains(object_return, index);
+  Py_DECREF(index);
+  if (converted < 0) {
+    if (result.type_index >= TI_OBJECT_BEGIN) ffi_decref(result.v_ptr);
+    return NULL;
+  }
+  if (result.type_index < TI_OBJECT_BEGIN || converted) {
     PyObject* value = owned_to_py(&result);
     if (value == NULL) return NULL;
     RAISE_ERROR(E_INIT_RESULT, args[4], value);
