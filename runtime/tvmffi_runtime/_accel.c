@@ -49,8 +49,9 @@ typedef struct {
 
 enum {
   TI_NONE = 0, TI_INT = 1, TI_BOOL = 2, TI_FLOAT = 3, TI_RAW_STR = 8, TI_SMALL_STR = 11,
-  TI_SMALL_BYTES = 12, TI_OBJECT_BEGIN = 64, TI_STR = 65, TI_BYTES = 66
+  TI_SMALL_BYTES = 12, TI_OBJECT_BEGIN = 64, TI_STR = 65, TI_BYTES = 66, TI_FUNCTION = 68
 };
+#define STACK_ARGS 8 /* arguments packed (and callback arguments converted) on the C stack */
 
 typedef int (*SafeCall)(void*, const FFIAny*, int32_t, FFIAny*);
 static int (*ffi_call)(void*, FFIAny*, int32_t, FFIAny*);
@@ -120,9 +121,9 @@ static int raise_error(int which, PyObject* const* args, size_t n) {
 
 /* The parts, in dependency order (each one a section of this translation unit). */
 #include "_accel_parts/objects.h"
+#include "_accel_parts/callbacks.h"
 #include "_accel_parts/calls.h"
 #include "_accel_parts/lazy_function.h"
-#include "_accel_parts/callbacks.h"
 #include "_accel_parts/fields.h"
 
 /* ---------------------------------------------------------------------------------------- */

@@ -7,10 +7,6 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Calling                                                                                    */
 /* ---------------------------------------------------------------------------------------- */
-#define STACK_ARGS 8
-#define TI_FUNCTION 68
-
-static void* make_callback(PyObject* fn, int mode, Callback** resource);
 
 /* Python functions and methods passed straight to native code: a new native Function that
    owns the callable (released after the call, so it lives on only if native code kept it). */
@@ -19,22 +15,6 @@ static inline int is_plain_callable(PyObject* v) {
   return t == &PyFunction_Type || t == &PyMethod_Type || t == &PyCFunction_Type;
 }
 
-/* After a failed native call: the Python exception to raise (set), returning NULL. */
-static PyObject* raise_native_error(void) {
-  if (PyErr_Occurred()) {
-    /* a signal handler ran inside the call (PyErr_CheckSignals through the env hook) and left
-       its exception set; the native side raised EnvErrorAlreadySet: drop that one */
-    void* err = NULL;
-    ffi_error_move_from_raised(&err);
-    if (err != NULL) ffi_decref(err);
-    return NULL;
-  }
-  PyObject* exc = PyObject_CallNoArgs(hook_fetch_error);
-  if (exc == NULL) return NULL;
-  PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
-  Py_DECREF(exc);
-  return NULL;
-}
 
 static PyObject* hook_array_ctor; /* () -> the ffi.Array constructor Function */
 static PyObject* array_ctor;      /* that Function, once asked for */

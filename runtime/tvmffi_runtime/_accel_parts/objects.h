@@ -284,3 +284,20 @@ static int pack_fast(FFIAny* out, PyObject* v) {
   }
   return 1;
 }
+
+/* After a failed native call: the Python exception to raise (set), returning NULL. */
+static PyObject* raise_native_error(void) {
+  if (PyErr_Occurred()) {
+    /* a signal handler ran inside the call (PyErr_CheckSignals through the env hook) and left
+       its exception set; the native side raised EnvErrorAlreadySet: drop that one */
+    void* err = NULL;
+    ffi_error_move_from_raised(&err);
+    if (err != NULL) ffi_decref(err);
+    return NULL;
+  }
+  PyObject* exc = PyObject_CallNoArgs(hook_fetch_error);
+  if (exc == NULL) return NULL;
+  PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+  Py_DECREF(exc);
+  return NULL;
+}
