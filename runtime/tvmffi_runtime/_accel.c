@@ -208,8 +208,8 @@ static PyMethodDef accel_methods[] = {
      "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
     {"set_unchanged", accel_set_unchanged, METH_O, "set_unchanged(obj): what stands for kTVMFFIUnchanged"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
-    {"set_release_gil", accel_set_release_gil, METH_O,
-     "set_release_gil('auto' | 'always') -> previous: when calls release the GIL"},
+    {"set_gil_auto", accel_set_gil_auto, METH_O,
+     "set_gil_auto(flag): keep the GIL over calls when no thread can want it"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef accel_module = {

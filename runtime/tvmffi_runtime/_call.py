@@ -427,7 +427,7 @@ else:
     ffi_call = _ffi_call_py
 
 ReleaseGil = Literal["auto", "always"]
-_release_gil: ReleaseGil = "always"  # what the pure path does (ctypes releases it on every call)
+_release_gil: ReleaseGil = "always"  # the policy (the compiled path is told; ctypes always releases)
 
 
 def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
@@ -450,7 +450,7 @@ def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
         raise ValueError(f"set_release_gil: expected 'auto' or 'always', got {policy!r}")
     previous = _release_gil
     if _accel is not None:
-        _accel.set_release_gil(policy)
+        _accel.set_gil_auto(policy == "auto")
     _release_gil = policy
     return previous
 

@@ -154,18 +154,13 @@ static inline int must_release_gil(void) {
   return other_binding_loaded();
 }
 
-/* set_release_gil(policy) -> previous policy: "auto" or "always". */
-static PyObject* accel_set_release_gil(PyObject* mod, PyObject* arg) {
-  const char* previous = gil_policy == GIL_AUTO ? "auto" : "always";
-  if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "auto") == 0) {
-    gil_policy = GIL_AUTO;
-  } else if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "always") == 0) {
-    gil_policy = GIL_ALWAYS;
-  } else {
-    PyErr_Format(PyExc_ValueError, "set_release_gil: expected 'auto' or 'always', got %R", arg);
-    return NULL;
-  }
-  return PyUnicode_FromString(previous);
+/* set_gil_auto(flag): GIL_AUTO when ``flag`` is true, else GIL_ALWAYS. The policy itself (its
+   names, their check, the previous one) is _call.set_release_gil's. */
+static PyObject* accel_set_gil_auto(PyObject* mod, PyObject* arg) {
+  const int flag = PyObject_IsTrue(arg);
+  if (flag < 0) return NULL;
+  gil_policy = flag ? GIL_AUTO : GIL_ALWAYS;
+  Py_RETURN_NONE;
 }
 
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
