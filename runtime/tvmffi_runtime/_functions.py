@@ -155,11 +155,13 @@ class ModuleFunction(GlobalFunction):
         return f  # type: ignore[no-any-return]
 
 
-def _fast(slow: GlobalFunction) -> Callable[..., Any]:
-    """The compiled lazy function for ``slow`` (same lookup), or ``slow`` itself."""
+def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int = -1) -> Callable[..., Any]:
+    """The function generated code calls for ``slow``: the compiled lazy function (same lookup),
+    or on pure ctypes ``slow`` itself; ``kwbind`` and ``arity`` as ``_native`` gives them."""
     if _accel is None:
+        slow._kwbind, slow._arity = kwbind, arity
         return slow
-    return _accel.LazyFunction(slow.name, slow._lookup)
+    return _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
 
 
 # -- handles (generated code of API level 2 calls these from its wrapper defs) ----------------
@@ -181,19 +183,14 @@ def module_function(lib_module: str, name: str) -> Callable[..., Any]:
 # -- decorators (API level 3): the def is the signature, the native function is the body -----
 def _native(slow: GlobalFunction, f: _F) -> _F:
     code = f.__code__
-    where = f"{f.__module__}.{f.__qualname__}"
     if f.__defaults__ or f.__kwdefaults__ or code.co_kwonlyargcount:
-        raise TypeError(f"{where}: a native function takes no defaults or keyword-only parameters")
+        raise TypeError(
+            f"{f.__module__}.{f.__qualname__}: a native function takes no defaults or keyword-only parameters"
+        )
     kwbind = _KeywordBinder(f) if code.co_argcount > code.co_posonlyargcount else None
-    arity = -1 if code.co_flags & _CO_VARARGS else code.co_argcount
-    fn: Any
-    if _accel is None:
-        slow._kwbind, slow._arity = kwbind, arity
-        fn = slow
-    else:
-        fn = _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
+    fn = _fast(slow, kwbind, -1 if code.co_flags & _CO_VARARGS else code.co_argcount)
     functools.update_wrapper(fn, f)
-    return fn  # type: ignore[no-any-return]
+    return fn  # type: ignore[return-value]
 
 
 def registry_function(name: str) -> Callable[[_F], _F]:
