@@ -247,6 +247,23 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
     return "\n".join(docstring_lines(text, ""))
 
 
+def _mypy_disabled_codes(mod: ModuleModel) -> list[str]:
+    """The mypy error codes a generated module turns off, for its first-line comment."""
+    codes = []
+    # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
+    # reports such bodies as empty outside stub files
+    if mod.functions or any(c.methods for c in mod.classes):
+        codes.append("empty-body")
+    # mypy reports some incompatible overrides on the decorator line and some on the def line,
+    # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
+    # unused, which --strict would otherwise report
+    if any(f.override_ignore for c in mod.classes for f in c.fields) or any(
+        m.override_ignore for c in mod.classes for m in c.methods
+    ):
+        codes.append("unused-ignore")
+    return codes
+
+
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
         return [
@@ -270,15 +287,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         all_names=all_names,
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
         uses_missing=uses_missing,
-        # mypy reports some incompatible overrides on the decorator line and some on the def
-        # line, and accepts some overrides our check cannot prove compatible: the ignores we
-        # emit may be unused, which --strict would otherwise report.
-        has_override_ignores=any(
-            f.override_ignore for c in mod.classes for f in c.fields
-        ) or any(m.override_ignore for c in mod.classes for m in c.methods),
-        # a native function's def is a stub (docstring and ...) that its decorator replaces:
-        # mypy reports such bodies as empty outside stub files
-        has_native_defs=bool(mod.functions) or any(c.methods for c in mod.classes),
+        mypy_disabled_codes=_mypy_disabled_codes(mod),
     )
     return prune_unused_imports(_wrap_all(text))
 
