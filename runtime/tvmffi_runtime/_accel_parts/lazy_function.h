@@ -41,9 +41,15 @@ static int lazy_resolve(LazyFunction* self) {
 }
 
 /* The name Python code knows the function by (its __qualname__), else the registry name. */
-static PyObject* lazy_display_name(LazyFunction* self) {
+/* The __qualname__ the wrapped def gave (borrowed), or NULL for a bare handle. */
+static PyObject* lazy_qualname(LazyFunction* self) {
   PyObject* q = self->dict == NULL ? NULL : PyDict_GetItemString(self->dict, "__qualname__");
-  return Py_NewRef(q != NULL && PyUnicode_Check(q) ? q : self->name);
+  return q != NULL && PyUnicode_Check(q) ? q : NULL;
+}
+
+static PyObject* lazy_display_name(LazyFunction* self) {
+  PyObject* q = lazy_qualname(self);
+  return Py_NewRef(q != NULL ? q : self->name);
 }
 
 static PyObject* lazy_wrong_arity(LazyFunction* self, Py_ssize_t given) {
@@ -158,7 +164,7 @@ static PyObject* lazy_repr(LazyFunction* self) {
 
 /* Pickled by reference, as a def is: its module and qualified name. */
 static PyObject* lazy_reduce(LazyFunction* self, PyObject* unused) {
-  PyObject* q = self->dict == NULL ? NULL : PyDict_GetItemString(self->dict, "__qualname__");
+  PyObject* q = lazy_qualname(self);
   if (q == NULL) {
     PyErr_Format(PyExc_TypeError, "cannot pickle the function handle %R (not a named wrapper)", self->name);
     return NULL;
