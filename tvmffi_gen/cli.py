@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .model import GenerationError, build_model, default_package_name, validate_package_name
-from .project import ProjectError, plan_project, project_package_name, write_project
+from .project import ProjectError, plan_project, project_package_name, runtime_requirement, write_project
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
 from .uses import UsedPackageError
@@ -77,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="write an installable project: OUT/pyproject.toml beside the package OUT/NAME/")
     p.add_argument("--project-version", default="0.1.0", metavar="VERSION",
                    help="version written into the project's pyproject.toml (default 0.1.0)")
+    p.add_argument("--runtime-requirement", metavar="SPEC",
+                   help="with --project: the project's PEP 508 requirement on tvmffi-runtime, e.g. a"
+                        " direct reference 'tvmffi-runtime @ file:///path/to/tvmffi_runtime-....whl'"
+                        " (default: tvmffi-runtime>=0.1.0,<0.2)")
     p.add_argument("--portable", action="store_true",
                    help="record no absolute paths (a library beside the package is found only "
                         "relative to it)")
@@ -234,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # with --project, OUT is the project folder and the package OUT/NAME inside it
         project_dir = Path(args.output) if args.project else None
+        if args.runtime_requirement is not None and project_dir is None:
+            raise GenerationError("--runtime-requirement is the requirement of --project's pyproject.toml:"
+                                  " give --project too")
+        requirement = runtime_requirement(args.runtime_requirement)
         output = args.output
         if project_dir is not None:
             output = str(project_dir / (args.name or project_package_name(project_dir)))
@@ -269,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         project = None
         if project_dir is not None:
             project = plan_project(project_dir, root.name, args.project_version, snapshot.library,
-                                   args.bundle, force=args.force)
+                                   args.bundle, force=args.force, requirement=requirement)
         if args.bundle:
             files[snapshot.library] = ""  # placeholder: copied below, listed in the manifest
         plan = _plan_with_edit_policy(args, root, files, log)

@@ -121,7 +121,7 @@ __all__ += [
     "structural_walk",
 ]
 
-from . import structural_eq  # noqa: E402
+from . import structural_eq as structural_eq  # noqa: E402
 from .structural_eq import (  # noqa: E402
     AccessKind,
     AccessPath,
@@ -132,4 +132,13 @@ from .structural_eq import (  # noqa: E402
     structural_hash,
 )
 
-__all__ += structural_eq.__all__
+# spelled out (not ``+= structural_eq.__all__``): mypy follows only literal lists of names
+__all__ += [
+    "AccessKind",
+    "AccessPath",
+    "AccessStep",
+    "StructuralKey",
+    "get_first_structural_mismatch",
+    "structural_equal",
+    "structural_hash",
+]
