@@ -9,24 +9,31 @@ wrote, so nothing needs markers in the code.
 A conflict is reported, never resolved silently: a user member binding a name the generator now
 writes in the same class or module (whatever the kinds: a method against a field, an assignment
 against a function, an import against a class...), or user code inside a class whose type left the
-library. Edits to generated members are found through a fingerprint of each member recorded in the
-manifest (``key<TAB>fingerprint``); what happens to them is the run's edit policy (``EDIT_POLICIES``):
-refuse (the default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit
-listed in the merge's result.
+library, or user code that uses a name the generator wrote last time and no longer writes. Edits
+to generated members are found through a fingerprint of each member's *code* recorded in the
+manifest (``key<TAB>fingerprint``): its syntax tree and its comments' text, so a formatter (ruff
+format, black) changing layout, quotes, trailing commas or parentheses is not an edit. What happens
+to edits is the run's edit policy (``EDIT_POLICIES``): refuse (the default: a conflict naming each
+edited member), ``overwrite`` or ``keep``, each edit listed in the merge's result. ``__all__`` is
+the generator's: always the newly generated list, plus names the user added that the merged module
+still binds.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["EDIT_POLICIES", "Merged", "member_keys", "merge_source", "MergeConflict", "text_hash"]
+__all__ = ["EDIT_POLICIES", "Merged", "fingerprints_current", "member_keys", "merge_source", "MergeConflict",
+           "text_hash"]
 
 #: What to do with generated members the user edited: "refuse" (a conflict), "overwrite" (the new
 #: version replaces theirs) or "keep" (their version stays instead of the new one).
@@ -126,47 +133,105 @@ def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
 
 def member_keys(text: str) -> list[str]:
     """Keys of the members of a generated file: module statements and class members
-    (``ClassName::key``), each with the fingerprint of its text after a tab, as recorded in the
+    (``ClassName::key``), each with the fingerprint of its code after a tab, as recorded in the
     manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output)."""
     lines = text.splitlines()
     body = ast.parse(text).body
-    keys = [_entry(k, n, lines) for k, n in zip(_ast_keys(body), body)]
-    for stmt in body:
+    canonical = _canonical(ast.parse(text)).body  # a second tree: keys are read from the first
+    keys = [_entry(k, n, c, lines) for k, n, c in zip(_ast_keys(body), body, canonical)]
+    for stmt, canon in zip(body, canonical):
         if isinstance(stmt, ast.ClassDef):
-            keys += [_entry(f"{stmt.name}::{k}", n, lines) for k, n in zip(_ast_keys(stmt.body), stmt.body)]
+            assert isinstance(canon, ast.ClassDef)
+            members = zip(_ast_keys(stmt.body), stmt.body, canon.body)
+            keys += [_entry(f"{stmt.name}::{k}", n, c, lines) for k, n, c in members]
     return keys
 
 
-def _entry(key: str, node: ast.stmt, lines: list[str]) -> str:
-    fp = _ast_fingerprint(node, lines)
-    return f"{key}\t{fp}" if fp else key
+def _entry(key: str, node: ast.stmt, canonical: ast.stmt, lines: list[str]) -> str:
+    if isinstance(node, ast.ClassDef):
+        return key  # a class is its members (fingerprinted one by one)
+    return f"{key}\t{_code_fingerprint([canonical], _comments(_span(node, lines)))}"
+
+
+def _span(node: ast.stmt, lines: list[str]) -> str:
+    """The lines of a statement, from its first decorator to its last line."""
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0].lineno if decorators else node.lineno
+    return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+#: Marks a fingerprint of code (tree and comments); a manifest's older text fingerprints have none.
+_CODE_FP = "ast:"
+
+
+def _code_fingerprint(canonical: list[ast.stmt], comments: list[str]) -> str:
+    """A member's code, hashed: its syntax tree (so layout, quotes, trailing commas and
+    parentheses do not count) and the text of its comments in order (a comment is code the user
+    wrote: editing one is an edit, moving it within the member is not)."""
+    tree = "\n".join(ast.dump(stmt) for stmt in canonical)
+    digest = hashlib.blake2b("\n#".join([tree, *comments]).encode(), digest_size=8).hexdigest()
+    return _CODE_FP + digest
+
+
+def _comments(code: str) -> list[str]:
+    """The text of each comment in ``code`` (without ``#`` and surrounding blanks, which
+    formatters adjust)."""
+    if "#" not in code:
+        return []  # the common case, without tokenizing
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return [line.split("#", 1)[1].strip() for line in code.splitlines() if "#" in line]
+    return [t.string[1:].strip() for t in tokens if t.type == tokenize.COMMENT]
+
+
+def _clean_docstring(text: str) -> str:
+    """A docstring as formatters may rewrite it: each line stripped, blank ends dropped."""
+    return "\n".join(line.strip() for line in text.splitlines()).strip()
+
+
+def _canonical(tree: ast.Module) -> ast.Module:
+    """Undo, in place, what formatters change in a tree beyond layout: the whitespace of bare
+    strings (docstrings are re-indented and stripped) and parentheses around ``del`` targets
+    (``del (a, b)`` becomes ``del a, b``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            node.value.value = _clean_docstring(node.value.value)
+        elif isinstance(node, ast.Delete):
+            node.targets = [e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    return tree
 
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 
-def _fingerprint(code: str) -> str:
-    """A member's text without indentation and blank lines, hashed: equal for the same member
-    wherever it is indented (comments count: editing one is an edit)."""
+def _text_fingerprint(code: str) -> str:
+    """The fingerprint manifests recorded before fingerprints of code: the member's text without
+    indentation and blank lines, hashed (read only to compare with such a manifest)."""
     return hashlib.blake2b(_LINE_BREAKS.sub("\n", code.strip()).encode(), digest_size=8).hexdigest()
 
 
-def _ast_fingerprint(node: ast.stmt, lines: list[str]) -> str:
-    if isinstance(node, ast.ClassDef):
-        return ""  # a class is its members (fingerprinted one by one)
-    decorators = getattr(node, "decorator_list", None)
-    first = decorators[0].lineno if decorators else node.lineno
-    return _fingerprint("\n".join(lines[first - 1 : node.end_lineno]))
-
-
-def _cst_fingerprint(node: cst.CSTNode) -> str:
+def _cst_fingerprint(node: cst.CSTNode, legacy: bool = False) -> str:
+    """The fingerprint of a libcst member, as ``member_keys`` records it (``legacy``: as
+    manifests recorded it before fingerprints of code)."""
     import libcst as cst
 
     if isinstance(node, cst.ClassDef):
         return ""
     if isinstance(node, (cst.FunctionDef, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         node = node.with_changes(leading_lines=[])
-    return _fingerprint(cst.Module(body=[]).code_for_node(node))
+    code = cst.Module(body=[]).code_for_node(node)
+    if legacy:
+        return _text_fingerprint(code)
+    body = _canonical(ast.parse(code)).body
+    end = max((s.end_lineno or s.lineno) for s in body) if body else 0
+    return _code_fingerprint(body, _comments("\n".join(code.splitlines()[:end])))
+
+
+def fingerprints_current(entries: list[str]) -> bool:
+    """Whether manifest entries carry fingerprints of code (not an older manifest's of text)."""
+    fingerprinted = [e for e in entries if "\t" in e]
+    return bool(fingerprinted) and all(_CODE_FP in e for e in fingerprinted)
 
 
 def _split_recorded(entries: list[str]) -> dict[str, str]:
@@ -245,6 +310,11 @@ class _Merge:
     kept: int = 0
     policy: str = "refuse"
     edits: list[str] = field(default_factory=list)
+    #: the module's ``__all__`` as the user's file has it (a list of names), if it has one
+    user_all: list[str] | None = None
+    #: user code in the output, to check for names it uses that are no longer generated:
+    #: (where, key, node)
+    kept_code: list[tuple[str, str, cst.CSTNode]] = field(default_factory=list)
 
     def members(
         self, scope: str, user: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], classes_in_new: set[str]
@@ -261,6 +331,10 @@ class _Merge:
         user_keys = _statement_keys(user)
         for i, node in enumerate(user):
             key = user_keys[i]
+            if not scope and key == "assign __all__" and key in self.generated:
+                self.user_all = _listed_names(node)
+                if self.user_all is not None:
+                    continue  # the generator's, recomputed (``with_user_all``)
             if prefix + key in self.generated and not self._edited(where, prefix, key, node, out, out_keys):
                 continue  # the generator's own member: the new version replaces it (or it was kept)
             if key in new_keys and key.startswith("docstring of "):
@@ -289,6 +363,7 @@ class _Merge:
             out.insert(anchor + 1, node)
             out_keys.insert(anchor + 1, key)
             self.kept += 1
+            self.kept_code.append((where, key, node))
         return out
 
     def _edited(
@@ -298,11 +373,10 @@ class _Merge:
         is to be kept as the user's own code (an edited member the library no longer has,
         under "keep"); the edited version replaces the new one in ``out`` under "keep"."""
         recorded = self.generated[prefix + key]
-        mine = _cst_fingerprint(node)
-        if not recorded or mine == recorded:
+        if not recorded or _cst_fingerprint(node, legacy=not recorded.startswith(_CODE_FP)) == recorded:
             return False
         index = out_keys.index(key) if key in out_keys else -1
-        if index >= 0 and _cst_fingerprint(out[index]) == mine:
+        if index >= 0 and _cst_fingerprint(out[index]) == _cst_fingerprint(node):
             return False  # the user's edit is what the generator writes now
         what = f"{_describe(key)} in {where}"
         if self.policy == "refuse":
@@ -317,7 +391,103 @@ class _Merge:
             if index < 0:
                 return True
             out[index] = node
+            self.kept_code.append((where, key, node))
         return False
+
+    def check_uses(self, module_body: Sequence[cst.CSTNode]) -> None:
+        """A problem for each piece of user code kept that uses a module-level name the
+        generator wrote last time and the merged module no longer binds (a type the library
+        dropped): importing the module would raise NameError."""
+        import builtins
+
+        bound = {n for node in module_body for n in _bound_names(node)}
+        gone = {
+            n for key in self.generated if "::" not in key for n in _key_names(key)
+        } - bound - set(dir(builtins))
+        for where, key, node in self.kept_code:
+            missing = sorted(_used_names(node) & gone)
+            if missing:
+                self.problems.append(
+                    f"your {_describe(key)} in {where} uses {', '.join(map(repr, missing))}, which the"
+                    " generated module defined last time and no longer does;"
+                    " change or remove your code"
+                )
+
+    def with_user_all(self, module_body: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The module body with the generated ``__all__`` extended by the names the user added
+        to it that the merged module binds (names of types the library dropped fall out)."""
+        import libcst as cst
+
+        if not self.user_all:
+            return module_body
+        keys = _statement_keys(module_body)
+        if "assign __all__" not in keys:
+            return module_body
+        index = keys.index("assign __all__")
+        generated = _listed_names(module_body[index]) or []
+        bound = {n for node in module_body for n in _bound_names(node)}
+        star = any(n == "*" for node in module_body for n in _star_imports(node))
+        added = [n for n in self.user_all if n not in generated and (star or n in bound)]
+        if not added:
+            return module_body
+        names = ", ".join(f'"{n}"' for n in [*generated, *added])
+        stmt = module_body[index]
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        fresh = cst.parse_statement(f"__all__ = [{names}]\n")
+        assert isinstance(fresh, cst.SimpleStatementLine)
+        replaced = stmt.with_changes(body=fresh.body)
+        return [*module_body[:index], replaced, *module_body[index + 1 :]]
+
+
+def _listed_names(node: cst.CSTNode) -> list[str] | None:
+    """The names of ``__all__ = [...]`` (or a tuple) when it lists string literals, else None."""
+    parsed = ast.parse(_code(node)).body
+    if len(parsed) != 1 or not isinstance(parsed[0], (ast.Assign, ast.AnnAssign)):
+        return None
+    value = parsed[0].value
+    if not isinstance(value, (ast.List, ast.Tuple)):
+        return None
+    names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return names if len(names) == len(value.elts) else None
+
+
+def _star_imports(node: cst.CSTNode) -> list[str]:
+    return [a.name for s in ast.walk(ast.parse(_code(node))) if isinstance(s, ast.ImportFrom) for a in s.names]
+
+
+def _key_names(key: str) -> list[str]:
+    """The names a module-level member key of the manifest binds."""
+    kind, _, rest = key.partition(" ")
+    if kind in ("class", "assign"):
+        return [rest]
+    if kind == "def":
+        return [rest.split(" @")[0]]
+    if kind == "stmt":
+        try:
+            return _ast_bound(ast.parse(rest).body)
+        except SyntaxError:
+            return []
+    return []
+
+
+def _used_names(node: cst.CSTNode) -> set[str]:
+    """Names a piece of code reads that it does not bind itself (parameters, locals, imports,
+    nested definitions): the names it needs from its module."""
+    tree = ast.parse(_code(node))
+    used: set[str] = set()
+    local: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (used if isinstance(n.ctx, ast.Load) else local).add(n.id)
+        elif isinstance(n, ast.arg):
+            local.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not tree.body[0]:
+            local.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            local.update(a.asname or a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            local.add(n.name)
+    return used - local
 
 
 def merge_source(
@@ -362,7 +532,8 @@ def merge_source(
         merged_classes[name] = new_cls.with_changes(body=new_cls.body.with_changes(body=body))
 
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
-    body = merge.members("", list(user_mod.body), module_body, set(new_classes))
+    body = merge.with_user_all(merge.members("", list(user_mod.body), module_body, set(new_classes)))
+    merge.check_uses(body)
     if merge.problems:
         raise MergeConflict(path, merge.problems)
     return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .merge import MergeConflict, member_keys, merge_source, text_hash
+from .merge import MergeConflict, fingerprints_current, member_keys, merge_source, text_hash
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
 
@@ -109,7 +109,7 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
             continue
         digest = text_hash(text)
         before = previous.get(rel)
-        if before is not None and before.get("hash") == digest and "members" in before:
+        if before is not None and before.get("hash") == digest and fingerprints_current(before.get("members", [])):
             generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
         else:
             to_parse.append((rel, digest))

@@ -1,0 +1,135 @@
+"""Regeneration of a package the user formatted (ruff format, black) and whose own code depends on
+what the library registers: layout is not an edit, ``__all__`` is the generator's, and user code
+using a type the library dropped is a conflict (issue 18)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_regenerate_user_code import build, edit_like_a_user, run_py
+from tvmffi_gen.cli import main
+
+#: Short enough that both formatters rewrap ``__all__ = ["Old", "Point", "origin"]`` and more.
+LINE_LENGTH = "30"
+FORMATTERS = {
+    "ruff": ["-m", "ruff", "format", "--isolated", "--line-length", LINE_LENGTH],
+    "black": ["-m", "black", "-q", "--line-length", LINE_LENGTH],
+}
+
+
+def format_tree(formatter: str, root: Path) -> None:
+    """Run a formatter over the package as a user would over their tree."""
+    pytest.importorskip(formatter)
+    proc = subprocess.run([sys.executable, *FORMATTERS[formatter], str(root)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def snapshot_files(root: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("formatter", ["ruff", "black"])
+def test_a_formatted_package_regenerates_keeping_the_users_code(
+    formatter: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v1, v2 = build(1), build(2)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    canonical_all = '__all__ = ["Old", "Point", "origin"]\n'
+    assert canonical_all in module.read_text()
+    edit_like_a_user(module)
+    before = snapshot_files(out)
+    format_tree(formatter, out)
+    formatted = module.read_text()
+    assert canonical_all not in formatted  # the formatter really rewrapped __all__
+    assert sum(before[p] != p.read_bytes() for p in before) >= 3, "the formatter changed too little to test"
+
+    # the unchanged library: nothing is an edit, the user's code stays
+    capsys.readouterr()
+    assert main([str(v1), "-o", str(out)]) == 0, capsys.readouterr().err
+    text = module.read_text()
+    assert "kept 5 member(s) you added in" in capsys.readouterr().out
+    assert canonical_all in text  # generated members come back in the generator's form
+    for user_code in ("def __add__(", "def as_tuple(", "def twice(", "USER_CONSTANT = math.pi", "import math"):
+        assert user_code in text, user_code  # (in the formatter's layout: the user's code is theirs)
+    assert run_py(tmp_path, "from regenpkg.regen import *; from regenpkg.regen import twice; print(twice(Point(1, 2)).as_tuple())", v1) == "(2, 4)"
+
+    # formatted again, then a library that drops Old (unused by the user's code): still fine
+    format_tree(formatter, out)
+    assert main([str(v2), "-o", str(out), "-q"]) == 0
+    text = module.read_text()
+    assert "class Old(" not in text and "def norm1(self) -> int:" in text and "def twice(" in text
+    assert run_py(tmp_path, "from regenpkg.regen import *; from regenpkg.regen import twice; print(Point(1, 2).norm1(), twice(Point(1, 1)).x)", v2) == "3 2"
+
+
+def test_names_the_user_added_to_all_survive_and_dropped_types_leave_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # formatted, with the user's own function listed in __all__; the library then drops Old.
+    # Under --keep-edits the user's (stale) list used to be kept: `import *` raised AttributeError.
+    v1, v2 = build(1), build(2)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    edit_like_a_user(module)
+    module.write_text(module.read_text().replace('__all__ = ["Old", "Point", "origin"]',
+                                                 '__all__ = ["Old", "Point", "origin", "twice"]'))
+    format_tree("ruff", out)
+    for policy in ([], ["--keep-edits"]):
+        assert main([str(v2), "-o", str(out), *policy]) == 0, capsys.readouterr().err
+        assert '__all__ = ["Point", "origin", "twice"]\n' in module.read_text()
+        assert run_py(tmp_path, "from regenpkg.regen import *; print(twice(origin()).x)", v2) == "0"
+
+
+def test_user_code_using_a_type_the_library_dropped_is_a_conflict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v1, v2 = build(1), build(2)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    text = module.read_text()
+    start = text.index("class Point(")
+    nxt = text.index("\n\n\n", start)
+    text = (text[:nxt] + "\n\n    def to_old(self) -> Old:\n        return Old()" + text[nxt:]
+            + "\n\nclass RichOld(Old):\n    def twice(self) -> int:\n        return 2 * self.v\n"
+            + "\n\ndef helper(Old: int) -> int:\n    return Old\n")  # a parameter named Old: not a use
+    module.write_text(text)
+    assert main([str(v1), "-o", str(out), "-q"]) == 0  # fine while the library has Old
+    before = snapshot_files(out)
+    assert main([str(v2), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "your class 'RichOld' in the module uses 'Old', which the generated module defined last time" in err, err
+    assert "your def 'to_old' in class Point uses 'Old'" in err, err
+    assert "helper" not in err
+    assert snapshot_files(out) == before  # nothing written
+
+
+def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
+    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+
+    gen = 'def f(a: int) -> list[int]:\n    """Doc."""\n    return [a, a]  # twice\n'
+    keys = member_keys(gen)
+    moved = 'def f(\n    a: int,\n) -> list[int]:\n    """\n    Doc.\n    """\n    return [\n        a,\n        a,\n    ]  #twice\n'
+    assert merge_source("x.py", moved, keys, gen).text == gen
+    with pytest.raises(MergeConflict, match="you edited the generated def 'f'"):
+        merge_source("x.py", gen.replace("# twice", "# twice, see issue 7"), keys, gen)
+    with pytest.raises(MergeConflict, match="you edited the generated def 'f'"):
+        merge_source("x.py", gen.replace("[a, a]", "[a, a, a]"), keys, gen)
+
+
+def test_a_manifest_with_text_fingerprints_still_finds_edits() -> None:
+    # manifests written before fingerprints of code hold a hash of each member's text
+    from tvmffi_gen import merge
+
+    gen = "def f() -> int:\n    return 1\n"
+    legacy = [f"def f @\t{merge._text_fingerprint(gen)}"]
+    assert merge.merge_source("x.py", gen + "\n\nX = 1\n", legacy, gen).kept == 1
+    with pytest.raises(merge.MergeConflict, match="you edited the generated def 'f'"):
+        merge.merge_source("x.py", gen.replace("1", "2"), legacy, gen)
+
