@@ -133,3 +133,21 @@ def test_a_manifest_with_text_fingerprints_still_finds_edits() -> None:
     with pytest.raises(merge.MergeConflict, match="you edited the generated def 'f'"):
         merge.merge_source("x.py", gen.replace("1", "2"), legacy, gen)
 
+
+def test_the_run_reports_project_files_and_only_members_it_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v1 = build(1)
+    proj = tmp_path / "regenproj"
+    assert main([str(v1), "-o", str(proj), "--project"]) == 0
+    capsys.readouterr()
+    assert main([str(v1), "-o", str(proj), "--project", "--project-version", "0.2.0"]) == 0
+    out = capsys.readouterr().out
+    assert "; 1 files changed)" in out, out
+    assert 'version = "0.2.0"' in (proj / "pyproject.toml").read_text()
+    # a formatted package: files merged, but no member of the user's to report
+    format_tree("ruff", proj / "regenproj")
+    assert main([str(v1), "-o", str(proj), "--project", "--project-version", "0.2.0"]) == 0
+    out = capsys.readouterr().out
+    assert "kept" not in out, out
+    assert "; 4 files changed)" in out, out  # the four modules ruff reformatted
