@@ -110,6 +110,25 @@ def test_user_code_using_a_type_the_library_dropped_is_a_conflict(
     assert snapshot_files(out) == before  # nothing written
 
 
+def test_user_code_importing_a_dropped_type_from_another_module_is_a_conflict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v1, v2 = build(1), build(2)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    init = out / "__init__.py"
+    init.write_text(init.read_text() + "\n\nfrom .regen import Old as _Old, Point as _Point\n\n\n"
+                    "def make_point() -> _t.Any:\n    from regenpkg.regen import Old, origin\n    return origin()\n")
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    before = snapshot_files(out)
+    assert main([str(v2), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "your statement `from .regen import Old as _Old, Point as _Point` in the module imports 'Old' from .regen," in err, err
+    assert "your def 'make_point' in the module imports 'Old' from regenpkg.regen, which the generator wrote there" in err, err
+    assert "'Point'" not in err and "'origin'" not in err
+    assert snapshot_files(out) == before
+
+
 def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
     from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
 

@@ -220,7 +220,10 @@ def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str
     """``plan_output`` under the run's choice for edited generated members (refused unless
     --keep-edits or --overwrite-edits), listing each edit it kept or replaced."""
     policy = "keep" if args.keep_edits else "overwrite" if args.overwrite_edits else "refuse"
-    plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy)
+    package = args.name or default_package_name(str(root))
+    plan = plan_output(
+        root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy, package=package
+    )
     verb = "kept your edited" if policy == "keep" else "replaced your edits to the generated"
     for path, what in plan.edits:
         log.warn(f"{path}: {verb} {what}")

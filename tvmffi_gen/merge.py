@@ -32,22 +32,35 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["EDIT_POLICIES", "Merged", "fingerprints_current", "member_keys", "merge_source", "MergeConflict",
-           "text_hash"]
+__all__ = ["EDIT_POLICIES", "Merged", "fingerprints_current", "generated_names", "member_keys", "merge_source",
+           "MergeConflict", "module_names", "text_hash", "UserImport"]
 
 #: What to do with generated members the user edited: "refuse" (a conflict), "overwrite" (the new
 #: version replaces theirs) or "keep" (their version stays instead of the new one).
 EDIT_POLICIES = ("refuse", "overwrite", "keep")
 
 
+@dataclass(frozen=True)
+class UserImport:
+    """A ``from MODULE import NAMES`` in user code a merge kept: the writer checks that the
+    package's module still provides the names (``who`` says whose code, as in a problem)."""
+
+    who: str
+    level: int
+    module: str
+    names: tuple[str, ...]
+
+
 @dataclass
 class Merged:
-    """The result of a merge: the text, how many user members it kept, and the generated
-    members the user had edited (kept or overwritten, per the policy)."""
+    """The result of a merge: the text, how many user members it kept, the generated
+    members the user had edited (kept or overwritten, per the policy) and the ``from`` imports
+    in the user code it kept."""
 
     text: str
     kept: int
     edits: list[str]
+    imports: list[UserImport] = field(default_factory=list)
 
 
 class MergeConflict(RuntimeError):
@@ -401,9 +414,7 @@ class _Merge:
         import builtins
 
         bound = {n for node in module_body for n in _bound_names(node)}
-        gone = {
-            n for key in self.generated if "::" not in key for n in _key_names(key)
-        } - bound - set(dir(builtins))
+        gone = generated_names(list(self.generated)) - bound - set(dir(builtins))
         for where, key, node in self.kept_code:
             missing = sorted(_used_names(node) & gone)
             if missing:
@@ -453,6 +464,27 @@ def _listed_names(node: cst.CSTNode) -> list[str] | None:
 
 def _star_imports(node: cst.CSTNode) -> list[str]:
     return [a.name for s in ast.walk(ast.parse(_code(node))) if isinstance(s, ast.ImportFrom) for a in s.names]
+
+
+def generated_names(entries: list[str]) -> set[str]:
+    """The module-level names that manifest entries of a file say the generator bound there."""
+    return {n for e in entries if "::" not in e for n in _key_names(e.partition("\t")[0])}
+
+
+def module_names(text: str) -> set[str]:
+    """The names a module's top level binds."""
+    return set(_ast_bound(ast.parse(text).body))
+
+
+def _user_imports(kept: list[tuple[str, str, cst.CSTNode]]) -> list[UserImport]:
+    """The ``from`` imports anywhere in the kept user code."""
+    out: list[UserImport] = []
+    for where, key, node in kept:
+        for stmt in ast.walk(ast.parse(_code(node))):
+            if isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
+                names = tuple(a.name for a in stmt.names if a.name != "*")
+                out.append(UserImport(f"your {_describe(key)} in {where}", stmt.level, stmt.module or "", names))
+    return out
 
 
 def _key_names(key: str) -> list[str]:
@@ -536,4 +568,4 @@ def merge_source(
     merge.check_uses(body)
     if merge.problems:
         raise MergeConflict(path, merge.problems)
-    return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits))
+    return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))
