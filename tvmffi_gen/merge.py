@@ -325,6 +325,7 @@ class _Merge:
     edits: list[str] = field(default_factory=list)
     #: the module's ``__all__`` as the user's file has it (a list of names), if it has one
     user_all: list[str] | None = None
+    user_all_node: cst.CSTNode | None = None
     #: user code in the output, to check for names it uses that are no longer generated:
     #: (where, key, node)
     kept_code: list[tuple[str, str, cst.CSTNode]] = field(default_factory=list)
@@ -345,10 +346,11 @@ class _Merge:
         for i, node in enumerate(user):
             key = user_keys[i]
             if not scope and key == "assign __all__" and key in self.generated:
-                self.user_all = _listed_names(node)
+                self.user_all, self.user_all_node = _listed_names(node), node
                 if self.user_all is not None:
                     continue  # the generator's, recomputed (``with_user_all``)
             if prefix + key in self.generated and not self._edited(where, prefix, key, node, out, out_keys):
+                _keep_layout(key, node, out, out_keys)
                 continue  # the generator's own member: the new version replaces it (or it was kept)
             if key in new_keys and key.startswith("docstring of "):
                 continue  # the string of a member that conflicts (reported for the member)
@@ -429,7 +431,7 @@ class _Merge:
         to it that the merged module binds (names of types the library dropped fall out)."""
         import libcst as cst
 
-        if not self.user_all:
+        if self.user_all is None or self.user_all_node is None:
             return module_body
         keys = _statement_keys(module_body)
         if "assign __all__" not in keys:
@@ -439,6 +441,8 @@ class _Merge:
         bound = {n for node in module_body for n in _bound_names(node)}
         star = any(n == "*" for node in module_body for n in _star_imports(node))
         added = [n for n in self.user_all if n not in generated and (star or n in bound)]
+        if [*generated, *added] == self.user_all:  # the same list: in the user's layout
+            return [*module_body[:index], self.user_all_node, *module_body[index + 1 :]]
         if not added:
             return module_body
         names = ", ".join(f'"{n}"' for n in [*generated, *added])
@@ -448,6 +452,30 @@ class _Merge:
         assert isinstance(fresh, cst.SimpleStatementLine)
         replaced = stmt.with_changes(body=fresh.body)
         return [*module_body[:index], replaced, *module_body[index + 1 :]]
+
+
+def _keep_layout(key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]) -> None:
+    """Put the user's copy of a generated member in the output in place of the new one when
+    their code is the same: a formatted package stays formatted where the library did not
+    change (classes are merged member by member, their headers by ``_same_class_header``)."""
+    import libcst as cst
+
+    if isinstance(node, cst.ClassDef) or key not in out_keys:
+        return
+    index = out_keys.index(key)
+    if out[index] is not node and _cst_fingerprint(out[index]) == _cst_fingerprint(node):
+        out[index] = node
+
+
+def _same_class_header(a: cst.ClassDef, b: cst.ClassDef) -> bool:
+    """Whether two classes have the same name, decorators, bases and keywords (as code)."""
+    def header(c: cst.ClassDef) -> list[str]:
+        parts = [_norm(_code(d.decorator), "eval") for d in c.decorators]
+        parts += [f"{arg.keyword.value if arg.keyword else ''}={_norm(_code(arg.value), 'eval')}"
+                  for arg in (*c.bases, *c.keywords)]
+        return [c.name.value, *parts]
+
+    return header(a) == header(b)
 
 
 def _listed_names(node: cst.CSTNode) -> list[str] | None:
@@ -561,7 +589,8 @@ def merge_source(
         new_cls = new_classes[name]
         body = merge.members(name, _body(user_cls), _body(new_cls), set())
         assert isinstance(new_cls.body, cst.IndentedBlock)
-        merged_classes[name] = new_cls.with_changes(body=new_cls.body.with_changes(body=body))
+        header = user_cls if _same_class_header(user_cls, new_cls) else new_cls  # the user's layout if same
+        merged_classes[name] = header.with_changes(body=new_cls.body.with_changes(body=body))
 
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
     body = merge.with_user_all(merge.members("", list(user_mod.body), module_body, set(new_classes)))
