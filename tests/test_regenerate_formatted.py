@@ -150,6 +150,17 @@ def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
         merge_source("x.py", gen.replace("[a, a]", "[a, a, a]"), keys, gen)
 
 
+def test_a_class_header_keeps_the_users_layout_while_its_code_is_the_same() -> None:
+    from tvmffi_gen.merge import member_keys, merge_source
+
+    gen = '@reg("a.B")\nclass B(Base):\n    x: int = 1\n'
+    keys = member_keys(gen)
+    user = "@reg(\n    'a.B',\n)\nclass B(\n    Base,\n):  # my note\n    x: int = 1\n"
+    assert merge_source("x.py", user, keys, gen).text == user
+    rebased = gen.replace("(Base)", "(Other)").replace("= 1", "= 2")
+    assert merge_source("x.py", user, keys, rebased).text == rebased
+
+
 def test_a_manifest_with_text_fingerprints_still_finds_edits() -> None:
     # manifests written before fingerprints of code hold a hash of each member's text
     from tvmffi_gen import merge

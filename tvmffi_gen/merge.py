@@ -602,8 +602,10 @@ def merge_source(
         new_cls = new_classes[name]
         body = merge.members(name, _body(user_cls), _body(new_cls), set())
         assert isinstance(new_cls.body, cst.IndentedBlock)
-        header = user_cls if _same_class_header(user_cls, new_cls) else new_cls  # the user's layout if same
-        merged_classes[name] = header.with_changes(body=new_cls.body.with_changes(body=body))
+        # the user's header (layout, a comment after the colon) when it is the same code
+        keep = _same_class_header(user_cls, new_cls) and isinstance(user_cls.body, cst.IndentedBlock)
+        header = user_cls if keep else new_cls
+        merged_classes[name] = header.with_changes(body=header.body.with_changes(body=body))
 
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
     body = merge.with_user_all(merge.members("", list(user_mod.body), module_body, set(new_classes)))
