@@ -135,6 +135,19 @@ def test_user_code_importing_a_dropped_type_from_another_module_is_a_conflict(
     assert snapshot_files(out) == before
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax libcst accepts and this Python does not")
+def test_user_code_this_python_cannot_parse_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    v1 = build(1)
+    out = tmp_path / "regenpkg"
+    assert main([str(v1), "-o", str(out), "-q"]) == 0
+    module = out / "regen" / "__init__.py"
+    module.write_text(module.read_text() + "\n\ntype PointList = list[Point]\n")  # Python 3.12 syntax
+    before = snapshot_files(out)
+    assert main([str(v1), "-o", str(out)]) == 2
+    assert "cannot parse your edited file with this Python 3." in capsys.readouterr().err
+    assert snapshot_files(out) == before
+
+
 def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
     from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
 

@@ -25,6 +25,7 @@ import ast
 import hashlib
 import io
 import re
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Sequence
@@ -577,6 +578,13 @@ def merge_source(
         user_mod = cst.parse_module(current)
     except cst.ParserSyntaxError as exc:
         raise MergeConflict(path, [f"cannot parse your edited file ({exc.message} at line {exc.raw_line})"]) from None
+    try:
+        ast.parse(current)  # members are read with ``ast`` too: libcst accepts newer syntax
+    except SyntaxError as exc:
+        python = ".".join(map(str, sys.version_info[:2]))
+        raise MergeConflict(
+            path, [f"cannot parse your edited file with this Python {python} ({exc.msg} at line {exc.lineno})"]
+        ) from None
     new_mod = cst.parse_module(new_text)
     merge = _Merge(path, _split_recorded(generated_keys), policy=edit_policy)
     new_classes = {s.name.value: s for s in new_mod.body if isinstance(s, cst.ClassDef)}
