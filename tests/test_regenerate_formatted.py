@@ -223,3 +223,30 @@ def test_a_manifest_with_text_fingerprints_is_rewritten_by_the_next_run(tmp_path
     assert manifest.read_text().count("\\tast:") > 20
     format_tree("ruff", out)
     assert main([str(v1), "-o", str(out), "-q"]) == 0
+
+
+def test_imports_are_checked_against_the_module_they_name() -> None:
+    # paths the fixture library cannot reach: a namespace dropped (its module removed, or left
+    # in place because the user edited it), imports two levels up, and imports from elsewhere
+    from tvmffi_gen.merge import UserImport
+    from tvmffi_gen.writer import ImportTargets
+
+    previous = {"a/b/__init__.py": {"members": ["class Gone", "class Kept"]}}
+    final = {"__init__.py": "", "a/__init__.py": "", "a/b/__init__.py": "class Kept: pass\n", "a/c.py": ""}
+    targets = ImportTargets(final, ["x/__init__.py"], previous, "pkg")
+
+    def stale(importer: str, level: int, module: str, *names: str) -> list[str]:
+        return targets.stale(importer, UserImport("your code", level, module, names))
+
+    assert stale("a/c.py", 1, "b", "Gone", "Kept", "Mine") == [
+        "your code imports 'Gone' from .b, which the generator wrote there last time and no longer does;"
+        " change or remove your code"
+    ]
+    assert stale("a/b/__init__.py", 2, "b", "Gone") != []  # from ..b (in a/b/) is a/b again
+    assert stale("__init__.py", 0, "pkg.a.b", "Gone") != []
+    assert stale("__init__.py", 0, "pkg.a", "b", "c") == []  # submodules
+    assert stale("__init__.py", 0, "other.a.b", "Gone") == []  # not this package
+    assert stale("a/c.py", 3, "a.b", "Gone") == []  # above the package
+    assert stale("__init__.py", 1, "x", "Y") == ["your code imports from .x, a module no longer generated;"
+                                                 " change or remove your code"]
+    assert stale("__init__.py", 1, "y", "Y") == []  # not removed: never generated, or the user edited it

@@ -173,7 +173,8 @@ def plan_output(
         plan.merged[rel] = merged.kept
         user_imports[rel] = merged.imports
         plan.edits += [(str(target), what) for what in merged.edits]
-    targets = ImportTargets(final, previous_files, previous_gen, package)
+    _plan_removals(plan, files, previous_gen)
+    targets = ImportTargets(final, plan.removed, previous_gen, package)
     for rel, imports in sorted(user_imports.items()):
         conflicts += [f"{root / rel}: {p}" for imp in imports for p in targets.stale(rel, imp)]
     if conflicts:
@@ -185,8 +186,14 @@ def plan_output(
     for rel, text in sorted(final.items()):
         if on_disk[rel] != text:
             plan.changed.append(rel)
-    for rel in sorted(set(previous_files) - set(files)):
-        target = root / rel
+    return plan
+
+
+def _plan_removals(plan: Plan, files: dict[str, str], previous_gen: dict[str, Any]) -> None:
+    """Files of the last run no longer generated: removed, or left in place (``orphaned``)
+    when the user edited them."""
+    for rel in sorted(set(plan.previous) - set(files)):
+        target = plan.root / rel
         if not target.is_file():
             continue
         before = previous_gen.get(rel)
@@ -195,7 +202,6 @@ def plan_output(
             plan.orphaned.append(rel)  # the user edited it: never delete their work
         elif rel != MANIFEST:
             plan.removed.append(rel)
-    return plan
 
 
 @dataclass
@@ -204,7 +210,8 @@ class ImportTargets:
     still gets each name it imports (a type the library dropped is gone from its module)."""
 
     final: dict[str, str]
-    previous_files: list[str]
+    #: files of the last run this one removes (a module the user edited stays, so its imports work)
+    removed: list[str]
     previous_gen: dict[str, Any]
     package: str | None
 
@@ -217,7 +224,7 @@ class ImportTargets:
         shown = "." * imp.level + imp.module
         target = next((f for f in _module_files(parts) if f in self.final), None)
         if target is None:
-            if any(f in self.previous_files for f in _module_files(parts)):
+            if any(f in self.removed for f in _module_files(parts)):
                 return [f"{imp.who} imports from {shown}, a module no longer generated; change or remove your code"]
             return []
         before = generated_names(list(self.previous_gen.get(target, {}).get("members", [])))
