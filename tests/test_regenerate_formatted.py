@@ -18,12 +18,15 @@ LINE_LENGTH = "30"
 FORMATTERS = {
     "ruff": ["-m", "ruff", "format", "--isolated", "--line-length", LINE_LENGTH],
     "black": ["-m", "black", "-q", "--line-length", LINE_LENGTH],
+    # tabs, and the code examples in docstrings rewrapped
+    "ruff-tabs": ["-m", "ruff", "format", "--isolated", "--line-length", "34", "--config",
+                  "format.indent-style='tab'", "--config", "format.docstring-code-format=true"],
 }
 
 
 def format_tree(formatter: str, root: Path) -> None:
     """Run a formatter over the package as a user would over their tree."""
-    pytest.importorskip(formatter)
+    pytest.importorskip(formatter.split("-")[0])
     proc = subprocess.run([sys.executable, *FORMATTERS[formatter], str(root)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -32,7 +35,7 @@ def snapshot_files(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("formatter", ["ruff", "black"])
+@pytest.mark.parametrize("formatter", ["ruff", "black", "ruff-tabs"])
 def test_a_formatted_package_regenerates_keeping_the_users_code(
     formatter: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -197,14 +197,19 @@ def _comments(code: str) -> list[str]:
     return [t.string[1:].strip() for t in tokens if t.type == tokenize.COMMENT]
 
 
+_TRAILING_COMMA = re.compile(r",(?=[)\]}])")
+
+
 def _clean_docstring(text: str) -> str:
-    """A docstring as formatters may rewrite it: each line stripped, blank ends dropped."""
-    return "\n".join(line.strip() for line in text.splitlines()).strip()
+    """A docstring without whitespace, quote style and trailing commas: formatters re-indent
+    and strip docstrings, and rewrap the code examples in them (ruff's docstring-code-format);
+    its words are what count."""
+    return _TRAILING_COMMA.sub("", "".join(text.split())).replace("'", '"')
 
 
 def _canonical(tree: ast.Module) -> ast.Module:
     """Undo, in place, what formatters change in a tree beyond layout: the whitespace of bare
-    strings (docstrings are re-indented and stripped) and parentheses around ``del`` targets
+    strings (docstrings) and parentheses around ``del`` targets
     (``del (a, b)`` becomes ``del a, b``)."""
     for node in _statements(tree.body):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -620,4 +625,7 @@ def merge_source(
     merge.check_uses(body)
     if merge.problems:
         raise MergeConflict(path, merge.problems)
-    return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))
+    # the user's indentation and line ends for the whole file: what they keep is laid out so
+    merged = new_mod.with_changes(body=body, default_indent=user_mod.default_indent,
+                                  default_newline=user_mod.default_newline)
+    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))
