@@ -11,7 +11,14 @@ from pathlib import Path
 
 from . import __version__
 from .model import GenerationError, build_model, default_package_name, validate_package_name
-from .project import ProjectError, plan_project, project_package_name, runtime_requirement, write_project
+from .project import (
+    ProjectError,
+    ProjectPlan,
+    plan_project,
+    project_package_name,
+    runtime_requirement,
+    write_project,
+)
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
 from .uses import UsedPackageError
@@ -224,11 +231,22 @@ def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str
     """``plan_output`` under the run's choice for edited generated members (refused unless
     --keep-edits or --overwrite-edits), listing each edit it kept or replaced."""
     policy = "keep" if args.keep_edits else "overwrite" if args.overwrite_edits else "refuse"
-    plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy)
+    package = args.name or default_package_name(str(root))
+    plan = plan_output(
+        root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy, package=package
+    )
     verb = "kept your edited" if policy == "keep" else "replaced your edits to the generated"
     for path, what in plan.edits:
         log.warn(f"{path}: {verb} {what}")
     return plan
+
+
+def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
+    """How many files the run wrote or removed: the package's and the project's."""
+    count = len(plan.changed) + len(plan.removed)
+    if project is not None:
+        count += len(project.changed) + len(project.removed)
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.bundle:
             plan.changed = [c for c in plan.changed if c != snapshot.library]
         for rel, kept in sorted(plan.merged.items()):
-            log.info(f"kept {kept} member(s) you added in {root / rel}")
+            if kept:
+                log.info(f"kept {kept} member(s) you added in {root / rel}")
         for rel in plan.orphaned:
             log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
         if args.check:
@@ -310,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - start
         log.info(
             f"wrote {root} ({n_types} types, {sum(1 for f in files if f.endswith('.py'))} modules;"
-            f" {len(plan.changed)} files changed) in {elapsed:.2f} s"
+            f" {_files_changed(plan, project)} files changed) in {elapsed:.2f} s"
         )
         if args.verify:
             return _verify(root, args.verify, log)
