@@ -56,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Generate a typed Python package for a library built on TVM FFI.",
     )
     p.add_argument("library", nargs="?", help="shared library to load (default: libtvm_ffi_testing.so)")
-    p.add_argument("-o", "--output", required=True,
-                   help="output package folder (with --project: the project folder holding it)")
+    p.add_argument("-o", "--output",
+                   help="output package folder (with --project: the project folder holding it); required"
+                   " unless --list-exports")
     p.add_argument("--name", help="package name (default: the output folder's name)")
     p.add_argument("--prefix", action="append", default=[], metavar="NS",
                    help="keep only this namespace (repeatable), e.g. --prefix testing")
@@ -91,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--from-snapshot", metavar="FILE", help="generate from a saved snapshot instead of a library")
     p.add_argument("--save-snapshot", metavar="FILE", help="also save the registry snapshot as JSON")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the library to load")
+    p.add_argument("--list-exports", metavar="LIB",
+                   help="print the TVM FFI functions an ELF, Mach-O or PE library exports (any platform's,"
+                   " read without loading it here), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
@@ -228,7 +232,14 @@ def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_exports is not None:
+        from .list_exports import main_list_exports
+
+        return main_list_exports(args.list_exports, args.timeout)
+    if args.output is None:
+        parser.error("the following arguments are required: -o/--output")
     log = _Log(args.quiet, args.verbose)
     start = time.perf_counter()
     try:
