@@ -8,6 +8,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .model import GenerationError, build_model, default_package_name, validate_package_name
@@ -36,11 +37,16 @@ def library_shipped_with(package: str, filename: str) -> Path | None:
     return next((d / filename for d in _package_lib_dirs(package) if (d / filename).is_file()), None)
 
 
-def default_library() -> str:
-    """``libtvm_ffi_testing.so`` from the apache-tvm-ffi package: the embedded default."""
-    found = library_shipped_with("tvm_ffi", "libtvm_ffi_testing.so")
+def default_library(platform: Any = None) -> str:
+    """apache-tvm-ffi's testing library, named as on this platform (``libtvm_ffi_testing.so``,
+    ``libtvm_ffi_testing.dylib``, ``tvm_ffi_testing.dll``): the embedded default."""
+    from .platforms import platform_module
+
+    plat = platform or platform_module().CURRENT
+    names = plat.library_names("tvm_ffi_testing")
+    found, _tried = plat.find_library("tvm_ffi_testing", [str(d) for d in _package_lib_dirs("tvm_ffi")])
     if found is None:
-        raise SnapshotError("no library given, and libtvm_ffi_testing.so of apache-tvm-ffi (which ships"
+        raise SnapshotError(f"no library given, and {' or '.join(names)} of apache-tvm-ffi (which ships"
                             " the default) was not found: pip install apache-tvm-ffi")
     return str(found)
 
@@ -55,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="tvmffi-gen",
         description="Generate a typed Python package for a library built on TVM FFI.",
     )
-    p.add_argument("library", nargs="?", help="shared library to load (default: libtvm_ffi_testing.so)")
+    p.add_argument("library", nargs="?", help="shared library to load (default: apache-tvm-ffi's testing library,"
+                   " libtvm_ffi_testing.so / .dylib or tvm_ffi_testing.dll)")
     p.add_argument("-o", "--output",
                    help="output package folder (with --project: the project folder holding it); required"
                    " unless --list-exports")
