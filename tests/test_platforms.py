@@ -136,3 +136,17 @@ def test_generated_package_names_the_platform_it_was_generated_for(tmp_path: Pat
     )
     monkeypatch.setattr(_platform, "CURRENT", WINDOWS)
     assert gen.find_package_library("pkg", "PKG_LIB", str(bundled), "x") == str(bundled)
+
+
+def test_another_architecture_is_named_before_loading() -> None:
+    assert MACOS.architecture_problem(str(FIX / "few_x86_64.dylib"), "arm64") == (
+        "built for another architecture (Mach-O x86_64; this process is arm64)"
+    )
+    assert MACOS.architecture_problem(str(FIX / "few_x86_64.dylib"), "x86_64") is None
+    assert MACOS.architecture_problem(str(FIX / "few_fat.dylib"), "arm64") is None  # the universal file has both
+    assert WINDOWS.architecture_problem(str(FIX / "few.dll"), "AMD64") is None
+    assert WINDOWS.architecture_problem(str(FIX / "few.dll"), "ARM64") == (
+        "built for another architecture (PE x86_64; this process is arm64)"
+    )
+    assert WINDOWS.architecture_problem(str(FIX / "few.dll"), "riscv64") is None  # unknown here: left to the loader
+    assert LINUX.architecture_problem(str(FIX / "few.dll"), "x86_64") is None  # ELF: _lib's own check

@@ -417,7 +417,9 @@ def _elf_problem(path: str) -> str | None:
             head = fh.read(64)
             size = os.fstat(fh.fileno()).st_size
             if not sys.platform.startswith("linux"):
-                return _PLATFORM.wrong_platform(path)
+                import platform
+
+                return _PLATFORM.wrong_platform(path) or _PLATFORM.architecture_problem(path, platform.machine())
             problem = _elf_header_problem(head)
             if problem is not None:
                 return problem

@@ -132,6 +132,63 @@ class Platform:
                 f" {self.title}, which loads {self.library_format} libraries ({', '.join(self.library_names('NAME'))})")
 
 
+    def architecture_problem(self, path: str, machine: str) -> str | None:
+        """Why ``path``, a library of this platform's format, cannot load into a process running on
+        ``machine`` (``platform.machine()``: ``arm64``, ``x86_64``, ``AMD64``...), or None when it
+        can or when that cannot be told from its headers. ELF is checked by ``_lib`` itself."""
+        want = _MACHINES.get(machine.lower())
+        if want is None or self.name == "linux":
+            return None
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            return None
+        found = _macho_archs(head) if self.name == "darwin" else _pe_arch(head)
+        if not found or want in found:
+            return None
+        return (f"built for another architecture ({self.library_format} {', '.join(found)}; this process"
+                f" is {want})")
+
+
+# platform.machine() -> the architecture names used below
+_MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "arm64": "arm64", "aarch64": "arm64"}
+_MACHO_CPUS = {0x01000007: "x86_64", 0x0100000C: "arm64", 7: "i386", 12: "arm"}
+_PE_MACHINES = {0x8664: "x86_64", 0xAA64: "arm64", 0x14C: "i386", 0x1C4: "arm"}
+
+
+def _macho_archs(head: bytes) -> list[str]:
+    """Architectures of a thin or universal Mach-O header (empty when unreadable)."""
+    import struct
+
+    if len(head) < 8:
+        return []
+    magic = head[:4]
+    if magic in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe"):
+        return [_MACHO_CPUS.get(struct.unpack_from("<I", head, 4)[0], "unknown")]
+    if magic in (b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce"):
+        return [_MACHO_CPUS.get(struct.unpack_from(">I", head, 4)[0], "unknown")]
+    if magic in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
+        count = struct.unpack_from(">I", head, 4)[0]
+        size = 32 if magic[3] == 0xBF else 20
+        if count > 32 or 8 + count * size > len(head):
+            return []
+        return [_MACHO_CPUS.get(struct.unpack_from(">I", head, 8 + i * size)[0], "unknown") for i in range(count)]
+    return []
+
+
+def _pe_arch(head: bytes) -> list[str]:
+    """The architecture in a PE header (empty when unreadable)."""
+    import struct
+
+    if len(head) < 0x40 or head[:2] != b"MZ":
+        return []
+    pe = struct.unpack_from("<I", head, 0x3C)[0]
+    if pe + 6 > len(head) or head[pe : pe + 4] != b"PE\0\0":
+        return []
+    return [_PE_MACHINES.get(struct.unpack_from("<H", head, pe + 4)[0], "unknown")]
+
+
 def platform_of_file(path: str) -> Platform | None:
     """The platform whose library format ``path`` has (by its first four bytes), or None."""
     try:
