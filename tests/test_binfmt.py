@@ -172,7 +172,8 @@ def test_cut_and_corrupted_files_never_raise_anything_else(name: str) -> None:
         data = bytearray(original)
         for _ in range(rng.randint(1, 8)):
             # corrupt the headers and tables most of the time: that is where the counts are
-            data[rng.randrange(min(len(data), 4096)) if rng.random() < 0.7 else rng.randrange(len(data))] = rng.randrange(256)
+            at = rng.randrange(min(len(data), 4096)) if rng.random() < 0.7 else rng.randrange(len(data))
+            data[at] = rng.randrange(256)
         cases.append(bytes(data))
     for data in cases:
         try:

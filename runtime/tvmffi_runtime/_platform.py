@@ -189,6 +189,10 @@ def _pe_arch(head: bytes) -> list[str]:
     return [_PE_MACHINES.get(struct.unpack_from("<H", head, pe + 4)[0], "unknown")]
 
 
+_MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce",
+                 b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+
+
 def platform_of_file(path: str) -> Platform | None:
     """The platform whose library format ``path`` has (by its first four bytes), or None."""
     try:
@@ -198,7 +202,7 @@ def platform_of_file(path: str) -> Platform | None:
         return None
     if head == b"\x7fELF":
         return Platform("linux")
-    if head in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce", b"\xca\xfe\xba\xbe"):
+    if head in _MACHO_MAGICS:
         return Platform("darwin")
     if head[:2] == b"MZ":
         return Platform("windows")
