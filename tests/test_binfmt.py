@@ -57,6 +57,21 @@ def test_universal_macho_reads_every_slice() -> None:
     assert exports.functions == FEW
 
 
+def test_universal_file_with_64_bit_offsets() -> None:
+    # FAT_MAGIC_64 (0xcafebabf; fat_arch_64: cputype, cpusubtype, u64 offset, u64 size, align,
+    # reserved) -- llvm-lipo 14 cannot write one, so the committed file's header is rewritten
+    fat = (FIX / "few_fat.dylib").read_bytes()
+    (count,) = struct.unpack_from(">I", fat, 4)
+    entries = [struct.unpack_from(">iiIII", fat, 8 + i * 20) for i in range(count)]
+    header = struct.pack(">II", 0xCAFEBABF, count) + b"".join(
+        struct.pack(">iiQQII", cpu, sub, offset, size, align, 0) for cpu, sub, offset, size, align in entries
+    )
+    assert len(header) <= entries[0][2]  # the slices stay where they are
+    desc, names = macho_exports("fat64", header + fat[len(header):], b"__tvm_ffi_")
+    assert desc == "Mach-O universal (x86_64, arm64)"
+    assert names == ["__tvm_ffi__doc_add_one", "__tvm_ffi__metadata_add_one", "__tvm_ffi_add_one", "__tvm_ffi_no_meta"]
+
+
 def test_pe_export_directory() -> None:
     exports = read_exports(str(FIX / "few.dll"))
     assert exports.format == "PE32+ x86_64"
