@@ -62,6 +62,12 @@ def test_dll_directories_only_on_windows(tmp_path: Path) -> None:
     own.mkdir()
     lib = str(own / "foo.dll")
     assert WINDOWS.dll_directories(lib, str(libdir)) == [str(libdir), str(own)]
+    # the wheel's layout: site-packages/tvm_ffi/lib/tvm_ffi.dll, site-packages/apache_tvm_ffi.libs/msvcp140.dll
+    site = tmp_path / "site-packages"
+    (site / "tvm_ffi" / "lib").mkdir(parents=True)
+    (site / "apache_tvm_ffi.libs").mkdir()
+    assert WINDOWS.dll_directories(lib, str(site / "tvm_ffi" / "lib")) == [
+        str(site / "tvm_ffi" / "lib"), str(site / "apache_tvm_ffi.libs"), str(own)]
     assert WINDOWS.dll_directories(lib, str(own)) == [str(own)]
     assert WINDOWS.dll_directories(lib, str(tmp_path / "missing")) == [str(own)]
     assert LINUX.dll_directories(lib, str(libdir)) == [] == MACOS.dll_directories(lib, str(libdir))

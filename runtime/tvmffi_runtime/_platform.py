@@ -96,11 +96,16 @@ class Platform:
 
     def dll_directories(self, library: str, tvm_ffi_libdir: str | None) -> list[str]:
         """Folders to pass to ``os.add_dll_directory`` before loading ``library`` (Windows only):
-        the tvm_ffi library folder, then the library's own folder, as apache-tvm-ffi does."""
+        the tvm_ffi library folder, then the library's own folder, as apache-tvm-ffi does; and the
+        ``apache_tvm_ffi.libs`` folder its wheel ships ``msvcp140.dll`` in (beside the ``tvm_ffi``
+        package), which ``tvm_ffi``'s own import would add but this runtime does not import."""
         if self.name != "windows":
             return []
+        bundled = None
+        if tvm_ffi_libdir:
+            bundled = os.path.join(os.path.dirname(os.path.dirname(tvm_ffi_libdir)), "apache_tvm_ffi.libs")
         out: list[str] = []
-        for folder in (tvm_ffi_libdir, os.path.dirname(os.path.abspath(library))):
+        for folder in (tvm_ffi_libdir, bundled, os.path.dirname(os.path.abspath(library))):
             if folder and os.path.isdir(folder) and folder not in out:
                 out.append(folder)
         return out
