@@ -8,6 +8,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .model import GenerationError, build_model, default_package_name, validate_package_name
@@ -43,11 +44,16 @@ def library_shipped_with(package: str, filename: str) -> Path | None:
     return next((d / filename for d in _package_lib_dirs(package) if (d / filename).is_file()), None)
 
 
-def default_library() -> str:
-    """``libtvm_ffi_testing.so`` from the apache-tvm-ffi package: the embedded default."""
-    found = library_shipped_with("tvm_ffi", "libtvm_ffi_testing.so")
+def default_library(platform: Any = None) -> str:
+    """apache-tvm-ffi's testing library, named as on this platform (``libtvm_ffi_testing.so``,
+    ``libtvm_ffi_testing.dylib``, ``tvm_ffi_testing.dll``): the embedded default."""
+    from .platforms import platform_module
+
+    plat = platform or platform_module().CURRENT
+    names = plat.library_names("tvm_ffi_testing")
+    found, _tried = plat.find_library("tvm_ffi_testing", [str(d) for d in _package_lib_dirs("tvm_ffi")])
     if found is None:
-        raise SnapshotError("no library given, and libtvm_ffi_testing.so of apache-tvm-ffi (which ships"
+        raise SnapshotError(f"no library given, and {' or '.join(names)} of apache-tvm-ffi (which ships"
                             " the default) was not found: pip install apache-tvm-ffi")
     return str(found)
 
@@ -62,9 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="tvmffi-gen",
         description="Generate a typed Python package for a library built on TVM FFI.",
     )
-    p.add_argument("library", nargs="?", help="shared library to load (default: libtvm_ffi_testing.so)")
-    p.add_argument("-o", "--output", required=True,
-                   help="output package folder (with --project: the project folder holding it)")
+    p.add_argument("library", nargs="?", help="shared library to load (default: apache-tvm-ffi's testing library,"
+                   " libtvm_ffi_testing.so / .dylib or tvm_ffi_testing.dll)")
+    p.add_argument("-o", "--output",
+                   help="output package folder (with --project: the project folder holding it); required"
+                   " unless --list-exports")
     p.add_argument("--name", help="package name (default: the output folder's name)")
     p.add_argument("--prefix", action="append", default=[], metavar="NS",
                    help="keep only this namespace (repeatable), e.g. --prefix testing")
@@ -102,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--from-snapshot", metavar="FILE", help="generate from a saved snapshot instead of a library")
     p.add_argument("--save-snapshot", metavar="FILE", help="also save the registry snapshot as JSON")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the library to load")
+    p.add_argument("--list-exports", metavar="LIB",
+                   help="print the TVM FFI functions an ELF, Mach-O or PE library exports (any platform's,"
+                   " read without loading it here), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
@@ -250,7 +261,14 @@ def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_exports is not None:
+        from .list_exports import main_list_exports
+
+        return main_list_exports(args.list_exports, args.timeout)
+    if args.output is None:
+        parser.error("the following arguments are required: -o/--output")
     log = _Log(args.quiet, args.verbose)
     start = time.perf_counter()
     try:

@@ -370,13 +370,13 @@ def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | No
     if libdir:
         real_libdir = os.path.realpath(libdir)
         if path.startswith(real_libdir + os.sep):
-            rel = os.path.relpath(path, real_libdir)
+            rel = os.path.relpath(path, real_libdir).replace(os.sep, "/")  # no backslash escapes on Windows
             return f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{rel}")'
     if out_dir is not None:
         package_dir = os.path.realpath(out_dir)
         project = os.path.dirname(package_dir)
         if path.startswith(project + os.sep):
-            rel = os.path.relpath(path, package_dir)
+            rel = os.path.relpath(path, package_dir).replace(os.sep, "/")
             return f'_os.path.normpath(_os.path.join(_os.path.dirname(__file__), "{rel}"))'
     return json.dumps(path)
 

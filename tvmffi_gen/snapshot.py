@@ -210,11 +210,11 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         )
     # Functions the library exports as symbols (TVM_FFI_DLL_EXPORT_TYPED_FUNC) rather than
     # registering; their schema and doc come from the optional metadata symbols.
-    from .elf import ElfError, exported_ffi_functions
+    from .binfmt import BinaryFormatError, exported_ffi_functions
 
     try:
         exported = exported_ffi_functions(library)
-    except (ElfError, OSError):
+    except (BinaryFormatError, OSError):
         exported = []
     if exported:
         module = rt.Module.load_from_file(library)

@@ -12,7 +12,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
-from . import _core, _lib
+from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
 from ._errors import init_result_error
 from ._fields import (
@@ -473,15 +473,24 @@ def find_package_library(
     candidates.append((recorded, "recorded path"))
     if original and original != recorded:
         candidates.append((original, "absolute path at generation time"))
+    here = _platform.CURRENT
     for path, origin in candidates:
         if os.path.isfile(path):
+            foreign = here.wrong_platform(path)
+            if foreign is not None:
+                raise ImportError(
+                    f"{package}: its library {path} ({origin}) cannot load here: {foreign}. Generate the"
+                    f" package on {here.title}, or set ${env_var} to a {here.title} build of the library."
+                )
             _PACKAGE_LIBRARIES[package] = (path, origin)
             return path
         tried.append(f"{path} ({origin})")
-    raise ImportError(
-        f"{package}: cannot find its library; looked in " + ", ".join(tried)
-        + f". Set ${env_var} to the library's path."
-    )
+    generated_for = _platform.platform_of_name(recorded)
+    advice = f"Set ${env_var} to the library's path."
+    if generated_for is not None and generated_for.name != here.name:
+        advice = (f"The package was generated on {generated_for.title}: generate it on {here.title}, or set"
+                  f" ${env_var} to a {here.title} build of the library.")
+    raise ImportError(f"{package}: cannot find its library; looked in " + ", ".join(tried) + f". {advice}")
 
 
 def load_package_library(package: str, path: str) -> ctypes.CDLL:
