@@ -721,8 +721,8 @@ class _Builder:
         optional: list[Param] = []
         kwonly: list[Param] = []
         for owner, f in chain:
-            if not f.init:
-                continue
+            if not f.init or (owner != t.type_key and f.name in t.init_excluded):
+                continue  # not a parameter of the native init (see TypeSnap.init_excluded)
             ann = self.annotator(mod, f"field {owner}.{f.name}", members)
             annotation = ann.annotate(self._type(f.schema, f"field {owner}.{f.name}"), "param")
             default = None
