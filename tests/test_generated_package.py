@@ -234,7 +234,7 @@ def test_exported_functions_of_the_testing_library() -> None:
     doc = tvmffi_testing.testing_dll_test_add_with_docstring.__doc__ or ""
     assert "Add two integers" in doc
     hints = inspect.signature(tvmffi_testing.testing_dll_schema_id_int)
-    assert str(hints) == "(_0: 'int', /) -> 'int'"
+    assert str(hints) == "(_0: '_t.SupportsIndex', /) -> 'int'"  # takes numpy integers too
 
 
 def test_lines_fit_the_line_length() -> None:

@@ -21,7 +21,7 @@ __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 
 @_gen.exported_function("tvmffi_testing._lib", "testing_dll_schema_id_int")
-def testing_dll_schema_id_int(_0: int, /) -> int:
+def testing_dll_schema_id_int(_0: _t.SupportsIndex, /) -> int:
     """Exported function: ``testing_dll_schema_id_int``
     (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
     """
@@ -29,7 +29,7 @@ def testing_dll_schema_id_int(_0: int, /) -> int:
 
 
 @_gen.exported_function("tvmffi_testing._lib", "testing_dll_test_add_with_docstring")
-def testing_dll_test_add_with_docstring(a: int, b: int, /) -> int:
+def testing_dll_test_add_with_docstring(a: _t.SupportsIndex, b: _t.SupportsIndex, /) -> int:
     """Add two integers and return the sum.
 
     Parameters

@@ -113,12 +113,12 @@ class SchemaAllTypes(_rt.Object):
         _gen.not_constructible(self, "testing.SchemaAllTypes")
 
     @_gen.registry_method("testing.SchemaAllTypes", "add_int")
-    def add_int(self, _0: int, /) -> int:
+    def add_int(self, _0: _t.SupportsIndex, /) -> int:
         """add int method. Registry method: ``testing.SchemaAllTypes.add_int``."""
         ...
 
     @_gen.registry_method("testing.SchemaAllTypes", "append_int")
-    def append_int(self, _0: _abc.Sequence[int], _1: int, /) -> _rt.Array[int]:
+    def append_int(self, _0: _abc.Sequence[int], _1: _t.SupportsIndex, /) -> _rt.Array[int]:
         """append int to array. Registry method: ``testing.SchemaAllTypes.append_int``."""
         ...
 
@@ -139,7 +139,7 @@ class SchemaAllTypes(_rt.Object):
 
     @staticmethod
     @_gen.registry_method("testing.SchemaAllTypes", "make_with")
-    def make_with(_0: int, _1: float, _2: str, /) -> SchemaAllTypes:
+    def make_with(_0: _t.SupportsIndex, _1: _t.SupportsFloat, _2: str, /) -> SchemaAllTypes:
         """Constructor with subset of fields
 
         Registry method: ``testing.SchemaAllTypes.make_with`` (static).
@@ -162,7 +162,7 @@ class TestCompare(_rt.Object):
     ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
 
-    def __init__(self, _0: int, _1: str, _2: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCompare", (_0, _1, _2))
 
@@ -179,7 +179,7 @@ class TestCustomCompare(_rt.Object):
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
 
-    def __init__(self, _0: int, _1: str, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomCompare", (_0, _1))
 
@@ -196,7 +196,7 @@ class TestCustomHash(_rt.Object):
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
 
-    def __init__(self, _0: int, _1: str, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestCustomHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomHash", (_0, _1))
 
@@ -219,7 +219,13 @@ class TestCxxAutoInit(_rt.Object):
     d: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.d``."""
 
-    def __init__(self, a: int, d: int = 99, *, c: int) -> None:
+    def __init__(
+        self,
+        a: _t.SupportsIndex,
+        d: _t.SupportsIndex = 99,
+        *,
+        c: _t.SupportsIndex,
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
@@ -267,11 +273,11 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
     def __init__(
         self,
-        p_required: int,
-        p_default: int = 11,
+        p_required: _t.SupportsIndex,
+        p_default: _t.SupportsIndex = 11,
         *,
-        k_required: int,
-        k_default: int = 22,
+        k_required: _t.SupportsIndex,
+        k_default: _t.SupportsIndex = 22,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
@@ -298,7 +304,11 @@ class TestCxxAutoInitParent(_rt.Object):
     parent_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
-    def __init__(self, parent_required: int, parent_default: int = 5) -> None:
+    def __init__(
+        self,
+        parent_required: _t.SupportsIndex,
+        parent_default: _t.SupportsIndex = 5,
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -322,7 +332,7 @@ class TestCxxAutoInitSimple(_rt.Object):
     y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
 
-    def __init__(self, x: int, y: int) -> None:
+    def __init__(self, x: _t.SupportsIndex, y: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
@@ -339,7 +349,7 @@ class TestCxxClassBase(_rt.Object):
     v_i32: _gen.Field[int, int] = _gen.field("i32", 32, write="registry")
     """Registry field: ``testing.TestCxxClassBase.v_i32``."""
 
-    def __init__(self, v_i64: int, v_i32: int) -> None:
+    def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
 
@@ -356,7 +366,7 @@ class TestCxxClassHiddenField(_rt.Object):
     v_i32: _gen.Field[int, int] = _gen.field("i32", 40, write="registry")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
-    def __init__(self, v_i64: int, v_i32: int) -> None:
+    def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -377,7 +387,7 @@ class TestCxxClassPolymorphic(_rt.Object):
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
 
-    def __init__(self, v_i64: int) -> None:
+    def __init__(self, v_i64: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
@@ -423,7 +433,7 @@ class TestCxxInitSubset(_rt.Object):
     note: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestCxxInitSubset.note``."""
 
-    def __init__(self, required_field: int) -> None:
+    def __init__(self, required_field: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -452,7 +462,14 @@ class TestCxxKwOnly(_rt.Object):
     w: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.w``."""
 
-    def __init__(self, *, x: int, y: int, z: int, w: int = 100) -> None:
+    def __init__(
+        self,
+        *,
+        x: _t.SupportsIndex,
+        y: _t.SupportsIndex,
+        z: _t.SupportsIndex,
+        w: _t.SupportsIndex = 100,
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -519,7 +536,7 @@ class TestEqWithoutHash(_rt.Object):
     label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
     """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
 
-    def __init__(self, _0: int, _1: str, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestEqWithoutHash", (_0, _1))
 
@@ -550,7 +567,7 @@ class TestHash(_rt.Object):
     hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
     """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
 
-    def __init__(self, _0: int, _1: str, _2: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestHash", (_0, _1, _2))
 
@@ -567,7 +584,7 @@ class TestIntPair(_rt.Object):
     b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Field `b`. Registry field: ``testing.TestIntPair.b`` (read-only)."""
 
-    def __init__(self, _0: int, _1: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestIntPair.__ffi_init__``."""
         _gen.construct(self, "testing.TestIntPair", (_0, _1))
 
@@ -586,7 +603,7 @@ class TestNonCopyable(_rt.Object):
     value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
 
-    def __init__(self, _0: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
         _gen.construct(self, "testing.TestNonCopyable", (_0,))
 
@@ -606,7 +623,12 @@ class TestObjectBase(_rt.Object):
     v_str: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
     """Registry field: ``testing.TestObjectBase.v_str``."""
 
-    def __init__(self, v_i64: int = 10, v_f64: float = 10.0, v_str: str = "hello") -> None:
+    def __init__(
+        self,
+        v_i64: _t.SupportsIndex = 10,
+        v_f64: _t.SupportsFloat = 10.0,
+        v_str: str = "hello",
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -619,7 +641,7 @@ class TestObjectBase(_rt.Object):
         )
 
     @_gen.registry_method("testing.TestObjectBase", "add_i64")
-    def add_i64(self, _0: int, /) -> int:
+    def add_i64(self, _0: _t.SupportsIndex, /) -> int:
         """add_i64 method. Registry method: ``testing.TestObjectBase.add_i64``."""
         ...
 
@@ -663,7 +685,7 @@ class TestUnregisteredBaseObject(_rt.Object):
     v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
 
-    def __init__(self, _0: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, /) -> None:
         """Constructor of TestUnregisteredBaseObject
 
         Construct through ``testing.TestUnregisteredBaseObject.__ffi_init__``.
@@ -708,7 +730,12 @@ class TestVisitRegions(_rt.Object):
     ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
 
-    def __init__(self, simple: int, pattern: int, ordinary: int) -> None:
+    def __init__(
+        self,
+        simple: _t.SupportsIndex,
+        pattern: _t.SupportsIndex,
+        ordinary: _t.SupportsIndex,
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -735,11 +762,11 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
     def __init__(
         self,
-        parent_required: int,
-        child_required: int,
-        parent_default: int = 5,
+        parent_required: _t.SupportsIndex,
+        child_required: _t.SupportsIndex,
+        parent_default: _t.SupportsIndex = 5,
         *,
-        child_kw_only: int,
+        child_kw_only: _t.SupportsIndex,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
@@ -766,7 +793,13 @@ class TestCxxClassDerived(TestCxxClassBase):
     v_f32: _gen.Field[float, float] = _gen.field("f32", 48, write="registry")
     """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
-    def __init__(self, v_i64: int, v_i32: int, v_f64: float, v_f32: float = 8.0) -> None:
+    def __init__(
+        self,
+        v_i64: _t.SupportsIndex,
+        v_i32: _t.SupportsIndex,
+        v_f64: _t.SupportsFloat,
+        v_f32: _t.SupportsFloat = 8.0,
+    ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(
             self,
@@ -814,8 +847,8 @@ class TestObjectDerived(TestObjectBase):
         self,
         v_map: _abc.Mapping[_t.Any, _t.Any],
         v_array: _abc.Sequence[_t.Any],
-        v_i64: int = 10,
-        v_f64: float = 10.0,
+        v_i64: _t.SupportsIndex = 10,
+        v_f64: _t.SupportsFloat = 10.0,
         v_str: str = "hello",
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -841,7 +874,7 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
     v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
 
-    def __init__(self, _0: int, _1: int, /) -> None:
+    def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
         """Constructor of TestUnregisteredObject
 
         Construct through ``testing.TestUnregisteredObject.__ffi_init__``.
@@ -871,11 +904,11 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
 
     def __init__(
         self,
-        v_i64: int,
-        v_i32: int,
-        v_f64: float,
+        v_i64: _t.SupportsIndex,
+        v_i32: _t.SupportsIndex,
+        v_f64: _t.SupportsFloat,
         v_bool: bool,
-        v_f32: float = 8.0,
+        v_f32: _t.SupportsFloat = 8.0,
         v_str: str = "default",
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
@@ -922,7 +955,7 @@ def TestIntPairSum(_0: TestIntPair, /) -> int:
 
 
 @_gen.registry_function("testing.add_one")
-def add_one(_0: int, /) -> int:
+def add_one(_0: _t.SupportsIndex, /) -> int:
     """Registry function: ``testing.add_one``."""
     ...
 
@@ -958,7 +991,11 @@ def get_mlir_add_one_c_symbol() -> int:
 
 
 @_gen.registry_function("testing.make_array_with_mixed")
-def make_array_with_mixed(_0: _rt.Tensor | _rt.DLPackExporter, _1: int, /) -> _rt.Array[_t.Any]:
+def make_array_with_mixed(
+    _0: _rt.Tensor | _rt.DLPackExporter,
+    _1: _t.SupportsIndex,
+    /,
+) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_array_with_mixed``."""
     ...
 
@@ -985,7 +1022,11 @@ def make_empty_array_with_tensor_input(
 
 
 @_gen.registry_function("testing.make_list_with_tensor")
-def make_list_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, _1: int, /) -> _rt.List[_t.Any]:
+def make_list_with_tensor(
+    _0: _rt.Tensor | _rt.DLPackExporter,
+    _1: _t.SupportsIndex,
+    /,
+) -> _rt.List[_t.Any]:
     """Registry function: ``testing.make_list_with_tensor``."""
     ...
 
@@ -1043,7 +1084,7 @@ def optional_tensor_view_has_value(_0: _rt.Tensor | _rt.DLPackExporter | None, /
 
 
 @_gen.registry_function("testing.run_check_signal")
-def run_check_signal(_0: int, /) -> None:
+def run_check_signal(_0: _t.SupportsIndex, /) -> None:
     """Registry function: ``testing.run_check_signal``."""
     ...
 
@@ -1132,7 +1173,7 @@ def schema_id_dtype(_0: _rt.DataType | str, /) -> _rt.DataType:
 
 
 @_gen.registry_function("testing.schema_id_float")
-def schema_id_float(_0: float, /) -> float:
+def schema_id_float(_0: _t.SupportsFloat, /) -> float:
     """Registry function: ``testing.schema_id_float``."""
     ...
 
@@ -1150,7 +1191,7 @@ def schema_id_func_typed(_0: _abc.Callable[[int, float, _rt.Function], None], /)
 
 
 @_gen.registry_function("testing.schema_id_int")
-def schema_id_int(_0: int, /) -> int:
+def schema_id_int(_0: _t.SupportsIndex, /) -> int:
     """Registry function: ``testing.schema_id_int``."""
     ...
 
@@ -1204,7 +1245,7 @@ def schema_id_object(_0: _rt.Object, /) -> _rt.Object:
 
 
 @_gen.registry_function("testing.schema_id_opt_int")
-def schema_id_opt_int(_0: int | None, /) -> int | None:
+def schema_id_opt_int(_0: _t.SupportsIndex | None, /) -> int | None:
     """Registry function: ``testing.schema_id_opt_int``."""
     ...
 
@@ -1234,7 +1275,7 @@ def schema_id_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
 
 
 @_gen.registry_function("testing.schema_id_variant_int_str")
-def schema_id_variant_int_str(_0: int | str, /) -> int | str:
+def schema_id_variant_int_str(_0: _t.SupportsIndex | str, /) -> int | str:
     """Registry function: ``testing.schema_id_variant_int_str``."""
     ...
 
@@ -1252,7 +1293,7 @@ def schema_no_args_no_return() -> None:
 
 
 @_gen.registry_function("testing.schema_no_return")
-def schema_no_return(_0: int, /) -> None:
+def schema_no_return(_0: _t.SupportsIndex, /) -> None:
     """Registry function: ``testing.schema_no_return``."""
     ...
 
@@ -1270,7 +1311,10 @@ def schema_tensor_view_input(_0: _rt.Tensor | _rt.DLPackExporter, /) -> None:
 
 
 @_gen.registry_function("testing.schema_variant_mix")
-def schema_variant_mix(_0: int | str | _abc.Sequence[int], /) -> int | str | _rt.Array[int]:
+def schema_variant_mix(
+    _0: _t.SupportsIndex | str | _abc.Sequence[int],
+    /,
+) -> int | str | _rt.Array[int]:
     """Registry function: ``testing.schema_variant_mix``."""
     ...
 
