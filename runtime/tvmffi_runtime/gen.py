@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib
@@ -178,13 +179,19 @@ def _auto_argument_error(
     """``exc`` reworded to name the parameter the caller wrote, not the slot of the packed
     keyword call (``[marker, key, value, ...]``) the runtime saw."""
     slot = getattr(exc, "ffi_argument", None)
-    if slot is None or slot < 2 or slot % 2:
-        return exc  # not an argument conversion (a native error already names its field)
+    if slot is None:
+        # the value converted to an FFI value but not to the field's type: the native init's
+        # message names the field only ("T.__ffi_init__() field 'x': Cannot convert ...")
+        native = _NATIVE_FIELD_ERROR.match(str(exc))
+        keys = [k for k, _ in named]
+        if native is None or native["field"] not in keys:
+            return exc
+        what = _argument_words(self, type_key, native["field"], keys)
+        return TypeError(f"{type_key}.__init__: {what}: {native['detail']}")
+    if slot < 2 or slot % 2:
+        return exc  # not an argument conversion
     key = args[slot - 1]
-    position = [k for k, _ in named].index(key)
-    what = f"argument {key!r} (position {position})"
-    if _keyword_only(self, type_key, key):
-        what = f"keyword argument {key!r}"
+    what = _argument_words(self, type_key, key, [k for k, _ in named])
     value = args[slot]
     detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
     if isinstance(exc, _core.ReleasedObjectError):
@@ -193,6 +200,16 @@ def _auto_argument_error(
         f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
         f" to a TVM FFI value{detail}"
     )
+
+
+_NATIVE_FIELD_ERROR = re.compile(r"\S*__ffi_init__\(\) field '(?P<field>[^']*)':\s*(?P<detail>.*)", re.S)
+
+
+def _argument_words(self: Object, type_key: str, key: str, keys: list[str]) -> str:
+    """How an error names the argument ``key``: by name and position, or as keyword-only."""
+    if _keyword_only(self, type_key, key):
+        return f"keyword argument {key!r}"
+    return f"argument {key!r} (position {keys.index(key)})"
 
 
 def _keyword_only(self: Object, type_key: str, key: str) -> bool:
