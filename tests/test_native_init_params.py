@@ -53,7 +53,7 @@ def test_constructor_offers_only_what_the_native_init_takes(lbpkg: Path, pure: b
         e = Early("int32")
         print(repr(e.dtype), repr(e.span))
         late = Late("int8", span="here")
-        print(repr(late.dtype), repr(late.span), repr(Late("int8").span))
+        print(repr(late.dtype), repr(late.span), repr(Late("int8").span), list(late.tags))
         """
     )
     env = dict(os.environ)
@@ -65,7 +65,7 @@ def test_constructor_offers_only_what_the_native_init_takes(lbpkg: Path, pure: b
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "(dtype: 'str') -> 'None'",
-        "(dtype: 'str', span: 'str' = '') -> 'None'",
+        "(dtype: 'str', span: 'str' = '', tags: '_abc.Sequence[str]' = ...) -> 'None'",
         "'int32' ''",
-        "'int8' 'here' ''",
+        "'int8' 'here' '' []",
     ]

@@ -105,12 +105,15 @@ __all__ = [
 
 
 class _Missing:
-    """Marks an argument the caller did not give: the native side applies the default."""
+    """Marks an argument the caller did not give: the native side applies the default.
+
+    It shows as ``...`` (in ``inspect.signature``, ``help()``): a default the registry has but
+    cannot spell as a Python literal (a factory, an object)."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return "..."
 
 
 MISSING: Any = _Missing()
