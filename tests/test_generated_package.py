@@ -47,6 +47,13 @@ def test_pyright_strict_has_no_errors() -> None:
     assert errors == 0, report
 
 
+def test_basedpyright_default_mode_reports_nothing() -> None:
+    """A project with no checker configuration gets basedpyright's "recommended" mode: no errors
+    and no warnings either (rules that cannot apply are turned off in the file, with a reason)."""
+    problems, report = run_pyright(PKG, mode="default")
+    assert problems == 0, report
+
+
 def test_every_file_has_the_generated_header() -> None:
     for path in PKG.rglob("*.py"):
         head = path.read_text().splitlines()[0]

@@ -11,7 +11,7 @@ import pytest
 
 from tvmffi_gen.model import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
-from tvmffi_gen.render import render_package
+from tvmffi_gen.render import PYRIGHT_RULES_OFF, modules_on_import_cycles, render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
 from tvmffi_gen.verify import run_mypy
@@ -162,6 +162,32 @@ def test_collisions_follow_the_rule() -> None:
     assert any("no.SuchType" in w for w in warnings)
     assert any("tir.Bad.y" in w and "malformed" in w for w in warnings)
     assert model.classes["tir.For"].fields[0].name == "class_"
+
+
+def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
+    """ir and tir name each other's types (ir.Span -> tir.Stmt, tir.Stmt derives from ir.Node):
+    an import cycle; tir.ext and the root are on none. tir.Stmt.show overrides ir.Node.show."""
+    model = build_model(collision_snapshot(), "pkg")
+    assert modules_on_import_cycles(model) == {("ir",), ("tir",)}
+    files = render_package(model)
+
+    def rules_off(rel: str) -> list[str]:
+        prefix = "# pyright: "
+        return [line[len(prefix):] for line in files[rel].splitlines() if line.startswith(prefix)]
+
+    assert rules_off("ir/__init__.py") == [
+        "reportAny=false", "reportImportCycles=false", "reportMissingSuperCall=false",
+        "reportUnannotatedClassAttribute=false", "reportUnusedParameter=false",
+    ]
+    assert "reportImplicitOverride=false" in rules_off("tir/__init__.py")
+    assert "reportImportCycles=false" not in rules_off("tir/ext/__init__.py")
+    assert "reportImportCycles=false" not in rules_off("__init__.py")
+    assert rules_off("visitors.py") == ["reportAny=false", "reportUnusedParameter=false"]
+    for rule in PYRIGHT_RULES_OFF:  # each directive follows the reason the file gives for it
+        text = files["tir/__init__.py"]
+        if f"# pyright: {rule}=false" in text:
+            before = text.split(f"# pyright: {rule}=false", 1)[0].rstrip().splitlines()[-1]
+            assert before.endswith(":") and before.startswith("# "), (rule, before)
 
 
 def test_synthetic_package_renders_parses_and_passes_mypy(tmp_path: Path) -> None:
