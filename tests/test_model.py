@@ -164,6 +164,21 @@ def test_collisions_follow_the_rule() -> None:
     assert model.classes["tir.For"].fields[0].name == "class_"
 
 
+def test_auto_init_leaves_out_the_inherited_fields_its_native_init_does_not_take() -> None:
+    base = TypeSnap("ir.Type", ["ffi.Object"], init="auto", fields=[
+        FieldSnap("span", schema=STR, has_default=True, default=""), FieldSnap("ty", schema=INT)])
+    prim = TypeSnap("ir.PrimType", ["ffi.Object", "ir.Type"], init="auto", init_excluded=["span"],
+                    fields=[FieldSnap("dtype", schema=STR), FieldSnap("span", schema=STR)])
+    model = build_model(make_snapshot([base, prim], []), "pkg")
+    names = lambda key: [p.name for p in model.classes[key].init.params]  # noqa: E731
+    assert names("ir.Type") == ["ty", "span"]
+    # its own field of the same name stays (only inherited ones are left out)
+    assert names("ir.PrimType") == ["ty", "dtype", "span"]
+    prim.fields = [FieldSnap("dtype", schema=STR)]
+    model = build_model(make_snapshot([base, prim], []), "pkg")
+    assert names("ir.PrimType") == ["ty", "dtype"]
+
+
 def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
     """ir and tir name each other's types (ir.Span -> tir.Stmt, tir.Stmt derives from ir.Node):
     an import cycle; tir.ext and the root are on none. tir.Stmt.show overrides ir.Node.show."""
