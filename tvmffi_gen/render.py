@@ -271,6 +271,10 @@ PYRIGHT_RULES_OFF = {
     " and what a field or enum entry declaration is assigned (checkers use its declared type)",
     "reportImplicitOverride": "Members override where the library's types do (typing.override"
     " needs Python 3.12)",
+    "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
+    " the signatures differ (the lines mypy reports carry ``# type: ignore``, unread here)",
+    "reportIncompatibleVariableOverride": "Fields override as the library's types do, also where"
+    " their types differ (the lines mypy reports carry ``# type: ignore``, unread here)",
     "reportImportCycles": "Namespaces name each other's types as the library's types do; the"
     " imports for type checking close cycles the run-time imports do not have",
     "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
@@ -331,6 +335,8 @@ def _pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tup
     rules = {
         "reportAny": uses_any,
         "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
+        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods),
+        "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
         "reportUnannotatedClassAttribute": bool(mod.classes),
