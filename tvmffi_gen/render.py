@@ -267,8 +267,9 @@ def _mypy_disabled_codes(mod: ModuleModel) -> list[str]:
 #: Rules of basedpyright's default ("recommended") mode that cannot apply to generated code, with
 #: the reason a module that turns one off states for it.
 PYRIGHT_RULES_OFF = {
-    "reportAny": "Any is what the registry types as Any, what a map or mutate hook may return,"
-    " and what a field or enum entry declaration is assigned (checkers use its declared type)",
+    "reportAny": "Any is what the registry types as Any, what a field or enum entry declaration"
+    " is assigned (checkers use its declared type) and what a namespace's module __getattr__"
+    " returns (a subpackage imported on first use)",
     "reportImplicitOverride": "Members override where the library's types do (typing.override"
     " needs Python 3.12)",
     "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
@@ -281,20 +282,28 @@ PYRIGHT_RULES_OFF = {
     " __ffi_init__, not with the base class's __init__",
     "reportUnannotatedClassAttribute": "Classes declare ``__slots__ = ()`` only to keep their"
     " instances free of a __dict__",
-    "reportUnusedParameter": "Native functions and hooks are declared by stubs: their decorators"
-    " supply the bodies",
+    "reportUnusedParameter": "Native functions and methods are declared by stubs: their"
+    " decorators supply the bodies",
+}
+
+#: The reasons ``visitors.py`` gives (its hooks, not native functions).
+VISITORS_RULES_OFF = {
+    "reportAny": "A map or mutate hook returns any value, and the ``any`` hooks take any value",
+    "reportImplicitOverride": "The hooks override those of the used packages' bases",
+    "reportUnusedParameter": "Hooks are declared by stubs: ``dispatch_base`` supplies their default"
+    " bodies",
 }
 
 
-def pyright_header(rules: list[str]) -> list[str]:
-    """Comment lines turning ``rules`` (keys of ``PYRIGHT_RULES_OFF``) off, each after its reason."""
+def pyright_header(rules: list[str], reasons: dict[str, str] = PYRIGHT_RULES_OFF) -> list[str]:
+    """Comment lines turning ``rules`` (keys of ``reasons``) off, each after its reason."""
     if not rules:
         return []
     import textwrap
 
     lines = ["# basedpyright's default mode: rules that cannot apply to generated code, and why."]
     for rule in rules:
-        lines += textwrap.wrap(PYRIGHT_RULES_OFF[rule] + ":", LINE_LENGTH, initial_indent="# ", subsequent_indent="# ")
+        lines += textwrap.wrap(reasons[rule] + ":", LINE_LENGTH, initial_indent="# ", subsequent_indent="# ")
         lines.append(f"# pyright: {rule}=false")
     return lines
 
@@ -573,10 +582,8 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         modules = _used_imports({f"{u.name}.visitors" for u in used})
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
-    rules = ["reportAny", "reportUnusedParameter"]  # map/mutate hooks return Any; hooks are stubs
-    if used:  # hooks of the used packages' bases are overridden
-        rules.insert(1, "reportImplicitOverride")
+    rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
     return prune_unused_imports(env.get_template("visitors.py.jinja").render(
         pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
-        line_length=LINE_LENGTH, pyright_header=pyright_header(rules),
+        line_length=LINE_LENGTH, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
     ))

@@ -2,15 +2,16 @@
 # Do not edit generated members by hand: regenerate with tvmffi-gen instead.
 # mypy: disable-error-code="empty-body"
 # basedpyright's default mode: rules that cannot apply to generated code, and why.
-# Any is what the registry types as Any, what a map or mutate hook may return, and what a field or
-# enum entry declaration is assigned (checkers use its declared type):
+# Any is what the registry types as Any, what a field or enum entry declaration is assigned
+# (checkers use its declared type) and what a namespace's module __getattr__ returns (a subpackage
+# imported on first use):
 # pyright: reportAny=false
 # Each __init__ builds its object with the type's native __ffi_init__, not with the base class's
 # __init__:
 # pyright: reportMissingSuperCall=false
 # Classes declare ``__slots__ = ()`` only to keep their instances free of a __dict__:
 # pyright: reportUnannotatedClassAttribute=false
-# Native functions and hooks are declared by stubs: their decorators supply the bodies:
+# Native functions and methods are declared by stubs: their decorators supply the bodies:
 # pyright: reportUnusedParameter=false
 """Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
 
