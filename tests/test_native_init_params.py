@@ -69,3 +69,28 @@ def test_constructor_offers_only_what_the_native_init_takes(lbpkg: Path, pure: b
         "'int32' ''",
         "'int8' 'here' '' []",
     ]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_omitted_arguments_take_the_native_default_of_the_loaded_library(lbpkg: Path, pure: bool) -> None:
+    """An omitted argument is not sent: a library whose default changed since the package was
+    generated applies its own (the signature keeps showing the registry's default it was
+    generated from)."""
+    moved = build_shared("late_base", FIXTURE.read_text(), extra=['-DLATE_SPAN_DEFAULT="moved"'])
+    script = textwrap.dedent(
+        """\
+        import inspect
+        from lbpkg.latebase import Base, Late
+        print(inspect.signature(Late).parameters["span"])
+        print(Late("int8").span, Base().span, Late("int8", "").span == "", Late("i", span="s").span)
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
+    env["LBPKG_LIBRARY"] = str(moved)
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["span: 'str' = ''", "moved moved True s"]

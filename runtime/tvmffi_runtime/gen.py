@@ -296,6 +296,9 @@ def register(
             cls.__new__ = _plain_new  # type: ignore[assignment]
             # inspect.signature would report this __new__'s (*args, **kwargs): show __init__'s
             cls.__signature__ = _InitSignature()  # type: ignore[attr-defined]
+        init = vars(cls).get("__init__")
+        if init is not None and "construct_auto" in getattr(init, "__code__", _NO_CODE).co_names:
+            _omitted_arguments_are_not_sent(init)
         registered = registrar(cls)
         from .enums import Enum, intern_entries
 
@@ -304,6 +307,22 @@ def register(
         return registered
 
     return decorate
+
+
+_NO_CODE = (lambda: None).__code__
+
+
+def _omitted_arguments_are_not_sent(init: Any) -> None:
+    """Make an auto-init ``__init__`` pass ``MISSING`` for each argument the caller omits, so
+    ``construct_auto`` leaves it out and the native default applies (also where the library's
+    default changed since generation). Its signature still shows the registry's defaults."""
+    import inspect
+
+    init.__signature__ = inspect.signature(init)
+    if init.__defaults__:
+        init.__defaults__ = (MISSING,) * len(init.__defaults__)
+    if init.__kwdefaults__:
+        init.__kwdefaults__ = dict.fromkeys(init.__kwdefaults__, MISSING)
 
 
 def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:
