@@ -47,6 +47,13 @@ def test_pyright_strict_has_no_errors() -> None:
     assert errors == 0, report
 
 
+def test_basedpyright_default_mode_reports_nothing() -> None:
+    """A project with no checker configuration gets basedpyright's "recommended" mode: no errors
+    and no warnings either (rules that cannot apply are turned off in the file, with a reason)."""
+    problems, report = run_pyright(PKG, mode="default")
+    assert problems == 0, report
+
+
 def test_every_file_has_the_generated_header() -> None:
     for path in PKG.rglob("*.py"):
         head = path.read_text().splitlines()[0]
@@ -230,7 +237,7 @@ def test_exported_functions_of_the_testing_library() -> None:
     doc = tvmffi_testing.testing_dll_test_add_with_docstring.__doc__ or ""
     assert "Add two integers" in doc
     hints = inspect.signature(tvmffi_testing.testing_dll_schema_id_int)
-    assert str(hints) == "(_0: 'int', /) -> 'int'"
+    assert str(hints) == "(_0: '_t.SupportsIndex', /) -> 'int'"  # takes numpy integers too
 
 
 def test_lines_fit_the_line_length() -> None:

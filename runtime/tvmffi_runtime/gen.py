@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
@@ -104,12 +105,15 @@ __all__ = [
 
 
 class _Missing:
-    """Marks an argument the caller did not give: the native side applies the default."""
+    """Marks an argument the caller did not give: the native side applies the default.
+
+    It shows as ``...`` (in ``inspect.signature``, ``help()``): a default the registry has but
+    cannot spell as a Python literal (a factory, an object)."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return "..."
 
 
 MISSING: Any = _Missing()
@@ -178,13 +182,19 @@ def _auto_argument_error(
     """``exc`` reworded to name the parameter the caller wrote, not the slot of the packed
     keyword call (``[marker, key, value, ...]``) the runtime saw."""
     slot = getattr(exc, "ffi_argument", None)
-    if slot is None or slot < 2 or slot % 2:
-        return exc  # not an argument conversion (a native error already names its field)
+    if slot is None:
+        # the value converted to an FFI value but not to the field's type: the native init's
+        # message names the field only ("T.__ffi_init__() field 'x': Cannot convert ...")
+        native = _NATIVE_FIELD_ERROR.match(str(exc))
+        keys = [k for k, _ in named]
+        if native is None or native["field"] not in keys:
+            return exc
+        what = _argument_words(self, type_key, native["field"], keys)
+        return TypeError(f"{type_key}.__init__: {what}: {native['detail']}")
+    if slot < 2 or slot % 2:
+        return exc  # not an argument conversion
     key = args[slot - 1]
-    position = [k for k, _ in named].index(key)
-    what = f"argument {key!r} (position {position})"
-    if _keyword_only(self, type_key, key):
-        what = f"keyword argument {key!r}"
+    what = _argument_words(self, type_key, key, [k for k, _ in named])
     value = args[slot]
     detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
     if isinstance(exc, _core.ReleasedObjectError):
@@ -193,6 +203,16 @@ def _auto_argument_error(
         f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
         f" to a TVM FFI value{detail}"
     )
+
+
+_NATIVE_FIELD_ERROR = re.compile(r"\S*__ffi_init__\(\) field '(?P<field>[^']*)':\s*(?P<detail>.*)", re.S)
+
+
+def _argument_words(self: Object, type_key: str, key: str, keys: list[str]) -> str:
+    """How an error names the argument ``key``: by name and position, or as keyword-only."""
+    if _keyword_only(self, type_key, key):
+        return f"keyword argument {key!r}"
+    return f"argument {key!r} (position {keys.index(key)})"
 
 
 def _keyword_only(self: Object, type_key: str, key: str) -> bool:
@@ -276,6 +296,9 @@ def register(
             cls.__new__ = _plain_new  # type: ignore[assignment]
             # inspect.signature would report this __new__'s (*args, **kwargs): show __init__'s
             cls.__signature__ = _InitSignature()  # type: ignore[attr-defined]
+        init = vars(cls).get("__init__")
+        if init is not None and "construct_auto" in getattr(init, "__code__", _NO_CODE).co_names:
+            _omitted_arguments_are_not_sent(init)
         registered = registrar(cls)
         from .enums import Enum, intern_entries
 
@@ -284,6 +307,22 @@ def register(
         return registered
 
     return decorate
+
+
+_NO_CODE = (lambda: None).__code__
+
+
+def _omitted_arguments_are_not_sent(init: Any) -> None:
+    """Make an auto-init ``__init__`` pass ``MISSING`` for each argument the caller omits, so
+    ``construct_auto`` leaves it out and the native default applies (also where the library's
+    default changed since generation). Its signature still shows the registry's defaults."""
+    import inspect
+
+    init.__signature__ = inspect.signature(init)
+    if init.__defaults__:
+        init.__defaults__ = (MISSING,) * len(init.__defaults__)
+    if init.__kwdefaults__:
+        init.__kwdefaults__ = dict.fromkeys(init.__kwdefaults__, MISSING)
 
 
 def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:
