@@ -125,6 +125,7 @@ static int raise_error(int which, PyObject* const* args, size_t n) {
 #include "_accel_parts/calls.h"
 #include "_accel_parts/lazy_function.h"
 #include "_accel_parts/fields.h"
+#include "_accel_parts/graph.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Module                                                                                     */
@@ -210,6 +211,8 @@ static PyMethodDef accel_methods[] = {
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
     {"set_gil_auto", accel_set_gil_auto, METH_O,
      "set_gil_auto(flag): keep the GIL over calls when no thread can want it"},
+    {"graph_check", (PyCFunction)(void (*)(void))accel_graph_check, METH_FASTCALL,
+     "graph_check(root, type_index, structural, cycles, limit, plan_for, map_edges) -> None or a refusal"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef accel_module = {

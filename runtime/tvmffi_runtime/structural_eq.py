@@ -13,6 +13,7 @@ from enum import IntEnum
 from typing import Any
 
 from ._core import Function, Object, get_global_func, register_object, type_key_to_index
+from ._graph_guard import check_graph
 from .reflection import get_field
 
 __all__ = [
@@ -46,12 +47,14 @@ def structural_equal(lhs: object, rhs: object, map_free_vars: bool = False, skip
     ``map_free_vars``: free variables (without a definition site) may map to each other;
     ``skip_tensor_content``: tensors compare by shape and type only, not by data.
     """
+    _check_both(lhs, rhs, "structural_equal")
     return bool(_engine("ffi.StructuralEqual")(lhs, rhs, map_free_vars, skip_tensor_content))
 
 
 def structural_hash(value: object, map_free_vars: bool = False, skip_tensor_content: bool = False) -> int:
     """Hash consistent with :func:`structural_equal` under the same options, as an unsigned
     64-bit int (the engine returns it as a signed one)."""
+    check_graph(value, "structural_hash", structural=True)
     return int(_engine("ffi.StructuralHash")(value, map_free_vars, skip_tensor_content)) & _U64
 
 
@@ -60,11 +63,19 @@ def get_first_structural_mismatch(
 ) -> tuple[AccessPath, AccessPath] | None:
     """None when ``lhs`` and ``rhs`` are structurally equal; otherwise the access paths (from
     each root) of the first difference found."""
+    _check_both(lhs, rhs, "get_first_structural_mismatch")
     found = _engine("ffi.GetFirstStructuralMismatch")(lhs, rhs, map_free_vars, skip_tensor_content)
     if found is None:
         return None
     left, right = found
     return left, right
+
+
+def _check_both(lhs: object, rhs: object, what: str) -> None:
+    """Refuse a cycle or a too deep graph on either side before the engine recurses into it."""
+    check_graph(lhs, what, structural=True)
+    if rhs is not lhs:
+        check_graph(rhs, what, structural=True)
 
 
 class AccessKind(IntEnum):
@@ -146,6 +157,7 @@ class StructuralKey(Object):
     __slots__ = ()
 
     def __init__(self, key: object) -> None:
+        check_graph(key, "StructuralKey", structural=True)
         made = _engine("ffi.StructuralKey")(key)
         self._h, self._t = made._h, made._t
         made._h = 0
