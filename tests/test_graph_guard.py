@@ -158,6 +158,7 @@ set_field(g, 'items', rt.Array([shared, shared, rt.Map({'a': shared, 'b': [share
 set_field(g, 'weight', 7)
 set_field(shared, 'owner', g)  # a back link structural eq / hash ignore: no cycle for them
 chain = rt.get_global_func('cyc.chain')(900)
+loop = node(); set_field(loop, 'parent', loop)
 """
     calls = {
         "hash_equal": "rt.structural_hash(g) == rt.structural_hash(g) and rt.structural_equal(g, g)",
@@ -166,6 +167,9 @@ chain = rt.get_global_func('cyc.chain')(900)
         "chain_hash": "rt.structural_hash(chain) == rt.structural_hash(copy.deepcopy(chain))",
         "chain_pickle": "get_field(pickle.loads(pickle.dumps(chain)), 'name')",
         "chain_walk": "S.walk_count_nodes(chain)",
+        # one side free of cycles bounds the comparison's depth: no refusal
+        "equal_one_cyclic": "[rt.structural_equal(loop, node()), rt.structural_equal(node(), loop)]",
+        "mismatch_one_cyclic": "rt.get_first_structural_mismatch(loop, node())[0]",
     }
     build += "\ndef catch():\n    try:\n        pickle.dumps(g)\n    except ValueError as exc:\n        return str(exc)"
     results = run_child(lib, pure, build, calls)
@@ -175,6 +179,8 @@ chain = rt.get_global_func('cyc.chain')(900)
     assert results["chain_hash"][2] == "True"
     assert results["chain_pickle"][2] == "'n899'"
     assert results["chain_walk"][0] == "ok"
+    assert results["equal_one_cyclic"][2] == "[False, False]"
+    assert results["mismatch_one_cyclic"][2] == "<root>.parent"
 
 
 @PATHS

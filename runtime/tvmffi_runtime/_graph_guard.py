@@ -433,8 +433,7 @@ def _check_root(root: int, root_tindex: int, what: str, cycles: bool, structural
                                 if t not in leaves and p:
                                     grand.append(p)
             if not grand:
-                done.add(child)
-                continue
+                continue  # a leaf: nothing to remember (it closes no cycle)
             frame[3] = i
             if len(stack) >= limit:
                 raise _depth_error(stack, tindex, structural, what, limit)

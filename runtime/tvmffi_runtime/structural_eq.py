@@ -13,7 +13,7 @@ from enum import IntEnum
 from typing import Any
 
 from ._core import Function, Object, get_global_func, register_object, type_key_to_index
-from ._graph_guard import check_graph
+from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
 from .reflection import get_field
 
 __all__ = [
@@ -72,10 +72,25 @@ def get_first_structural_mismatch(
 
 
 def _check_both(lhs: object, rhs: object, what: str) -> None:
-    """Refuse a cycle or a too deep graph on either side before the engine recurses into it."""
-    check_graph(lhs, what, structural=True)
-    if rhs is not lhs:
-        check_graph(rhs, what, structural=True)
+    """Refuse a pair the engine could not compare without overflowing the native stack.
+
+    The comparison descends both sides in step, so its depth is bounded by the shallower one:
+    one side free of cycles and within the depth bound is enough (and costs one check). The
+    error names the left side's cycle or depth.
+    """
+    try:
+        check_graph(lhs, what, structural=True)
+    except (ReferenceCycleError, GraphTooDeepError):
+        if rhs is lhs or not _passes(rhs, what):
+            raise
+
+
+def _passes(value: object, what: str) -> bool:
+    try:
+        check_graph(value, what, structural=True)
+    except (ReferenceCycleError, GraphTooDeepError):
+        return False
+    return True
 
 
 class AccessKind(IntEnum):

@@ -284,10 +284,7 @@ static PyObject* accel_graph_check(PyObject* mod, PyObject* const* args, Py_ssiz
       Py_ssize_t begin = kids.n;
       if (graph_edges((char*)(uintptr_t)child, t, structural, plan_for, map_edges, &kids) < 0) goto done;
       f = frames.v + frames.n - F_SIZE; /* (kids may have moved; frames did not) */
-      if (kids.n == begin) {
-        if (hmap_set(&seen, child, -1) < 0) goto done;
-        continue;
-      }
+      if (kids.n == begin) continue; /* a leaf: nothing to remember (it closes no cycle) */
       Py_ssize_t depth = frames.n / F_SIZE;
       if (depth >= limit) {
         PyObject* path = graph_frames(&frames);
