@@ -218,3 +218,36 @@ after = [rt._core._ref_counts(o._h) for o in (g, leaf)]
 """
     results = run_child(lib, pure, build, {"same": "before == after"})
     assert results["same"][2] == "True"
+
+
+@PATHS
+def test_callbacks_recursing_past_pythons_limit_raise_recursion_error_saying_so(lib: Path, pure: bool) -> None:
+    """A visit / mutate callback that recurses through the engine (``ctx.default_visit``) on a
+    chain within the depth bound runs out of Python's recursion limit first; the error that
+    comes back says so (it used to be "error while converting a Python exception")."""
+    build = """
+chain = rt.get_global_func('cyc.chain')(900)
+Node = rt.class_for_index(rt.type_key_to_index('cyc.Node'))
+def visit(x: Node, ctx: S.VisitContext) -> None:
+    ctx.default_visit(x)
+def mutate(x: Node, ctx: S.MutateContext) -> object:
+    return ctx.default_mutate(x)
+def catch(f):
+    try:
+        f()
+    except Exception as exc:
+        return f'{type(exc).__name__}: {exc}'
+"""
+    calls = {
+        "visit": "catch(lambda: S.structural_visit(chain, S.on(Node, visit)))",
+        "mutate": "catch(lambda: S.structural_mutate(chain, S.on(Node, mutate)))",
+        "higher_limit": "(sys.setrecursionlimit(20000), S.structural_visit(chain, S.on(Node, visit)))[1]",
+    }
+    results = run_child(lib, pure, build, calls)
+    expected = (
+        "'RecursionError: maximum recursion depth exceeded in a Python callback called from native code:"
+        " the callbacks recurse (through the traversal) deeper than sys.getrecursionlimit() allows'"
+    )
+    assert results["visit"][2] == expected
+    assert results["mutate"][2] == expected
+    assert results["higher_limit"][:2] == ["ok", "NoneType"]  # within the bound the C stack holds

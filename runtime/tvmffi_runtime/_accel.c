@@ -103,7 +103,8 @@ static const char* error_names[E_COUNT] = {
     "init_result"};
 static PyObject* error_makers[E_COUNT];
 /* (kind, message) bytes of the native error raised when converting a callback's exception
-   fails (_errors.CONVERSION_FAILED): kept, as Python may not be callable then */
+   fails (_errors.CONVERSION_FAILED), then the pair used when that exception is a RecursionError
+   (_errors.RECURSION_IN_CALLBACK): kept, as Python may not be callable then */
 static PyObject* conversion_failed;
 
 /* Raise error ``which`` made by its builder from ``args``, replacing any exception set; -1. */
@@ -184,9 +185,11 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
     PyErr_SetString(PyExc_TypeError, "init: class_cache, object_return and errors must be dicts");
     return NULL;
   }
-  if (!PyTuple_Check(conversion_failed) || PyTuple_GET_SIZE(conversion_failed) != 2 ||
-      !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 1))) {
-    PyErr_SetString(PyExc_TypeError, "init: conversion_failed must be a (kind, message) tuple of bytes");
+  int bytes_ok = PyTuple_Check(conversion_failed) && PyTuple_GET_SIZE(conversion_failed) == 4;
+  for (Py_ssize_t i = 0; bytes_ok && i < 4; ++i) bytes_ok = PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, i));
+  if (!bytes_ok) {
+    PyErr_SetString(PyExc_TypeError,
+                    "init: conversion_failed must be a (kind, message, recursion kind, recursion message) tuple of bytes");
     return NULL;
   }
   for (int i = 0; i < E_COUNT; ++i) {
