@@ -122,6 +122,8 @@ def test_the_errors_are_value_and_recursion_errors_with_the_path(lib: Path, pure
     calls = {
         "cycle": "(lambda e: [isinstance(e, ValueError), e.path])(catch(lambda: rt.structural_hash(g)))",
         "deep": "(lambda e: [isinstance(e, RecursionError), e.limit, len(e.path), e.path[0]])(catch(lambda: rt.structural_hash(d)))",
+        # objects inside Python lists / dicts given as arguments are checked too
+        "in_list": "str(catch(lambda: rt.structural_hash([1, {'k': (g,)}])))",
     }
     build = (
         BUILD["two"]
@@ -131,6 +133,7 @@ def test_the_errors_are_value_and_recursion_errors_with_the_path(lib: Path, pure
     results = run_child(lib, pure, build, calls)
     assert results["cycle"][2] == "[True, [('cyc.Node', 'parent'), ('cyc.Node', 'parent')]]"
     assert results["deep"][2] == "[True, 1000, 1000, ('cyc.Node', 'parent')]"
+    assert results["in_list"][2].startswith("'structural_hash: the object graph has a reference cycle: cyc.Node.parent")
 
 
 @PATHS
