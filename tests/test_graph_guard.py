@@ -43,6 +43,7 @@ BUILD = {
     "two": "g = node(); h = node(); set_field(g, 'parent', h); set_field(h, 'parent', g)",
     "array": "g = node(); set_field(g, 'items', rt.Array([1, 'x', g]))",
     "map": "g = node(); set_field(g, 'attrs', rt.Map({'k': g}))",
+    "dense_map": "g = node(); set_field(g, 'attrs', rt.Map({**{f'a{i}': i for i in range(20)}, 'k': g}))",
     "list": "g = rt.List([1]); g.append(rt.Dict({'d': g}))",
     "deep": "g = rt.get_global_func('cyc.chain')(100_000)",
 }
@@ -91,6 +92,7 @@ CYCLES = {
     "two": "cyc.Node.parent → cyc.Node.parent → cyc.Node (the same object again)",
     "array": "cyc.Node.items → Array[2] → cyc.Node (the same object again)",
     "map": "cyc.Node.attrs → Map['k'] → cyc.Node (the same object again)",
+    "dense_map": "cyc.Node.attrs → Map['k'] → cyc.Node (the same object again)",
     "list": "List[1] → Dict['d'] → List (the same object again)",
 }
 
@@ -209,7 +211,7 @@ def test_the_check_releases_what_it_reads(lib: Path, pure: bool) -> None:
 leaf = node()
 g = node()
 set_field(g, 'items', rt.Array([leaf]))
-set_field(g, 'attrs', rt.Map({'k': leaf}))
+set_field(g, 'attrs', rt.Map({'k': leaf, **{f'k{i}': node() for i in range(20)}}))  # dense layout
 set_field(g, 'parent', leaf)
 set_field(g, 'weight', 3)
 from tvmffi_runtime._graph_guard import check_graph
