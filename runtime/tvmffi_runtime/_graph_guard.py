@@ -101,7 +101,6 @@ _EQ_UNSUPPORTED = 0  # kTVMFFISEqHashKindUnsupported: the engine refuses the typ
 _HEADER = _lib.OBJECT_HEADER_SIZE
 _ANY = _lib.ANY_INT  # (type index, zero padding / small length, payload)
 _SEQ_CELL = struct.Struct("=Qq")  # TVMFFISeqCell: data pointer, size
-_PTR = struct.Struct("=Q")
 _string_at = ctypes.string_at
 _GETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -244,6 +243,7 @@ def _getter_child(getter: Any, addr: int) -> int:
 
 
 def _field_edges(h: int, plan: _Plan, labels: bool) -> list[Any]:
+    """Pointer fields (in offset order), then Any fields, then fields read by their getters."""
     edges: list[Any] = []
     if plan.names:
         values = plan.unpack(_string_at(h + plan.start, plan.span))
@@ -261,6 +261,7 @@ def _field_edges(h: int, plan: _Plan, labels: bool) -> list[Any]:
 
 
 def _seq_edges(h: int, labels: bool) -> list[Any]:
+    """The object items of an Array / List, read from its TVMFFISeqCell."""
     data, size = _SEQ_CELL.unpack(_string_at(h + _HEADER, 16))
     if size <= 0:
         return []
@@ -271,6 +272,8 @@ def _seq_edges(h: int, labels: bool) -> list[Any]:
 
 
 def _map_edges(h: int, tindex: int, labels: bool) -> list[Any]:
+    """The object keys and values of a Map / Dict: inline pairs of the small layout read from
+    memory, the dense layout (and labels, which need the keys) through the runtime."""
     data, size, slots = _MAP_CELL.unpack(_string_at(h + _HEADER, 24))
     if size <= 0:
         return []
