@@ -333,17 +333,26 @@ def check_graph(value: object, what: str, *, cycles: bool = True, structural: bo
     ``structural``: follow only the edges structural equal / hash follow (no field marked
     SEqHashIgnore, nothing inside a type without a structural equality kind).
     """
-    accel = _core._accel
+    if isinstance(value, Object):  # the usual argument: no Python containers to look into
+        if value._h and value._t not in _LEAVES:
+            _check_object(value._h, value._t, what, cycles, structural)
+        return
     for h, tindex in _roots(value):
-        if accel is None:
-            _check_root(h, tindex, what, cycles, structural)
-            continue
-        refusal = accel.graph_check(h, tindex, structural, cycles, _max_depth, _plan_tuple, _map_edges_unlabelled)
-        if refusal is not None:
-            kind, frames, at = refusal
-            if kind == "cycle":
-                raise _cycle_error(frames, at, structural, what)
-            raise _depth_error(frames, at, structural, what, _max_depth)
+        _check_object(h, tindex, what, cycles, structural)
+
+
+def _check_object(h: int, tindex: int, what: str, cycles: bool, structural: bool) -> None:
+    """The graph under one object, by the compiled walk when there is one."""
+    accel = _core._accel
+    if accel is None:
+        _check_root(h, tindex, what, cycles, structural)
+        return
+    refusal = accel.graph_check(h, tindex, structural, cycles, _max_depth, _plan_tuple, _map_edges_unlabelled)
+    if refusal is not None:
+        kind, frames, at = refusal
+        if kind == "cycle":
+            raise _cycle_error(frames, at, structural, what)
+        raise _depth_error(frames, at, structural, what, _max_depth)
 
 
 def _roots(value: object) -> Iterator[tuple[int, int]]:

@@ -90,7 +90,7 @@ typedef struct {
 
 static int i64_push(I64Stack* s, int64_t x) {
   if (s->n == s->cap) {
-    Py_ssize_t cap = s->cap ? s->cap * 2 : 256;
+    Py_ssize_t cap = s->cap ? s->cap * 2 : 64;
     int64_t* grown = PyMem_Realloc(s->v, cap * sizeof(int64_t));
     if (grown == NULL) return PyErr_NoMemory(), -1;
     s->v = grown;
@@ -115,7 +115,7 @@ static Py_ssize_t hmap_slot(const HandleMap* m, uint64_t key) {
 }
 
 static int hmap_grow(HandleMap* m) {
-  HandleMap bigger = {NULL, NULL, 0, m->cap ? m->cap * 2 : 1024};
+  HandleMap bigger = {NULL, NULL, 0, m->cap ? m->cap * 2 : 64};
   bigger.keys = PyMem_Calloc(bigger.cap, sizeof(uint64_t));
   bigger.vals = PyMem_Calloc(bigger.cap, sizeof(int32_t));
   if (bigger.keys == NULL || bigger.vals == NULL) {
