@@ -1,14 +1,15 @@
 """What the cycle / depth guard costs on acyclic graphs: each guarded entry point against the
 same native routine called without the guard, side by side in one process.
 
-    python benchmarks/bench_graphs.py [--nodes 10000] [--repeat 7] [--json out.json] [--with-pure]
+    python benchmarks/bench_graphs.py [--nodes 10000] [--repeat 7] [--rounds 1] [--json out.json] [--with-pure]
 
 The graph is a tree of ``--nodes`` ``cyc.Node`` objects (tests/fixtures/cycles.cc, built with
 g++ like the tests do), four children per node in an Array field, and an empty Map field on
 each node: about three handles per node for the guard to look at. Cases are interleaved
 (guarded, bare, guarded, ...) and each reports the minimum over the repeats in ms; the ratio
 is guarded / bare. ``check`` is the guard alone. Timings are noisy on a shared machine: quote
-ratios. ``--pure`` measures the pure-ctypes path; ``--with-pure`` runs it in a second process
+ratios, from ``--rounds 3`` or more (each case's median ratio over that many measurements of the
+whole table; times are the best over all rounds). ``--pure`` measures the pure-ctypes path; ``--with-pure`` runs it in a second process
 and adds its ratio as a column.
 """
 
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import pickle
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,9 +33,10 @@ if "--pure" in sys.argv:  # before the runtime is imported: it reads this once
 sys.path[:0] = [str(ROOT / "runtime"), str(ROOT / "tests")]
 
 
-def cases(rt: Any, tree: Any) -> list[tuple[str, Callable[[], Any], bool]]:
+def cases(rt: Any, tree: Any, small: Any) -> list[tuple[str, Callable[[], Any], bool]]:
     """(name, the public call, whether it has an unguarded twin): the twin is the same call
-    with the guard patched out of the modules that call it."""
+    with the guard patched out of the modules that call it. ``small``: a 5-node tree, for the
+    guard's fixed cost per call (its rows are timed over 1 000 calls, in ms per 1 000)."""
     import tvmffi_runtime.structural as S
     from tvmffi_runtime._graph_guard import check_graph
 
@@ -47,6 +50,8 @@ def cases(rt: Any, tree: Any) -> list[tuple[str, Callable[[], Any], bool]]:
         ("pickle.dumps", lambda: pickle.dumps(tree), True),
         ("structural_walk", lambda: S.structural_walk(tree, absent), True),
         ("structural_map", lambda: S.structural_map(tree, absent), True),
+        ("structural_hash, 5 nodes x1000", lambda: rt.structural_hash(small), True),
+        ("structural_walk, 5 nodes x1000", lambda: S.structural_walk(small, absent), True),
     ]
 
 
@@ -71,8 +76,22 @@ def unguarded(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def measure(fn: Callable[[], Any]) -> float:
-    return timeit.timeit(fn, number=1) * 1e3
+def measure(fn: Callable[[], Any], number: int) -> float:
+    return timeit.timeit(fn, number=number) * 1e3
+
+
+def run_rounds(nodes: int, repeat: int, rounds: int) -> dict[str, Any]:
+    """``rounds`` tables merged: per case the best times and the median ratio."""
+    tables = [run(nodes, repeat) for _ in range(rounds)]
+    merged = tables[0]
+    for i, row in enumerate(merged["rows"]):
+        same = [t["rows"][i] for t in tables]
+        row["guarded_ms"] = min(r["guarded_ms"] for r in same)
+        if row["ratio"] is not None:
+            row["bare_ms"] = min(r["bare_ms"] for r in same)
+            row["ratio"] = statistics.median(r["ratio"] for r in same)
+    merged["rounds"] = rounds
+    return merged
 
 
 def run(nodes: int, repeat: int) -> dict[str, Any]:
@@ -82,15 +101,17 @@ def run(nodes: int, repeat: int) -> dict[str, Any]:
 
     rt.load_library(build_shared("cycles", (_root / "tests" / "fixtures" / "cycles.cc").read_text()))
     tree = rt.get_global_func("cyc.tree")(nodes, 4)
+    small = rt.get_global_func("cyc.tree")(5, 4)
     rows = []
-    for name, guarded, twin in cases(rt, tree):
+    for name, guarded, twin in cases(rt, tree, small):
+        number = 1000 if "x1000" in name else 1
         bare = unguarded(guarded) if twin else None
         guarded()  # warm: plans, caches
         best_g = best_b = float("inf")
         for _ in range(repeat):
-            best_g = min(best_g, measure(guarded))
+            best_g = min(best_g, measure(guarded, number))
             if bare is not None:
-                best_b = min(best_b, measure(bare))
+                best_b = min(best_b, measure(bare, number))
         row: dict[str, Any] = {"case": name, "guarded_ms": best_g, "bare_ms": None, "ratio": None}
         if bare is not None:
             row.update(bare_ms=best_b, ratio=best_g / best_b)
@@ -103,17 +124,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--pure", action="store_true")
     parser.add_argument("--with-pure", action="store_true")
     args = parser.parse_args(argv)
-    result = run(args.nodes, args.repeat)
+    result = run_rounds(args.nodes, args.repeat, args.rounds)
     pure: dict[str, Any] = {}
     if args.with_pure:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "pure.json"
             cmd = [sys.executable, __file__, "--pure", "--nodes", str(args.nodes), "--repeat", str(args.repeat),
-                   "--json", str(out)]  # fmt: skip
+                   "--rounds", str(args.rounds), "--json", str(out)]  # fmt: skip
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             pure = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
             result["pure_rows"] = list(pure.values())
