@@ -256,3 +256,17 @@ def catch(f):
     assert results["visit"][2] == expected
     assert results["mutate"][2] == expected
     assert results["higher_limit"][:2] == ["ok", "NoneType"]  # within the bound the C stack holds
+
+
+@PATHS
+def test_a_list_or_dict_holding_itself_shows_as_dots_in_its_repr(lib: Path, pure: bool) -> None:
+    build = """
+lst = rt.List([1]); lst.append(lst)
+dct = rt.Dict({'a': 1}); dct['self'] = dct
+shared = rt.Array([1, 2]); twice = rt.List([shared, shared])
+"""
+    calls = {"list": "repr(lst)", "dict": "repr(dct)", "shared": "repr(twice)"}
+    results = run_child(lib, pure, build, calls)
+    assert results["list"][2] == repr("List([1, List(...)])")
+    assert results["dict"][2] == repr("Dict({'a': 1, 'self': Dict(...)})")
+    assert results["shared"][2] == repr("List([Array([1, 2]), Array([1, 2])])")  # repeated, not nested: shown
