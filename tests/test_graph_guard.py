@@ -270,3 +270,23 @@ shared = rt.Array([1, 2]); twice = rt.List([shared, shared])
     assert results["list"][2] == repr("List([1, List(...)])")
     assert results["dict"][2] == repr("Dict({'a': 1, 'self': Dict(...)})")
     assert results["shared"][2] == repr("List([Array([1, 2]), Array([1, 2])])")  # repeated, not nested: shown
+
+
+@PATHS
+def test_structural_keys_whose_keys_became_cycles_are_refused_on_comparison(lib: Path, pure: bool) -> None:
+    build = """
+a = node(); b = node()
+ka, kb = rt.StructuralKey(a), rt.StructuralKey(b)
+before = ka == kb
+set_field(a, 'parent', a); set_field(b, 'parent', b)
+def catch(f):
+    try:
+        f()
+    except Exception as exc:
+        return f'{type(exc).__name__}: {exc}'
+"""
+    results = run_child(lib, pure, build, {"before": "before", "after": "catch(lambda: ka == kb)"})
+    assert results["before"][2] == "True"
+    assert results["after"][2].startswith(
+        "'ReferenceCycleError: StructuralKey ==: the object graph has a reference cycle: cyc.Node.parent → cyc.Node"
+    )

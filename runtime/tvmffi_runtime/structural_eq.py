@@ -186,7 +186,11 @@ class StructuralKey(Object):
         return int(get_field(self, "hash_i64")) & _U64
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructuralKey) and bool(_engine("ffi.StructuralKeyEqual")(self, other))
+        if not isinstance(other, StructuralKey):
+            return False
+        # the keys may have been changed into cycles since they were wrapped
+        _check_both(self.key, other.key, "StructuralKey ==")
+        return bool(_engine("ffi.StructuralKeyEqual")(self, other))
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
