@@ -10,7 +10,7 @@ and strings are compared as the containers and values they convert to.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 from ._core import Function, Object, get_global_func, register_object, type_key_to_index
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
@@ -189,7 +189,7 @@ class StructuralKey(Object):
         if not isinstance(other, StructuralKey):
             return False
         # the keys may have been changed into cycles since they were wrapped
-        _check_both(self.key, other.key, "StructuralKey ==")
+        _check_both(self.key, get_field(cast(Object, other), "key"), "StructuralKey ==")
         return bool(_engine("ffi.StructuralKeyEqual")(self, other))
 
     def __ne__(self, other: object) -> bool:
