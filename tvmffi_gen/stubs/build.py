@@ -87,7 +87,8 @@ def take_collection(package: str, exclude: list[str], preload: list[str], timeou
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         raise StubsError(f"{package}: {last[-1] if last else error}", proc.stderr)
     data: dict[str, Any] = json.loads(proc.stdout)
-    if not data["classes"] and not data["ffi_api"]:
+    own = [k for k, c in data["classes"].items() if c["module"] in data["modules"]]
+    if not own and not data["ffi_api"]:
         raise StubsError(f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
                          " to stub beyond its Python (use mypy's stubgen for that)")
     return data
