@@ -94,29 +94,74 @@ def take_collection(package: str, exclude: list[str], preload: list[str], timeou
     return data
 
 
+class PythonStubs:
+    """mypy's stubgen over a package's sources, started in a child process (it reads the sources
+    and imports nothing, so it runs while the package is being imported elsewhere); ``result``
+    waits for it and returns the stub text per module (dotted name)."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        self.modules = dict(modules)
+        self.own_pyi: dict[str, str] = {}
+        self.sources: list[tuple[str, str]] = []
+        for name, path in sorted(modules.items()):
+            p = Path(path)
+            pyi = p.parent / (p.name.split(".")[0] + ".pyi")
+            if pyi.is_file():  # the package's own stub for this module wins
+                self.own_pyi[name] = pyi.read_text(encoding="utf-8")
+            elif path.endswith(".py"):
+                self.sources.append((name, path))
+        self._tmp = tempfile.TemporaryDirectory()
+        self._proc: subprocess.Popen[str] | None = None
+        if self.sources:
+            cmd = [sys.executable, "-c", "import sys; from mypy.stubgen import main; main(sys.argv[1:])",
+                   "--no-import", "--include-private", "-q", "-o", self._tmp.name, *(p for _, p in self.sources)]
+            self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          stdin=subprocess.DEVNULL)
+
+    def result(self, keep: set[str]) -> dict[str, str]:
+        """Stubs of the modules in ``keep``."""
+        try:
+            if self._proc is not None:
+                _, err = self._proc.communicate()
+                if self._proc.returncode != 0:
+                    raise StubsError(f"mypy's stubgen failed: {err.strip()[-2000:]}")
+            out = {m: t for m, t in self.own_pyi.items() if m in keep}
+            for name, path in self.sources:
+                if name not in keep:
+                    continue
+                rel = Path(*name.split("."))
+                stub = Path(self._tmp.name) / (str(rel / "__init__.pyi") if path.endswith("__init__.py")
+                                               else f"{rel}.pyi")
+                out[name] = stub.read_text(encoding="utf-8") if stub.is_file() else ""
+            return out
+        finally:
+            self._tmp.cleanup()
+
+    def cancel(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+        self._tmp.cleanup()
+
+
 def python_stubs(modules: dict[str, str]) -> dict[str, str]:
     """Stub text per module (dotted name) from the package's sources, by mypy's stubgen."""
-    out: dict[str, str] = {}
-    sources = []
-    for name, path in sorted(modules.items()):
-        pyi = Path(path).with_suffix(".pyi") if not path.endswith((".so", ".pyd")) else \
-            Path(path).parent / (Path(path).name.split(".")[0] + ".pyi")
-        if pyi.is_file():  # the package's own stub for this module wins
-            out[name] = pyi.read_text(encoding="utf-8")
-        elif path.endswith(".py"):
-            sources.append((name, path))
-    with tempfile.TemporaryDirectory() as tmp:
-        if sources:
-            cmd = [sys.executable, "-c", "import sys; from mypy.stubgen import main; main(sys.argv[1:])", "--no-import", "--include-private", "-q", "-o", tmp,
-                   *(p for _, p in sources)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            if proc.returncode != 0:
-                raise StubsError(f"mypy's stubgen failed: {proc.stderr.strip()[-2000:]}")
-        for name, path in sources:
-            rel = Path(*name.split("."))
-            stub = Path(tmp) / (str(rel / "__init__.pyi") if path.endswith("__init__.py") else f"{rel}.pyi")
-            out[name] = stub.read_text(encoding="utf-8") if stub.is_file() else ""
-    return out
+    return PythonStubs(modules).result(set(modules))
+
+
+def _modules_on_disk(package: str, exclude: list[str]) -> dict[str, str] | None:
+    """The package's modules found without importing it (None when it is not found)."""
+    import importlib.util
+
+    from .collect import module_files
+
+    try:
+        spec = importlib.util.find_spec(package.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations or "." in package:
+        return None
+    return module_files(package, list(spec.submodule_search_locations), exclude)
 
 
 def exported_names(text: str) -> set[str]:
@@ -475,7 +520,7 @@ def _dedent(text: str) -> str:
 def _inherited_names(data: dict[str, Any], key: str, stub_members: dict[str, set[str]]) -> set[str]:
     """Names the Python classes of ``key``'s ancestors define in their stubs (a reflected method
     is attached only when the class does not already have one by that name)."""
-    out: set[str] = set()
+    out: set[str] = set(data["classes"][key].get("inherited", []))
     for anc in data["types"][key]["ancestors"]:
         out |= stub_members.get(anc, set())
     return out
@@ -550,8 +595,20 @@ class StubResult:
 def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float,
                 project: bool) -> StubResult:
     """Everything ``--stubs-for`` writes, relative to OUT."""
-    data = take_collection(package, exclude, preload, timeout)
-    stubs = python_stubs(data["modules"])
+    on_disk = _modules_on_disk(package, exclude)
+    early = PythonStubs(on_disk) if on_disk else None  # runs while the package imports
+    try:
+        data = take_collection(package, exclude, preload, timeout)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
+    if early is not None and set(data["modules"]) <= set(early.modules):
+        stubs = early.result(set(data["modules"]))
+    else:
+        if early is not None:
+            early.cancel()
+        stubs = python_stubs(data["modules"])
     final, warnings = augment(data, stubs)
     top = package.split(".")[0]
     root = f"{top}-stubs"

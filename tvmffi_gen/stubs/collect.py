@@ -246,6 +246,9 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "python_init": "__init__" in cls.__dict__ and getattr(cls.__dict__["__init__"], "__module__", "")
             != "tvm_ffi._dunder",
             "late": _late_members(cls, cls.__module__.split(".")[0]),
+            # names its bases define in Python (not registry fields): those declarations win
+            "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
+                                 if type(v).__name__ != "FFIProperty" and not n.startswith("__")}),
         }
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
