@@ -383,15 +383,100 @@ def _incomplete_param(p: str, i: int, kind: str) -> str:
     return f"{name}: Incomplete" + (" = ..." if eq else "")
 
 
+#: Generic classes an annotation may name bare (``list``, ``Callable``), with the type arguments
+#: that spell out what a bare name means (Any for each parameter), so ``mypy --strict`` and
+#: pyright strict see an explicit Any instead of a missing argument or an Unknown.
+_BARE_GENERICS = {
+    **dict.fromkeys(["list", "set", "frozenset", "type", "List", "Set", "FrozenSet", "Type", "Sequence",
+                     "MutableSequence", "Iterable", "Iterator", "Collection", "AbstractSet", "MutableSet",
+                     "AsyncIterator", "AsyncIterable", "Awaitable", "deque", "Deque", "Counter", "PathLike",
+                     "Pattern", "Match", "CompletedProcess", "Popen", "Queue", "Future", "KeysView",
+                     "ValuesView", "Reversible", "Container"], "Incomplete"),
+    **dict.fromkeys(["dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "DefaultDict",
+                     "OrderedDict", "ItemsView"], "Incomplete, Incomplete"),
+    **dict.fromkeys(["Generator", "Coroutine"], "Incomplete, Incomplete, Incomplete"),
+    **dict.fromkeys(["tuple", "Tuple"], "Incomplete, ..."),
+    **dict.fromkeys(["Callable"], "..., Incomplete"),
+}  # fmt: skip
+
+
+_STDLIB_GENERIC_MODULES = ("typing", "typing_extensions", "collections", "collections.abc", "os", "subprocess",
+                           "re", "queue", "concurrent.futures", "asyncio", "builtins")
+
+
+def stdlib_generic_names(text: str) -> set[str]:
+    """The names in a stub that denote a generic of ``_BARE_GENERICS``: the builtins, names
+    imported from the standard modules defining the others, and those modules' dotted forms."""
+    names = {"list", "set", "frozenset", "dict", "tuple", "type"}
+    tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in _STDLIB_GENERIC_MODULES:
+            names.update((a.asname or a.name) for a in node.names if a.name in _BARE_GENERICS)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in _STDLIB_GENERIC_MODULES:
+                    names.update(f"{a.asname or a.name}.{g}" for g in _BARE_GENERICS)
+    names.update(f"_t.{g}" for g in _BARE_GENERICS)
+    names.update(f"_abc.{g}" for g in _BARE_GENERICS)
+    return names
+
+
+def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.BaseExpression, bool]:
+    """``expr`` with each bare generic of ``_BARE_GENERICS`` (named as in ``generic``) given its
+    Any arguments."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        last = expr.value if isinstance(expr, cst.Name) else expr.attr.value
+        args = _BARE_GENERICS.get(last)
+        if args is None or cst.Module([]).code_for_node(expr) not in generic:
+            return expr, False
+        sub = cst.parse_expression(f"X[{args}]")
+        assert isinstance(sub, cst.Subscript)
+        return sub.with_changes(value=expr), True
+    if isinstance(expr, cst.BinaryOperation):
+        left, a = _spell_generics(expr.left, generic)
+        right, b = _spell_generics(expr.right, generic)
+        return expr.with_changes(left=left, right=right), a or b
+    if isinstance(expr, cst.Subscript):
+        changed = False
+        elems = []
+        for el in expr.slice:
+            if isinstance(el.slice, cst.Index):
+                new, c = _spell_generics(el.slice.value, generic)
+                changed = changed or c
+                el = el.with_changes(slice=el.slice.with_changes(value=new))
+            elems.append(el)
+        return expr.with_changes(slice=elems), changed
+    if isinstance(expr, cst.List):  # Callable[[a, b], r]
+        changed = False
+        items = []
+        for item in expr.elements:
+            new, c = _spell_generics(item.value, generic)
+            changed = changed or c
+            items.append(item.with_changes(value=new))
+        return expr.with_changes(elements=items), changed
+    return expr, False
+
+
+_NONE_OK = re.compile(r"\b(None|Optional|Any|Incomplete|object)\b")
+
+
 class _FillAnnotations(cst.CSTTransformer):
     """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None)."""
 
-    def __init__(self) -> None:
+    def __init__(self, generic: set[str]) -> None:
         self.class_depth = [False]
         self.used = False
+        self.generic = generic  # names of the bare generics to spell out (stdlib_generic_names)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_depth.append(True)
+
+    def leave_Annotation(self, original: cst.Annotation, updated: cst.Annotation) -> cst.Annotation:
+        new, changed = _spell_generics(updated.annotation, self.generic)
+        if changed:
+            self.used = True
+            return updated.with_changes(annotation=new)
+        return updated
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         self.class_depth.pop()
@@ -409,6 +494,9 @@ class _FillAnnotations(cst.CSTTransformer):
 
         def fill(p: cst.Param) -> cst.Param:
             if p.annotation is not None:
+                if isinstance(p.default, cst.Name) and p.default.value == "None" and not _NONE_OK.search(
+                        cst.Module([]).code_for_node(p.annotation.annotation)):
+                    return p.with_changes(default=cst.Ellipsis())  # the source's implicit Optional
                 return p
             self.used = True
             spaced = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(" "),
@@ -572,7 +660,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 params, ret = _params_from_schema(ctx, f["schema"], f["doc"], f["global"], False)
                 extra.append(_def(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", ""))
             module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
-        filler = _FillAnnotations()
+        filler = _FillAnnotations(stdlib_generic_names(stubs[mod]))
         module = module.visit(filler)
         head = [STUB_HEADER]
         head += ["import typing as _t\n", "import collections.abc as _abc\n", "import ctypes as _ctypes\n",
@@ -582,7 +670,78 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             head.append("from _typeshed import Incomplete\n")
         out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + module.code
         warnings += ctx.warnings
+    _drop_missing_imports(out, {m for m, p in data["modules"].items() if p.endswith("__init__.py")})
     return out, sorted(set(warnings))
+
+
+class _DropImports(cst.CSTTransformer):
+    def __init__(self, missing: set[tuple[int, str]]) -> None:
+        self.missing = missing  # (statement index, bound name)
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        body: list[Any] = []
+        for i, stmt in enumerate(updated.body):
+            drop = {name for (j, name) in self.missing if j == i}
+            if drop and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom):
+                imp = stmt.body[0]
+                assert not isinstance(imp.names, cst.ImportStar)
+                kept = [a for a in imp.names if _bound(a) not in drop]
+                if kept:
+                    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
+                body += [cst.parse_statement(f"{name}: Incomplete  # not found by the stub generator")
+                         for name in sorted(drop)]
+            else:
+                body.append(stmt)
+        return updated.with_changes(body=body)
+
+
+def _bound(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return cst.Module([]).code_for_node(alias.name).split(".")[0]
+
+
+def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
+    """Names a stub imports from another stub of the package that does not define them (stubgen
+    misses names a module makes at run time, and modules that failed are not stubbed) become
+    ``Incomplete`` attributes instead of import errors."""
+    exports = {m: exported_names(t) for m, t in stubs.items()}
+    top = next(iter(stubs)).split(".")[0] if stubs else ""
+    for mod, text in list(stubs.items()):
+        tree = ast.parse(text)
+        missing: set[tuple[int, str]] = set()
+        for i, node in enumerate(tree.body):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = mod.split(".") if mod in packages else mod.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != top or target not in exports:
+                continue
+            for a in node.names:
+                if a.name != "*" and a.name not in exports[target] and f"{target}.{a.name}" not in stubs \
+                        and not _defines(stubs[target], a.name):
+                    missing.add((i, a.asname or a.name))
+        if missing:
+            module = cst.parse_module(text).visit(_DropImports(missing))
+            code = module.code
+            if "from _typeshed import Incomplete" not in code:
+                code = code.replace(STUB_HEADER, STUB_HEADER + "from _typeshed import Incomplete\n", 1)
+            stubs[mod] = code
+
+
+def _defines(text: str, name: str) -> bool:
+    """Whether a stub binds ``name`` at module level at all (imported without ``as`` included)."""
+    tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+                return True
+    return False
 
 
 @dataclass
