@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import build_shared
+from tvmffi_gen.stubs.build import STUB_HEADER
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,6 +188,18 @@ def test_a_package_that_registers_nothing_is_a_clear_error(tmp_path: Path) -> No
     proc = _gen(["--stubs-for", "plain_pkg", "-o", str(tmp_path / "out")], _env([tmp_path]), tmp_path)
     assert proc.returncode == 2
     assert "plain_pkg: it registers no TVM FFI types" in proc.stderr
+
+
+def test_stubs_for_tvm_ffi_itself(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = _gen(["--stubs-for", "tvm_ffi", "-o", str(out), "-q"], _env([]), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    root = out / "tvm_ffi-stubs"
+    # its own core.pyi is kept; its testing classes get their reflected methods
+    assert (root / "core.pyi").read_text().startswith(STUB_HEADER)
+    testing = (root / "testing" / "testing.pyi").read_text()
+    pair = testing[testing.index("class TestIntPair("):]
+    assert "    def sum(self, /) -> int: ..." in pair[: pair.index("\nclass ")]
 
 
 @pytest.mark.skipif(

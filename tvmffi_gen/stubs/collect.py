@@ -248,7 +248,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "late": _late_members(cls, cls.__module__.split(".")[0]),
             # names its bases define in Python (not registry fields): those declarations win
             "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
-                                 if type(v).__name__ != "FFIProperty" and not n.startswith("__")}),
+                                 if type(v).__name__ != "FFIProperty" and not n.startswith("__")}
+                                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
         }
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
