@@ -152,6 +152,18 @@ def _signature_text(obj: Any) -> str | None:
     return "(" + ", ".join(parts) + ")"
 
 
+def _made_by_tvm_ffi(func: Any) -> bool:
+    """Whether a function in a class's ``__dict__`` was made by ``register_object`` (its
+    ``__init__`` from ``__ffi_init__``, its dunders), not written in the class's module."""
+    import tvm_ffi
+
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return False
+    made = {os.path.join(os.path.dirname(tvm_ffi.__file__), f) for f in ("_dunder.py", "registry.py")}
+    return code.co_filename in made
+
+
 def _late_members(cls: type, package: str) -> dict[str, dict[str, Any]]:
     """Plain Python functions in ``cls.__dict__`` (candidates for members attached after the
     body; the parent keeps those the source-read stub lacks)."""
@@ -167,7 +179,7 @@ def _late_members(cls: type, package: str) -> dict[str, dict[str, Any]]:
             kind, func = "property", value.fget
         if not inspect.isfunction(func) or name in ("__init__", "__ffi_init__"):
             continue
-        if not str(getattr(func, "__module__", "") or "").startswith(package):
+        if not str(getattr(func, "__module__", "") or "").startswith(package) or _made_by_tvm_ffi(func):
             continue  # installed by tvm_ffi (registry methods, dunders): handled from the registry
         sig = _signature_text(func)
         if sig is not None:
@@ -243,8 +255,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "module": cls.__module__,
             "qualname": cls.__qualname__,
             "paths": sorted(set(found) | {defined}),
-            "python_init": "__init__" in cls.__dict__ and getattr(cls.__dict__["__init__"], "__module__", "")
-            != "tvm_ffi._dunder",
+            "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
             "late": _late_members(cls, cls.__module__.split(".")[0]),
             # names its bases define in Python (not registry fields): those declarations win
             "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
