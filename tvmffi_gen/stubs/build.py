@@ -362,6 +362,9 @@ def class_members(ctx: _Context, key: str, existing: set[str], inherited: set[st
                     pos.append(text)
             params = ", ".join(["self", *pos, *(["*", *kw] if kw else [])])
         parts.append(_def("__init__", params, "None", init.get("doc", "") if init["kind"] == "method" else "", ind))
+    if ("__eq__" in existing or info.get("python_eq")) and "__hash__" not in existing and info.get("hashable"):
+        # a class body defining __eq__ alone is unhashable to a checker; at run time it is hashable
+        parts.append(_def("__hash__", "self", "int", "", ind))
     for name, late in sorted(info["late"].items()):
         if name in taken or name in inherited:
             continue
@@ -660,6 +663,11 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 params, ret = _params_from_schema(ctx, f["schema"], f["doc"], f["global"], False)
                 extra.append(_def(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", ""))
             module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
+        subs = [m for m in data.get("submodules", {}).get(mod, [])
+                if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])]
+        if subs:  # what ``import pkg`` binds on it: submodules its own import imported
+            line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
+            module = module.with_changes(body=[cst.parse_statement(line), *module.body])
         filler = _FillAnnotations(stdlib_generic_names(stubs[mod]))
         module = module.visit(filler)
         head = [STUB_HEADER]

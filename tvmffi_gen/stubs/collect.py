@@ -65,6 +65,9 @@ def module_files(package: str, roots: list[str], patterns: list[str]) -> dict[st
             elif entry.suffix in (".so", ".pyd") and (folder / f"{stem}.pyi").is_file():
                 if not excluded(child, patterns):
                     out[child] = str(entry)
+            elif entry.suffix == ".pyi" and not (folder / f"{stem}.py").is_file() and child not in out:
+                if not excluded(child, patterns) and not any((folder / f"{stem}{x}").exists() for x in (".so", ".pyd")):
+                    out[child] = str(entry)  # a stub the package ships for a module it makes at run time
 
     for root in roots:
         walk(Path(root), package)
@@ -79,8 +82,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def _import_all(package: str, files: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
+                ) -> tuple[list[str], dict[str, str]]:
+    """Import each module; ``bound`` gets, per package, the submodules bound on it right after
+    its import (what ``import pkg.sub`` gives a user), before later imports bind more."""
     import importlib
+    import types
 
     ok: list[str] = []
     failed: dict[str, str] = {}
@@ -92,8 +99,11 @@ def _import_all(package: str, files: dict[str, str]) -> tuple[list[str], dict[st
         sys.argv = [name]  # a module running argparse at import sees no arguments of ours
         signal.setitimer(signal.ITIMER_REAL, MODULE_TIMEOUT)
         try:
-            importlib.import_module(name)
+            mod = importlib.import_module(name)
             ok.append(name)
+            if files[name].endswith("__init__.py"):
+                bound[name] = sorted(a for a, v in vars(mod).items()
+                                     if isinstance(v, types.ModuleType) and v.__name__ == f"{name}.{a}")
         except _Timeout:
             failed[name] = f"importing it did not finish within {MODULE_TIMEOUT:g} s"
         except SystemExit as exc:
@@ -215,7 +225,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         files = module_files(package, roots, patterns)
     else:
         files = {package: str(getattr(top, "__file__", ""))}
-    ok, failed = _import_all(package, files)
+    bound: dict[str, list[str]] = {}
+    ok, failed = _import_all(package, files, bound)
     try:
         from importlib.metadata import packages_distributions, version
 
@@ -257,6 +268,9 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "paths": sorted(set(found) | {defined}),
             "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
             "late": _late_members(cls, cls.__module__.split(".")[0]),
+            "hashable": cls.__hash__ is not None,  # type: ignore[comparison-overlap]
+            "python_eq": any("__eq__" in b.__dict__ for b in cls.__mro__[:-1]
+                             if not b.__module__.startswith("tvm_ffi")),
             # names its bases define in Python (not registry fields): those declarations win
             "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
                                  if type(v).__name__ != "FFIProperty" and not n.startswith("__")}
@@ -285,6 +299,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "version": dist_version,
         "modules": {m: files[m] for m in ok},
         "failed": failed,
+        "submodules": bound,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
