@@ -213,8 +213,8 @@ class _Context:
     public: dict[str, str]  # type key -> public path of its class
     module: str
     imports: set[str] = field(default_factory=set)
-    #: names some class of the package declares as a plain attribute
-    attribute_names: set[str] = field(default_factory=set)
+    #: per class ("module.qualname"), the names its stub declares as plain attributes
+    attribute_names: dict[str, set[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, key: str) -> str | None:
@@ -322,7 +322,8 @@ def class_members(ctx: _Context, key: str, existing: set[str], inherited: set[st
             ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
         except SchemaError:
             ref = TypeRef("Any")
-        if f["writable"] or name in ctx.attribute_names:  # a property cannot override a base's attribute
+        base_attrs = set().union(*(ctx.attribute_names.get(b, set()) for b in info.get("bases", [])))
+        if f["writable"] or name in base_attrs:  # a property cannot override a base's attribute
             ann = ctx.annotate(ref, "return", where)
             parts.append(f"{ind}{name}: {ann}\n" + (_doc(f["doc"], ind) if f["doc"] else ""))
         else:
@@ -536,14 +537,24 @@ class _FillAnnotations(cst.CSTTransformer):
         return new
 
 
-def _class_attributes(text: str) -> set[str]:
-    """Names declared as annotated attributes in some class body of a stub."""
+def _class_attributes(text: str) -> dict[str, set[str]]:
+    """Per class (qualname) of a stub, the names its body declares as annotated attributes."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return set()
-    return {st.target.id for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for st in node.body
-            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+        return {}
+    out: dict[str, set[str]] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                q = prefix + node.name
+                out[q] = {st.target.id for st in node.body
+                          if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+                walk(node.body, q + ".")
+
+    walk(tree.body, "")
+    return out
 
 
 def _class_index(module: cst.Module) -> dict[str, cst.ClassDef]:
@@ -637,7 +648,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 stub_members[key] = _body_names(c)
     out: dict[str, str] = {}
     warnings: list[str] = []
-    attribute_names = set().union(*(_class_attributes(t) for t in stubs.values()))
+    attribute_names = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _class_attributes(t).items()}
     for mod in sorted(stubs):
         ctx = _Context(data, public, mod, attribute_names=attribute_names)
         module = parsed.get(mod) or cst.parse_module(stubs[mod])

@@ -268,6 +268,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "paths": sorted(set(found) | {defined}),
             "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
             "late": _late_members(cls, cls.__module__.split(".")[0]),
+            "bases": [f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
             "hashable": cls.__hash__ is not None,  # type: ignore[comparison-overlap]
             "python_eq": any("__eq__" in b.__dict__ for b in cls.__mro__[:-1]
                              if not b.__module__.startswith("tvm_ffi")),
