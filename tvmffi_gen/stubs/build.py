@@ -674,6 +674,17 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 params, ret = _params_from_schema(ctx, f["schema"], f["doc"], f["global"], False)
                 extra.append(_def(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", ""))
             module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
+        have = exported_names(stubs[mod]) | {f["name"] for f in funcs}
+        made = [n for n in data.get("runtime_names", {}).get(mod, [])
+                if n not in have and n.isidentifier() and not _is_keyword(n) and not _defines(stubs[mod], n)]
+        if re.search(r"^from \S+ import \*", stubs[mod], re.M):
+            made = []  # what a star import brings is not known here
+        if made:  # made at run time (a loop, a factory, setattr): known to exist, type unknown
+            extra_names = "".join(f"{n}: Incomplete  # made at run time\n" for n in made)
+            module = module.with_changes(body=[*module.body, *cst.parse_module(extra_names).body])
+            filler_needs_incomplete = True
+        else:
+            filler_needs_incomplete = False
         subs = [m for m in data.get("submodules", {}).get(mod, [])
                 if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])]
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
@@ -685,7 +696,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         head += ["import typing as _t\n", "import collections.abc as _abc\n", "import ctypes as _ctypes\n",
                  "import tvm_ffi as _tvm_ffi\n"] if (additions or funcs) else []
         head += [line + "\n" for line in sorted(ctx.imports)]
-        if filler.used and "from _typeshed import Incomplete" not in module.code:
+        if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in module.code:
             head.append("from _typeshed import Incomplete\n")
         out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + module.code
         warnings += ctx.warnings

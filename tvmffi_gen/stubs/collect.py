@@ -162,6 +162,29 @@ def _signature_text(obj: Any) -> str | None:
     return "(" + ", ".join(parts) + ")"
 
 
+def _runtime_names(mod: Any) -> list[str]:
+    """The public names a module has at run time that it made itself (``__all__`` when it has
+    one; else what it defines, not what it imported), whatever a source reader sees of them."""
+    import types
+
+    name = mod.__name__
+    explicit = getattr(mod, "__all__", None)
+    out = []
+    for attr, value in list(vars(mod).items()):
+        if isinstance(value, types.ModuleType) or type(value).__module__ == "__future__":
+            continue
+        if isinstance(explicit, (list, tuple)):
+            if attr in explicit:
+                out.append(attr)
+            continue
+        if attr.startswith("_") and attr != "__version__":
+            continue
+        owner = getattr(value, "__module__", None) if callable(value) else name
+        if owner == name:
+            out.append(attr)
+    return sorted(set(out))
+
+
 def _made_by_tvm_ffi(func: Any) -> bool:
     """Whether a function in a class's ``__dict__`` was made by ``register_object`` (its
     ``__init__`` from ``__ffi_init__``, its dunders), not written in the class's module."""
@@ -277,6 +300,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
                                  if type(v).__name__ != "FFIProperty" and not n.startswith("__")}
                                 | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
         }
+    runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
     for namespace, target in api_calls:
@@ -301,6 +325,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "modules": {m: files[m] for m in ok},
         "failed": failed,
         "submodules": bound,
+        "runtime_names": runtime_names,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
