@@ -9,6 +9,7 @@ session (``stubs``), checked from a user's folder with the stubs installed by ``
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -148,14 +149,18 @@ def test_check_reports_up_to_date_then_a_change(stubs: tuple[Path, Path, subproc
     assert f"would write {stub}" in changed.stdout
 
 
-def test_a_user_folder_sees_the_installed_stubs(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]],
-                                                tmp_path: Path) -> None:
+@pytest.fixture(scope="session")
+def user_folder(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]],
+                tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A user's folder (no configuration of ours) and an environment where ``pip install OUT``
+    put the stubs (``--target``, on the path like site-packages)."""
     src, out, _ = stubs
-    site = tmp_path / "site"
+    base = tmp_path_factory.mktemp("stubs_user")
+    site = base / "site"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                           "--target", str(site), str(out)], capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr
-    user = tmp_path / "user"
+    user = base / "user"
     user.mkdir()
     (user / "good.py").write_text(textwrap.dedent('''
         import tinyir_py
@@ -169,11 +174,28 @@ def test_a_user_folder_sees_the_installed_stubs(stubs: tuple[Path, Path, subproc
     (user / "bad.py").write_text("import tinyir_py\n\ndef f(v: tinyir_py.Var) -> None:\n    v.name = 'x'\n")
     env = _env([site, src])
     env.pop("MYPYPATH", None)
+    return user, env
+
+
+def test_mypy_strict_in_a_user_folder_sees_the_installed_stubs(user_folder: tuple[Path, dict[str, str]]) -> None:
+    user, env = user_folder
     mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
     good = subprocess.run([*mypy, "good.py"], capture_output=True, text=True, cwd=user, env=env)
     assert good.returncode == 0, good.stdout
     bad = subprocess.run([*mypy, "bad.py"], capture_output=True, text=True, cwd=user, env=env)
     assert bad.returncode == 1 and 'Property "name" defined in "Var" is read-only' in bad.stdout, bad.stdout
+
+
+@pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright is not installed")
+def test_basedpyright_strict_in_a_user_folder_sees_the_installed_stubs(
+        user_folder: tuple[Path, dict[str, str]]) -> None:
+    user, env = user_folder
+    site = env["PYTHONPATH"].split(os.pathsep)[0]
+    (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict", "extraPaths": [site]}))
+    good = subprocess.run(["basedpyright", "good.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert good.returncode == 0, good.stdout
+    bad = subprocess.run(["basedpyright", "bad.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert bad.returncode == 1 and '"name"' in bad.stdout and "reportAttributeAccessIssue" in bad.stdout, bad.stdout
 
 
 def test_a_package_that_does_not_import_is_a_clear_error(tmp_path: Path) -> None:
@@ -215,3 +237,49 @@ def test_stubs_for_apache_tvm(tmp_path: Path) -> None:
     assert "    def functions(self) -> _tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]: ..." in module
     # prim.Ramp lives in tvm.ir.prim.expr, its public path is tvm.tirx.Ramp
     assert (out / "tvm-stubs" / "ir" / "prim" / "expr.pyi").read_text().count("class Ramp(") == 1
+
+
+def test_exclude_globs_drop_whole_subtrees() -> None:
+    from tvmffi_gen.stubs.collect import excluded
+
+    assert excluded("tvm.contrib.hexagon.tools", ["tvm.contrib.*"])
+    assert excluded("tvm.contrib", ["tvm.contrib"])
+    assert not excluded("tvm.contribution", ["tvm.contrib"])
+    assert not excluded("tvm.ir", ["tvm.contrib.*"])
+
+
+def test_the_project_pins_the_stubbed_release() -> None:
+    from tvmffi_gen.stubs.project import pinned_requirement
+
+    assert pinned_requirement("apache-tvm", "0.27.0.post1") == "apache-tvm==0.27.*"
+    assert pinned_requirement("mypkg", "") == "mypkg"
+
+
+def test_public_path_is_the_shortest_exported_one() -> None:
+    from tvmffi_gen.stubs.build import public_path
+
+    info = {"module": "tvm.ir.prim.expr", "qualname": "Ramp",
+            "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"]}
+    exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
+    assert public_path(info, exports) == "tvm.tirx.Ramp"
+    # a path whose stub module does not export the name is not used
+    assert public_path(info, {"tvm.ir.prim.expr": {"Ramp"}}) == "tvm.ir.prim.expr.Ramp"
+
+
+def test_bare_generics_get_explicit_any_arguments() -> None:
+    import libcst as cst
+
+    from tvmffi_gen.stubs.build import _spell_generics, stdlib_generic_names
+
+    text = "from typing import Callable\nfrom .ir import Type\n"
+    generic = stdlib_generic_names(text)
+
+    def spell(annotation: str) -> str:
+        new, _ = _spell_generics(cst.parse_expression(annotation), generic)
+        return cst.Module([]).code_for_node(new)
+
+    assert spell("list | None") == "list[Incomplete] | None"
+    assert spell("dict[str, tuple]") == "dict[str, tuple[Incomplete, ...]]"
+    assert spell("Callable") == "Callable[..., Incomplete]"
+    assert spell("Type") == "Type"  # the package's own class named Type, not typing.Type
+    assert spell("_tvm_ir.Type") == "_tvm_ir.Type"
