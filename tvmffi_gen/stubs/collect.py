@@ -236,8 +236,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         api_calls.append((namespace, target_module_name or namespace))
         original(namespace, target_module_name)
 
-    tvm_ffi.init_ffi_api = recording_init_ffi_api  # type: ignore[assignment]
-    tvm_ffi.registry.init_ffi_api = recording_init_ffi_api  # type: ignore[assignment]
+    tvm_ffi.init_ffi_api = recording_init_ffi_api
+    tvm_ffi.registry.init_ffi_api = recording_init_ffi_api
 
     try:
         top = importlib.import_module(package)
@@ -292,7 +292,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
             "late": _late_members(cls, cls.__module__.split(".")[0]),
             "bases": [f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
-            "hashable": cls.__hash__ is not None,  # type: ignore[comparison-overlap]
+            "hashable": cls.__hash__ is not None,
             "python_eq": any("__eq__" in b.__dict__ for b in cls.__mro__[:-1]
                              if not b.__module__.startswith("tvm_ffi")),
             # names its bases define in Python (not registry fields): those declarations win
