@@ -591,8 +591,12 @@ def _body_names(cls: cst.ClassDef) -> set[str]:
 
 
 class _AddMembers(cst.CSTTransformer):
-    def __init__(self, additions: dict[str, str]) -> None:
+    """Appends registry members to class bodies; turns the attributes in ``read_only`` (per
+    class) into read-only properties of the type the package annotated them with."""
+
+    def __init__(self, additions: dict[str, str], read_only: dict[str, set[str]]) -> None:
         self.additions = additions
+        self.read_only = read_only
         self.stack: list[str] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -602,6 +606,18 @@ class _AddMembers(cst.CSTTransformer):
         q = ".".join(self.stack)
         self.stack.pop()
         text = self.additions.get(q)
+        frozen = self.read_only.get(q)
+        if frozen and isinstance(updated.body, cst.IndentedBlock):
+            body: list[Any] = []
+            for st in updated.body.body:
+                small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                if isinstance(small, cst.AnnAssign) and small.value is None and isinstance(small.target, cst.Name) \
+                        and small.target.value in frozen:
+                    ann = cst.Module([]).code_for_node(small.annotation.annotation)
+                    body += list(cst.parse_module(f"@property\ndef {small.target.value}(self) -> {ann}: ...\n").body)
+                else:
+                    body.append(st)
+            updated = updated.with_changes(body=updated.body.with_changes(body=body))
         if not text:
             return updated
         new_stmts = list(cst.parse_module(_dedent(text)).body)
@@ -611,6 +627,18 @@ class _AddMembers(cst.CSTTransformer):
                            and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.Ellipsis))]
             return updated.with_changes(body=updated.body.with_changes(body=[*old, *new_stmts]))
         return updated.with_changes(body=cst.IndentedBlock(body=new_stmts))
+
+
+def _read_only_declared(ctx: _Context, key: str, path: str, inherited: set[str]) -> set[str]:
+    """Registry fields that are read-only but that the class's sources declare as attributes
+    (``span: Span``): they become properties, unless a Python base declares the same attribute
+    (a property cannot override it)."""
+    info = ctx.data["classes"][key]
+    declared = ctx.attribute_names.get(path, set())
+    base_attrs = set().union(*(ctx.attribute_names.get(b, set()) for b in info.get("bases", [])))
+    return {f["name"] for f in _own_fields(ctx.data, key)
+            if not f["writable"] and f["name"] in declared and f["name"] not in base_attrs
+            and f["name"] not in inherited}
 
 
 def _dedent(text: str) -> str:
@@ -654,15 +682,20 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         module = parsed.get(mod) or cst.parse_module(stubs[mod])
         index = _class_index(module)
         additions: dict[str, str] = {}
+        read_only: dict[str, set[str]] = {}
         for key in sorted(by_module.get(mod, [])):
             q = data["classes"][key]["qualname"]
             if q not in index:
                 continue
-            text = class_members(ctx, key, stub_members.get(key, set()), _inherited_names(data, key, stub_members))
+            inherited = _inherited_names(data, key, stub_members)
+            text = class_members(ctx, key, stub_members.get(key, set()), inherited)
             if text:
                 additions[q] = text
-        if additions:
-            module = module.visit(_AddMembers(additions))
+            frozen = _read_only_declared(ctx, key, f"{mod}.{q}", inherited)
+            if frozen:
+                read_only[q] = frozen
+        if additions or read_only:
+            module = module.visit(_AddMembers(additions, read_only))
         funcs = data["ffi_api"].get(mod, [])
         if funcs:
             defined = exported_names(stubs[mod])
