@@ -712,6 +712,17 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 if n not in have and n.isidentifier() and not _is_keyword(n) and not _defines(stubs[mod], n)]
         if re.search(r"^from \S+ import \*", stubs[mod], re.M):
             made = []  # what a star import brings is not known here
+        renamed = data.get("aliases", {}).get(mod, {})
+        imports = []
+        for n, path in sorted(renamed.items()):
+            where, qual = path.split(":")
+            if n in have or n in made or _defines(stubs[mod], n) or re.search(r"^from \S+ import \*", stubs[mod], re.M):
+                continue
+            if where.split(".")[0] in (data["package"].split(".")[0], "tvm_ffi"):  # modules with types
+                # an alias assignment, which a stub exports (an import under another name is private)
+                imports.append(f"from {where} import {qual} as _{n}_alias\n{n} = _{n}_alias")
+        if imports:  # a class the module imports under another name
+            module = module.with_changes(body=[*cst.parse_module("\n".join(imports) + "\n").body, *module.body])
         if made:  # made at run time (a loop, a factory, setattr): known to exist, type unknown
             extra_names = "".join(f"{n}: Incomplete  # made at run time\n" for n in made)
             module = module.with_changes(body=[*module.body, *cst.parse_module(extra_names).body])

@@ -185,6 +185,20 @@ def _runtime_names(mod: Any) -> list[str]:
     return sorted(set(out))
 
 
+def _renamed_imports(mod: Any) -> dict[str, str]:
+    """Public names bound to a class imported under another name
+    (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
+    out: dict[str, str] = {}
+    for attr, value in list(vars(mod).items()):
+        if attr.startswith("_") or not inspect.isclass(value):
+            continue
+        where, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+        if isinstance(where, str) and where != mod.__name__ and qual != attr and "." not in qual \
+                and qual.isidentifier() and getattr(sys.modules.get(where), qual, None) is value:
+            out[attr] = f"{where}:{qual}"
+    return out
+
+
 def _made_by_tvm_ffi(func: Any) -> bool:
     """Whether a function in a class's ``__dict__`` was made by ``register_object`` (its
     ``__init__`` from ``__ffi_init__``, its dunders), not written in the class's module."""
@@ -301,6 +315,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
                                 | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
+    aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
     for namespace, target in api_calls:
@@ -326,6 +341,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "failed": failed,
         "submodules": bound,
         "runtime_names": runtime_names,
+        "aliases": aliases,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
