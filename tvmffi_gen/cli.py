@@ -115,6 +115,12 @@ def _parser() -> argparse.ArgumentParser:
                    " read without loading it here), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
+    stubs = p.add_argument_group("stubs for an existing package")
+    stubs.add_argument("--stubs-for", metavar="PKG",
+                       help="write PEP 561 stubs OUT/PKG-stubs for an installed package built on TVM FFI"
+                       " (tvm, tvm_ffi) instead of generating a package from a library")
+    stubs.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                       help="with --stubs-for: skip the modules matching this glob and their subtrees")
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
     return p
 
@@ -260,6 +266,22 @@ def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
     return count
 
 
+def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
+    from .stubs import StubsError, run_stubs
+
+    if args.library or args.from_snapshot:
+        log.error("--stubs-for PKG takes no library or --from-snapshot")
+        return 2
+    try:
+        return run_stubs(args.stubs_for, args.output, args.exclude, args.preload, args.project, args.check,
+                         args.timeout, log.info, log.warn, force=args.force)
+    except StubsError as exc:
+        log.error(str(exc))
+        if exc.detail:
+            log.debug(f"what the importing process printed:\n{exc.detail.rstrip()}")
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -270,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.output is None:
         parser.error("the following arguments are required: -o/--output")
     log = _Log(args.quiet, args.verbose)
+    if args.stubs_for:
+        return _main_stubs(args, log)
     start = time.perf_counter()
     try:
         # with --project, OUT is the project folder and the package OUT/NAME inside it

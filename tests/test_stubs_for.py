@@ -1,0 +1,285 @@
+"""``tvmffi-gen --stubs-for PKG``: stubs for a Python package that registers TVM FFI types itself.
+
+The fixture package ``tinyir_py`` is what such packages look like: it loads the C++ fixture
+library ``tinyir.cc`` and registers Python classes for some of its types with
+``tvm_ffi.register_object``, attaches a method after a class body, fills an ``_ffi_api`` module with
+``tvm_ffi.init_ffi_api``, and has a module that runs argparse at import. One generation per
+session (``stubs``), checked from a user's folder with the stubs installed by ``pip install``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import build_shared
+from tvmffi_gen.stubs.build import STUB_HEADER
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _package(lib: Path) -> dict[str, str]:
+    return {
+        "__init__.py": f'''
+            """A package over the tinyir fixture library."""
+            import ctypes
+
+            import tvm_ffi  # noqa: F401
+
+            _LIB = ctypes.CDLL({str(lib)!r}, ctypes.RTLD_GLOBAL)
+
+            from .nodes import Expr, Node, Var
+            from . import _ffi_api
+
+            __all__ = ["Expr", "Node", "Var", "_ffi_api"]
+        ''',
+        "nodes.py": '''
+            import tvm_ffi
+
+
+            @tvm_ffi.register_object("tinyir.Node")
+            class Node(tvm_ffi.Object):
+                """Base of every node."""
+
+                def describe(self, verbose: bool = False) -> str:
+                    return "node"
+
+
+            @tvm_ffi.register_object("tinyir.Expr")
+            class Expr(Node):
+                pass
+
+
+            @tvm_ffi.register_object("tinyir.Var")
+            class Var(Expr):
+                pass
+
+
+            def _shout(self, times):
+                return str(self.name) * times
+
+
+            Var.shout = _shout  # attached after the class body
+        ''',
+        "_ffi_api.py": '''
+            import tvm_ffi
+
+            tvm_ffi.init_ffi_api("tinyir", __name__)
+        ''',
+        "tool.py": '''
+            import argparse
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--required", required=True)
+            ARGS = parser.parse_args()
+        ''',
+    }
+
+
+def _write_package(where: Path, lib: Path) -> None:
+    pkg = where / "tinyir_py"
+    pkg.mkdir(parents=True)
+    for name, text in _package(lib).items():
+        (pkg / name).write_text(textwrap.dedent(text).lstrip())
+
+
+def _env(pythonpath: list[Path]) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in pythonpath), str(ROOT / "runtime"), str(ROOT)])
+    return env
+
+
+def _gen(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tvmffi_gen", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+@pytest.fixture(scope="session")
+def stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """(the package's folder, OUT, the generator's run): ``--stubs-for tinyir_py --project``."""
+    lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
+    base = tmp_path_factory.mktemp("stubs_for")
+    src = base / "src"
+    _write_package(src, lib)
+    out = base / "out"
+    proc = _gen(["--stubs-for", "tinyir_py", "-o", str(out), "--project"], _env([src]), base)
+    assert proc.returncode == 0, proc.stderr
+    return src, out, proc
+
+
+def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    _, out, proc = stubs
+    nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
+    # Python's own method, with its own annotations
+    assert "def describe(self, verbose: bool = False) -> str: ..." in nodes
+    # registry fields: writable ones as attributes, read-only ones as properties
+    assert "    version: int\n" in nodes and "    frozen: bool\n" in nodes
+    assert "    @property\n    def name(self) -> str: ..." in nodes
+    # a method attached after the class body, unannotated: Incomplete
+    assert "def shout(self, times: Incomplete) -> Incomplete: ..." in nodes
+    # the _ffi_api functions, typed from their schemas; Node is the Python class's public path
+    api = (out / "tinyir_py-stubs" / "_ffi_api.pyi").read_text()
+    assert "def negate(_0: bool, /) -> bool:" in api
+    assert "def version_of(_0: _tinyir_py.Node, /) -> int:" in api
+    # the module that runs argparse at import is reported and skipped; the stubs are partial
+    assert "tinyir_py.tool: not covered (it exits at import" in proc.stderr
+    assert not (out / "tinyir_py-stubs" / "tool.pyi").exists()
+    assert (out / "tinyir_py-stubs" / "py.typed").read_text() == "partial\n"
+
+
+def test_check_reports_up_to_date_then_a_change(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
+    src, out, _ = stubs
+    args = ["--stubs-for", "tinyir_py", "-o", str(out), "--project", "--check"]
+    same = _gen(args, _env([src]), out)
+    assert same.returncode == 0, same.stdout + same.stderr
+    copy = out.parent / "check_copy"
+    shutil.copytree(out, copy)
+    stub = copy / "tinyir_py-stubs" / "nodes.pyi"
+    stub.write_text(stub.read_text() + "\n")
+    changed = _gen([*args[:3], str(copy), *args[4:]], _env([src]), out)
+    assert changed.returncode == 1
+    assert f"would write {stub}" in changed.stdout
+
+
+@pytest.fixture(scope="session")
+def user_folder(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]],
+                tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A user's folder (no configuration of ours) and an environment where ``pip install OUT``
+    put the stubs (``--target``, on the path like site-packages)."""
+    src, out, _ = stubs
+    base = tmp_path_factory.mktemp("stubs_user")
+    site = base / "site"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                          "--target", str(site), str(out)], capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr
+    user = base / "user"
+    user.mkdir()
+    (user / "good.py").write_text(textwrap.dedent('''
+        import tinyir_py
+        from tinyir_py import _ffi_api
+
+
+        def describe(v: tinyir_py.Var) -> str:
+            v.version = v.version + 1
+            return v.name + v.describe(verbose=True) + str(_ffi_api.negate(v.frozen))
+    ''').lstrip())
+    (user / "bad.py").write_text("import tinyir_py\n\ndef f(v: tinyir_py.Var) -> None:\n    v.name = 'x'\n")
+    env = _env([site, src])
+    env.pop("MYPYPATH", None)
+    return user, env
+
+
+def test_mypy_strict_in_a_user_folder_sees_the_installed_stubs(user_folder: tuple[Path, dict[str, str]]) -> None:
+    user, env = user_folder
+    mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+    good = subprocess.run([*mypy, "good.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert good.returncode == 0, good.stdout
+    bad = subprocess.run([*mypy, "bad.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert bad.returncode == 1 and 'Property "name" defined in "Var" is read-only' in bad.stdout, bad.stdout
+
+
+@pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright is not installed")
+def test_basedpyright_strict_in_a_user_folder_sees_the_installed_stubs(
+        user_folder: tuple[Path, dict[str, str]]) -> None:
+    user, env = user_folder
+    site = env["PYTHONPATH"].split(os.pathsep)[0]
+    (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict", "extraPaths": [site]}))
+    good = subprocess.run(["basedpyright", "good.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert good.returncode == 0, good.stdout
+    bad = subprocess.run(["basedpyright", "bad.py"], capture_output=True, text=True, cwd=user, env=env)
+    assert bad.returncode == 1 and '"name"' in bad.stdout and "reportAttributeAccessIssue" in bad.stdout, bad.stdout
+
+
+def test_a_package_that_does_not_import_is_a_clear_error(tmp_path: Path) -> None:
+    proc = _gen(["--stubs-for", "no_such_package_xyz", "-o", str(tmp_path / "out")], _env([]), tmp_path)
+    assert proc.returncode == 2
+    assert "no_such_package_xyz does not import: ModuleNotFoundError" in proc.stderr
+
+
+def test_a_package_that_registers_nothing_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "plain_pkg").mkdir()
+    (tmp_path / "plain_pkg" / "__init__.py").write_text("def f() -> int:\n    return 1\n")
+    proc = _gen(["--stubs-for", "plain_pkg", "-o", str(tmp_path / "out")], _env([tmp_path]), tmp_path)
+    assert proc.returncode == 2
+    assert "plain_pkg: it registers no TVM FFI types" in proc.stderr
+
+
+def test_stubs_for_tvm_ffi_itself(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = _gen(["--stubs-for", "tvm_ffi", "-o", str(out), "-q"], _env([]), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    root = out / "tvm_ffi-stubs"
+    # its own core.pyi is kept; its testing classes get their reflected methods
+    assert (root / "core.pyi").read_text().startswith(STUB_HEADER)
+    testing = (root / "testing" / "testing.pyi").read_text()
+    pair = testing[testing.index("class TestIntPair("):]
+    assert "    def sum(self, /) -> int: ..." in pair[: pair.index("\nclass ")]
+
+
+@pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import tvm"], capture_output=True).returncode != 0,
+    reason="apache-tvm is not installed (optional: pip install apache-tvm)",
+)
+def test_stubs_for_apache_tvm(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = _gen(["--stubs-for", "tvm", "-o", str(out), "-q", "--exclude", "tvm.s_tir.meta_schedule.testing"],
+                _env([]), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    module = (out / "tvm-stubs" / "ir" / "module.pyi").read_text()
+    assert "    def functions(self) -> _tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]: ..." in module
+    # prim.Ramp lives in tvm.ir.prim.expr, its public path is tvm.tirx.Ramp
+    assert (out / "tvm-stubs" / "ir" / "prim" / "expr.pyi").read_text().count("class Ramp(") == 1
+
+
+def test_exclude_globs_drop_whole_subtrees() -> None:
+    from tvmffi_gen.stubs.collect import excluded
+
+    assert excluded("tvm.contrib.hexagon.tools", ["tvm.contrib.*"])
+    assert excluded("tvm.contrib", ["tvm.contrib"])
+    assert not excluded("tvm.contribution", ["tvm.contrib"])
+    assert not excluded("tvm.ir", ["tvm.contrib.*"])
+
+
+def test_the_project_pins_the_stubbed_release() -> None:
+    from tvmffi_gen.stubs.project import pinned_requirement
+
+    assert pinned_requirement("apache-tvm", "0.27.0.post1") == "apache-tvm==0.27.*"
+    assert pinned_requirement("mypkg", "") == "mypkg"
+
+
+def test_public_path_is_the_shortest_exported_one() -> None:
+    from tvmffi_gen.stubs.build import public_path
+
+    info = {"module": "tvm.ir.prim.expr", "qualname": "Ramp",
+            "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"]}
+    exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
+    assert public_path(info, exports) == "tvm.tirx.Ramp"
+    # a path whose stub module does not export the name is not used
+    assert public_path(info, {"tvm.ir.prim.expr": {"Ramp"}}) == "tvm.ir.prim.expr.Ramp"
+
+
+def test_bare_generics_get_explicit_any_arguments() -> None:
+    import libcst as cst
+
+    from tvmffi_gen.stubs.build import _spell_generics, stdlib_generic_names
+
+    text = "from typing import Callable\nfrom .ir import Type\n"
+    generic = stdlib_generic_names(text)
+
+    def spell(annotation: str) -> str:
+        new, _ = _spell_generics(cst.parse_expression(annotation), generic)
+        return cst.Module([]).code_for_node(new)
+
+    assert spell("list | None") == "list[Incomplete] | None"
+    assert spell("dict[str, tuple]") == "dict[str, tuple[Incomplete, ...]]"
+    assert spell("Callable") == "Callable[..., Incomplete]"
+    assert spell("Type") == "Type"  # the package's own class named Type, not typing.Type
+    assert spell("_tvm_ir.Type") == "_tvm_ir.Type"

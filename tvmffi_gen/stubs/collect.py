@@ -1,0 +1,375 @@
+"""What a running package tells about itself: run as ``python -m tvmffi_gen.stubs.collect PKG``.
+
+This runs in a child process (``take_collection``) because importing a package may crash, hang or
+exit. It imports PKG and every submodule found on disk under it (each under a timeout; one that
+raises, exits — argparse at import — or times out is recorded and skipped), then reads from the
+running process:
+
+* every registered type key, its registry facts (fields, methods, constructor) and, when a Python
+  class was registered for it, where that class is defined and every path it is reachable by;
+* the ``_ffi_api`` modules, found by recording each ``tvm_ffi.init_ffi_api(prefix, module)`` call
+  while the package imports, with the functions that call put there and their registry schemas;
+* the members a registered class got after its ``class`` body (plain Python functions attached
+  later), which a source-reading stub generator cannot see.
+
+The result is JSON on stdout; everything the package prints goes to stderr.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+__all__ = ["collect", "module_files", "excluded"]
+
+MODULE_TIMEOUT = 15.0
+
+
+def excluded(module: str, patterns: list[str]) -> bool:
+    """Whether ``module`` or one of its parent packages matches one of the ``--exclude`` globs."""
+    parts = module.split(".")
+    return any(
+        fnmatch.fnmatchcase(".".join(parts[:i]), pat) for pat in patterns for i in range(1, len(parts) + 1)
+    )
+
+
+def module_files(package: str, roots: list[str], patterns: list[str]) -> dict[str, str]:
+    """Every module of ``package`` on disk (``.py`` files, and extension modules shipping a
+    ``.pyi``), by dotted name, without the excluded subtrees; a folder is a subpackage only with
+    an ``__init__.py``."""
+    out: dict[str, str] = {}
+
+    def walk(folder: Path, name: str) -> None:
+        if excluded(name, patterns):
+            return
+        init = folder / "__init__.py"
+        if init.is_file():
+            out[name] = str(init)
+        for entry in sorted(folder.iterdir()):
+            stem = entry.name.split(".")[0]
+            if not stem.isidentifier() or stem == "__init__":
+                continue
+            child = f"{name}.{stem}"
+            if entry.is_dir():
+                if (entry / "__init__.py").is_file():
+                    walk(entry, child)
+            elif entry.suffix == ".py" and not excluded(child, patterns):
+                out[child] = str(entry)
+            elif entry.suffix in (".so", ".pyd") and (folder / f"{stem}.pyi").is_file():
+                if not excluded(child, patterns):
+                    out[child] = str(entry)
+            elif entry.suffix == ".pyi" and not (folder / f"{stem}.py").is_file() and child not in out:
+                if not excluded(child, patterns) and not any((folder / f"{stem}{x}").exists() for x in (".so", ".pyd")):
+                    out[child] = str(entry)  # a stub the package ships for a module it makes at run time
+
+    for root in roots:
+        walk(Path(root), package)
+    return out
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Timeout()
+
+
+def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
+                ) -> tuple[list[str], dict[str, str]]:
+    """Import each module; ``bound`` gets, per package, the submodules bound on it right after
+    its import (what ``import pkg.sub`` gives a user), before later imports bind more."""
+    import importlib
+    import types
+
+    ok: list[str] = []
+    failed: dict[str, str] = {}
+    signal.signal(signal.SIGALRM, _on_alarm)
+    for name in sorted(files):
+        if any(name.startswith(f + ".") for f in failed):
+            failed[name] = "its package failed to import"
+            continue
+        sys.argv = [name]  # a module running argparse at import sees no arguments of ours
+        signal.setitimer(signal.ITIMER_REAL, MODULE_TIMEOUT)
+        try:
+            mod = importlib.import_module(name)
+            ok.append(name)
+            if files[name].endswith("__init__.py"):
+                bound[name] = sorted(a for a, v in vars(mod).items()
+                                     if isinstance(v, types.ModuleType) and v.__name__ == f"{name}.{a}")
+        except _Timeout:
+            failed[name] = f"importing it did not finish within {MODULE_TIMEOUT:g} s"
+        except SystemExit as exc:
+            failed[name] = f"it exits at import (SystemExit({exc.code!r}); argparse at import?)"
+        except BaseException as exc:  # noqa: BLE001 - any failure of a package's module is reported
+            last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+            where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
+            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    return ok, failed
+
+
+def _type_facts(key: str) -> dict[str, Any]:
+    from tvmffi_runtime import reflection as R
+
+    from ..snapshot import _field_snap, _parse_schema
+
+    info = R.type_info(key)
+    fields = []
+    for f in info.fields:
+        snap = _field_snap(f)
+        fields.append({"name": snap.name, "doc": snap.doc, "schema": snap.schema, "writable": snap.writable,
+                       "has_default": snap.has_default, "init": snap.init, "kw_only": snap.kw_only})
+    methods = []
+    init: dict[str, Any] | None = None
+    for m in info.methods:
+        entry = {"name": m.name, "doc": m.doc, "schema": _parse_schema(m.type_schema), "is_static": m.is_static}
+        if m.name == "__ffi_init__":
+            init = {"kind": "method", **entry}
+        else:
+            methods.append(entry)
+    if init is None and R.type_attr(info.type_index, "__ffi_init__") is not None:
+        init = {"kind": "auto"}
+    return {"ancestors": list(info.ancestors), "doc": info.doc, "fields": fields, "methods": methods, "init": init}
+
+
+def _signature_text(obj: Any) -> str | None:
+    """``(a, b=..., *args)`` for a function attached to a class: names and kinds only."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    parts = []
+    kind_prev = None
+    for p in sig.parameters.values():
+        if p.kind == p.KEYWORD_ONLY and kind_prev not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL):
+            parts.append("*")
+        if kind_prev == p.POSITIONAL_ONLY and p.kind != p.POSITIONAL_ONLY:
+            parts.append("/")
+        prefix = "*" if p.kind == p.VAR_POSITIONAL else "**" if p.kind == p.VAR_KEYWORD else ""
+        parts.append(prefix + p.name + ("=..." if p.default is not p.empty else ""))
+        kind_prev = p.kind
+    if kind_prev == inspect.Parameter.POSITIONAL_ONLY:
+        parts.append("/")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _runtime_names(mod: Any) -> list[str]:
+    """The public names a module has at run time that it made itself (``__all__`` when it has
+    one; else what it defines, not what it imported), whatever a source reader sees of them."""
+    import types
+
+    name = mod.__name__
+    explicit = getattr(mod, "__all__", None)
+    out = []
+    for attr, value in list(vars(mod).items()):
+        if isinstance(value, types.ModuleType) or type(value).__module__ == "__future__":
+            continue
+        if isinstance(explicit, (list, tuple)):
+            if attr in explicit:
+                out.append(attr)
+            continue
+        if attr.startswith("_") and attr != "__version__":
+            continue
+        owner = getattr(value, "__module__", None) if callable(value) else name
+        if owner == name:
+            out.append(attr)
+    return sorted(set(out))
+
+
+def _renamed_imports(mod: Any) -> dict[str, str]:
+    """Public names bound to a class imported under another name
+    (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
+    out: dict[str, str] = {}
+    for attr, value in list(vars(mod).items()):
+        if attr.startswith("_") or not inspect.isclass(value):
+            continue
+        where, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+        if isinstance(where, str) and where != mod.__name__ and qual != attr and "." not in qual \
+                and qual.isidentifier() and getattr(sys.modules.get(where), qual, None) is value:
+            out[attr] = f"{where}:{qual}"
+    return out
+
+
+def _made_by_tvm_ffi(func: Any) -> bool:
+    """Whether a function in a class's ``__dict__`` was made by ``register_object`` (its
+    ``__init__`` from ``__ffi_init__``, its dunders), not written in the class's module."""
+    import tvm_ffi
+
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return False
+    made = {os.path.join(os.path.dirname(tvm_ffi.__file__), f) for f in ("_dunder.py", "registry.py")}
+    return code.co_filename in made
+
+
+def _late_members(cls: type, package: str) -> dict[str, dict[str, Any]]:
+    """Plain Python functions in ``cls.__dict__`` (candidates for members attached after the
+    body; the parent keeps those the source-read stub lacks)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in cls.__dict__.items():
+        kind = "method"
+        func = value
+        if isinstance(value, staticmethod):
+            kind, func = "static", value.__func__
+        elif isinstance(value, classmethod):
+            kind, func = "class", value.__func__
+        elif isinstance(value, property):
+            kind, func = "property", value.fget
+        if not inspect.isfunction(func) or name in ("__init__", "__ffi_init__"):
+            continue
+        if not str(getattr(func, "__module__", "") or "").startswith(package) or _made_by_tvm_ffi(func):
+            continue  # installed by tvm_ffi (registry methods, dunders): handled from the registry
+        sig = _signature_text(func)
+        if sig is not None:
+            out[name] = {"kind": kind, "sig": sig}
+    return out
+
+
+def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, Any]:
+    import ctypes
+    import importlib
+
+    import tvm_ffi
+    from tvm_ffi import core
+
+    for lib in preload:
+        ctypes.CDLL(os.path.abspath(lib), mode=ctypes.RTLD_GLOBAL)
+    api_calls: list[tuple[str, str]] = []
+    original = tvm_ffi.init_ffi_api
+
+    def recording_init_ffi_api(namespace: str, target_module_name: str | None = None) -> None:
+        api_calls.append((namespace, target_module_name or namespace))
+        original(namespace, target_module_name)
+
+    tvm_ffi.init_ffi_api = recording_init_ffi_api
+    tvm_ffi.registry.init_ffi_api = recording_init_ffi_api
+
+    try:
+        top = importlib.import_module(package)
+    except BaseException as exc:  # noqa: BLE001
+        raise ImportError(f"{package} does not import: {type(exc).__name__}: {exc}") from None
+    roots = list(getattr(top, "__path__", []) or [])
+    if roots:
+        files = module_files(package, roots, patterns)
+    else:
+        files = {package: str(getattr(top, "__file__", ""))}
+    bound: dict[str, list[str]] = {}
+    ok, failed = _import_all(package, files, bound)
+    try:
+        from importlib.metadata import packages_distributions, version
+
+        dists = packages_distributions().get(package, [])
+        dist = dists[0] if dists else package
+        dist_version = version(dist)
+    except Exception:  # noqa: BLE001
+        dist, dist_version = package, ""
+
+    from tvmffi_runtime import reflection as R
+
+    covered = set(ok)
+    types: dict[str, Any] = {}
+    classes: dict[str, Any] = {}
+    # every path a class is reachable by, over the modules loaded now
+    paths: dict[int, list[str]] = {}
+    for mod_name, mod in sorted(sys.modules.items()):
+        if mod is None or not (mod_name in covered or mod_name == "tvm_ffi" or mod_name.startswith("tvm_ffi.")):
+            continue
+        for attr, value in list(vars(mod).items()):
+            if isinstance(value, type) and "__tvm_ffi_type_info__" in value.__dict__:
+                paths.setdefault(id(value), []).append(f"{mod_name}.{attr}")
+    for key in sorted(R.list_type_keys()):
+        try:
+            types[key] = _type_facts(key)
+        except Exception as exc:  # noqa: BLE001
+            types[key] = {"ancestors": [], "doc": "", "fields": [], "methods": [], "init": None,
+                          "error": str(exc)}
+        index = core._object_type_key_to_index(key)
+        info = core._type_index_to_type_info(index) if index is not None else None
+        cls = info.type_cls if info is not None else None
+        if cls is None:
+            continue
+        found = paths.get(id(cls), [])
+        defined = f"{cls.__module__}.{cls.__qualname__}"
+        classes[key] = {
+            "module": cls.__module__,
+            "qualname": cls.__qualname__,
+            "paths": sorted(set(found) | {defined}),
+            "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
+            "late": _late_members(cls, cls.__module__.split(".")[0]),
+            "bases": [f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
+            "hashable": cls.__hash__ is not None,
+            "python_eq": any("__eq__" in b.__dict__ for b in cls.__mro__[:-1]
+                             if not b.__module__.startswith("tvm_ffi")),
+            # names its bases define in Python (not registry fields): those declarations win
+            "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
+                                 if type(v).__name__ != "FFIProperty" and not n.startswith("__")}
+                                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
+        }
+    runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
+    aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
+    ffi_api: dict[str, list[dict[str, Any]]] = {}
+    all_funcs = tvm_ffi.registry.list_global_func_names()
+    for namespace, target in api_calls:
+        if target not in covered:
+            continue
+        prefix = namespace[4:] if namespace.startswith("tvm.") else namespace
+        for gname in sorted(all_funcs):
+            if not gname.startswith(prefix):
+                continue
+            short = gname[len(prefix) + 1:]
+            if "." in short or not short:
+                continue
+            md = R.global_function_metadata(gname)
+            ffi_api.setdefault(target, []).append({
+                "name": short, "global": gname, "doc": str(md.get("doc", "") or ""),
+                "schema": md.get("type_schema"),
+            })
+    return {
+        "package": package,
+        "distribution": dist,
+        "version": dist_version,
+        "modules": {m: files[m] for m in ok},
+        "failed": failed,
+        "submodules": bound,
+        "runtime_names": runtime_names,
+        "aliases": aliases,
+        "types": types,
+        "classes": classes,
+        "ffi_api": ffi_api,
+    }
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.stubs.collect")
+    parser.add_argument("package")
+    parser.add_argument("--exclude", action="append", default=[])
+    parser.add_argument("--preload", action="append", default=[])
+    args = parser.parse_args(argv)
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # what the package prints while importing goes to stderr
+    sys.stdout = sys.stderr
+    try:
+        data = collect(args.package, args.exclude, args.preload)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as text on stderr
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        os._exit(3)
+    out.write(json.dumps(data, sort_keys=True))
+    out.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip the package's atexit handlers and thread joins
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
