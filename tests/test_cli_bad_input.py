@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTING_LIB, build_shared
+from conftest import ROOT, TESTING_LIB, build_shared
 from tvmffi_gen.cli import main
 
 INIT_TEMPLATE = r"""
@@ -268,3 +268,44 @@ def test_force_allows_a_name_an_importable_module_has(tmp_path: Path, capsys: py
     status, text = run(capsys, str(TESTING_LIB), "-o", str(tmp_path / "json"), "--force", "-q")
     assert status == 0, text
     assert (tmp_path / "json" / "testing" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        (["-o", "{tmp}/out", "--timeout", "-1"], "--timeout -1: give the seconds to wait, a number above 0"),
+        (["-o", "{tmp}/out", "--project-version", "1.0"], "--project-version: it is for --project's pyproject.toml"),
+        (["-o", "{tmp}/out", "--exclude", "x.*"], "--exclude chooses the modules of --stubs-for PKG"),
+        (["--stubs-for", "tvm_ffi", "-o", "{tmp}/out", "--bundle", "--name", "x"],
+         "--stubs-for writes stubs, not a package: --name, --bundle does not apply"),
+        (["--list-exports", "{lib}", "-o", "{tmp}/out"], "--list-exports LIB reads one library and writes nothing: -o"),
+        (["-o", "{tmp}/out", "--name", "other"], "--name other -o {tmp}/out: a package is imported by its folder's name"),
+        (["-o", "{tmp}/out", "--save-snapshot", "{tmp}/no/such/dir/s.json"], "--save-snapshot {tmp}/no/such/dir/s.json: No such file"),
+        (["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ ../r.whl"],
+         "'../r.whl' is not a URL (a path goes as file:///absolute/path)"),
+        (["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ file:///no/such/r.whl"],
+         "/no/such/r.whl does not exist"),
+    ],
+    ids=["timeout", "version-without-project", "exclude-without-stubs", "package-options-with-stubs",
+         "list-exports-with-output", "name-unlike-folder", "snapshot-unwritable", "relative-url", "missing-wheel"],
+)
+def test_options_the_run_would_ignore_or_cannot_use_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expect: str
+) -> None:
+    """An option that does not apply to the run, or a value it cannot use, is exit 2 naming it
+    (never silently ignored, never a traceback), and nothing is written."""
+    argv = [a.format(tmp=tmp_path, lib=TESTING_LIB) for a in args]
+    status, text = run(capsys, *argv)
+    assert status == 2 and expect.format(tmp=tmp_path) in text, text
+    assert "Traceback" not in text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_another_platforms_library_is_named_as_such_before_loading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dll = ROOT / "tests" / "fixtures" / "binfmt" / "few.dll"
+    status, text = run(capsys, str(dll), "-o", str(tmp_path / "pkg"))
+    assert status == 2 and "few.dll is a Windows library (PE)" in text, text
+    assert f"tvmffi-gen --list-exports {dll}" in text and "LibraryLoadError" not in text, text
+    assert not (tmp_path / "pkg").exists()

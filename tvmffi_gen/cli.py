@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
                         "fail on any error")
     p.add_argument("--project", action="store_true",
                    help="write an installable project: OUT/pyproject.toml beside the package OUT/NAME/")
-    p.add_argument("--project-version", default="0.1.0", metavar="VERSION",
+    p.add_argument("--project-version", metavar="VERSION",
                    help="version written into the project's pyproject.toml (default 0.1.0)")
     p.add_argument("--runtime-requirement", metavar="SPEC",
                    help="with --project: the project's PEP 508 requirement on tvmffi-runtime, e.g. a"
@@ -258,6 +258,14 @@ def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str
     return plan
 
 
+def _save_snapshot(snapshot: Snapshot, path: str) -> None:
+    """Write the snapshot's JSON to ``path`` (``--save-snapshot``); GenerationError naming it if not."""
+    try:
+        Path(path).write_text(snapshot.to_json(), encoding="utf-8")
+    except OSError as exc:
+        raise GenerationError(f"--save-snapshot {path}: {exc.strerror or exc}") from None
+
+
 def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
     """How many files the run wrote or removed: the package's and the project's."""
     count = len(plan.changed) + len(plan.removed)
@@ -282,9 +290,49 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
         return 2
 
 
+# Options that only one kind of run reads: giving one to another kind is refused, not ignored.
+_PACKAGE_ONLY = ("--name", "--prefix", "--use", "--bundle", "--portable", "--verify", "--keep-edits",
+                 "--overwrite-edits", "--from-snapshot", "--save-snapshot", "--project-version",
+                 "--runtime-requirement")
+_PROJECT_ONLY = ("--project-version", "--runtime-requirement")
+
+
+def _given(args: argparse.Namespace, option: str) -> bool:
+    """Whether ``option`` was given (its value differs from the parser's default)."""
+    value = getattr(args, option.lstrip("-").replace("-", "_"))
+    return value not in (None, False, [])
+
+
+def _option_conflict(args: argparse.Namespace) -> str | None:
+    """The options of this command line that the run would not read, said as an error, or None."""
+    if args.timeout <= 0:
+        return f"--timeout {args.timeout:g}: give the seconds to wait, a number above 0"
+    if args.list_exports is not None:
+        extra = [o for o in ("-o", "--stubs-for", "--project") if _given(args, "--output" if o == "-o" else o)]
+        if extra:
+            return f"--list-exports LIB reads one library and writes nothing: {', '.join(extra)} does not apply"
+        return None
+    if args.stubs_for:
+        extra = [o for o in _PACKAGE_ONLY if _given(args, o)]
+        if extra:
+            return f"--stubs-for writes stubs, not a package: {', '.join(extra)} does not apply to it"
+        return None
+    if args.exclude:
+        return "--exclude chooses the modules of --stubs-for PKG: give --stubs-for too"
+    if not args.project:
+        extra = [o for o in _PROJECT_ONLY if _given(args, o)]
+        if extra:
+            return f"{', '.join(extra)}: {'they are' if len(extra) > 1 else 'it is'} for --project's pyproject.toml: give --project too"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    conflict = _option_conflict(args)
+    if conflict is not None:
+        print(f"tvmffi-gen: error: {conflict}", file=sys.stderr)
+        return 2
     if args.list_exports is not None:
         from .list_exports import main_list_exports
 
@@ -298,9 +346,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # with --project, OUT is the project folder and the package OUT/NAME inside it
         project_dir = Path(args.output) if args.project else None
-        if args.runtime_requirement is not None and project_dir is None:
-            raise GenerationError("--runtime-requirement is the requirement of --project's pyproject.toml:"
-                                  " give --project too")
         requirement = runtime_requirement(args.runtime_requirement)
         output = args.output
         if project_dir is not None:
@@ -309,6 +354,12 @@ def main(argv: list[str] | None = None) -> int:
             args.name or default_package_name(output), args.name is not None or args.project, Path(output),
             args.force,
         )
+        if args.name and Path(output).name != args.name.split(".")[-1]:
+            raise GenerationError(
+                f"--name {args.name} -o {output}: a package is imported by its folder's name, so its"
+                f" folder must be named {args.name.split('.')[-1]} (or give --project, whose package"
+                " folder takes --name)"
+            )
         snapshot = None
         library = args.library
         if args.from_snapshot:
@@ -332,11 +383,11 @@ def main(argv: list[str] | None = None) -> int:
         for w in warnings:
             log.warn(w)
         if args.save_snapshot:
-            Path(args.save_snapshot).write_text(snapshot.to_json(), encoding="utf-8")
+            _save_snapshot(snapshot, args.save_snapshot)
         root = Path(output)
         project = None
         if project_dir is not None:
-            project = plan_project(project_dir, root.name, args.project_version, snapshot.library,
+            project = plan_project(project_dir, root.name, args.project_version or "0.1.0", snapshot.library,
                                    args.bundle, force=args.force, requirement=requirement)
         if args.bundle:
             files[snapshot.library] = ""  # placeholder: copied below, listed in the manifest

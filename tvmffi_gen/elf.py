@@ -50,6 +50,11 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
         else:
             shoff, = struct.unpack_from(end + "I", data, 0x20)
             shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
+        if shoff + shnum * shentsize > len(data):
+            raise ElfError(
+                f"{path}: truncated ELF file ({len(data)} bytes; its section headers end at byte"
+                f" {shoff + shnum * shentsize})"
+            )
         sections = []
         for i in range(shnum):
             off = shoff + i * shentsize
@@ -93,6 +98,8 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
                     raise ElfError(f"{path}: malformed ELF file (unterminated symbol name)")
                 names.append(data[start:stop].decode("utf-8", "replace"))
         return sorted(set(names))
+    except ElfError:
+        raise
     except (struct.error, IndexError, ValueError) as exc:
         raise ElfError(f"{path}: malformed ELF file ({exc})") from None
 

@@ -64,7 +64,28 @@ def runtime_requirement(spec: str | None) -> str:
         raise ProjectError(f"--runtime-requirement {spec!r} is not a requirement ({detail}); {example}") from None
     if canonicalize_name(req.name) != "tvmffi-runtime":
         raise ProjectError(f"--runtime-requirement {spec!r} names {req.name!r}, not tvmffi-runtime; {example}")
+    if req.url is not None:
+        problem = _direct_reference_problem(req.url)
+        if problem is not None:
+            raise ProjectError(f"--runtime-requirement {spec!r}: {problem}; {example}")
     return spec.strip()
+
+
+def _direct_reference_problem(url: str) -> str | None:
+    """Why pip could not install from the direct reference ``url``, or None: it must be an
+    absolute URL (pip reads no relative path there), and a ``file:`` URL must name an existing
+    file or folder, since the project would otherwise build and then fail at install time."""
+    from urllib.parse import unquote, urlsplit
+    from urllib.request import url2pathname
+
+    parts = urlsplit(url)
+    if not parts.scheme or len(parts.scheme) == 1:  # 'C:' is a Windows drive, not a scheme
+        return f"{url!r} is not a URL (a path goes as file:///absolute/path)"
+    if parts.scheme == "file":
+        path = Path(url2pathname(unquote(parts.path)))
+        if not path.exists():
+            return f"{path} does not exist"
+    return None
 
 
 @dataclass

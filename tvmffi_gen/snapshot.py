@@ -305,6 +305,14 @@ def _child_main(argv: list[str]) -> int:
     return 0
 
 
+def _other_platforms_library(path: str) -> str | None:
+    """Why ``path`` cannot load here because it is another platform's library (by its first bytes), or None."""
+    from .platforms import platform_module
+
+    problem: str | None = platform_module().CURRENT.wrong_platform(path)
+    return problem
+
+
 def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout: float = 120.0) -> Snapshot:
     """Snapshot ``library`` in a child process; errors name the library and what went wrong."""
     lib = str(library)
@@ -315,6 +323,10 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
     for pre in preload or []:
         if not os.path.isfile(pre):
             raise SnapshotError(f"--preload {pre}: no such file")
+    for path, option in [(lib, ""), *((pre, "--preload ") for pre in preload or [])]:
+        foreign = _other_platforms_library(path)
+        if foreign is not None:
+            raise SnapshotError(f"{option}{path}: {foreign}; tvmffi-gen --list-exports {path} lists its functions")
     env = dict(os.environ)
     runtime_dir = str(Path(__file__).resolve().parent.parent / "runtime")
     if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):

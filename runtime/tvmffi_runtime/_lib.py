@@ -420,7 +420,7 @@ def _elf_problem(path: str) -> str | None:
                 import platform
 
                 return _PLATFORM.wrong_platform(path) or _PLATFORM.architecture_problem(path, platform.machine())
-            problem = _elf_header_problem(head)
+            problem = _PLATFORM.wrong_platform(path) or _elf_header_problem(head)
             if problem is not None:
                 return problem
             return _elf_segment_problem(fh, head, size)

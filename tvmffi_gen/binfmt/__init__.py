@@ -57,6 +57,8 @@ def _symbols(path: str, prefix: str) -> tuple[str, list[str]]:
                     return "ELF", elf.defined_dynamic_symbols(path, prefix)
                 except elf.ElfError as exc:
                     raise BinaryFormatError(str(exc)) from None
+            if not head:
+                raise BinaryFormatError(f"{path}: empty file, not a shared library")
             if not (is_macho(head) or is_pe(head)):
                 raise BinaryFormatError(
                     f"{path}: not a shared library (neither ELF, Mach-O nor PE: it starts with {head!r})"
