@@ -145,6 +145,7 @@ class FieldModel:
     offset: int
     accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
+    ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
 
 
 @dataclass
@@ -168,6 +169,16 @@ class InitModel:
 
 
 @dataclass
+class ReplaceModel:
+    """The class's ``replace`` (and ``__replace__``): keyword-only, one parameter per field."""
+
+    name: str  # "replace", or with ``_`` appended where the library has a member of that name
+    params: list[Param]
+    ret: str
+    override_ignore: bool = False
+
+
+@dataclass
 class ClassModel:
     name: str
     type_key: str
@@ -182,6 +193,9 @@ class ClassModel:
     depth: int = 0
     snake: str = ""
     pod_offsets: dict[str, int] = field(default_factory=dict)
+    # field names in the constructor's positional order; None: no ``__match_args__`` line
+    match_args: list[str] | None = None
+    replace: ReplaceModel | None = None
 
 
 @dataclass
@@ -514,7 +528,8 @@ class _Builder:
                 pname = scope.claim(documented[i])
             else:
                 pname = scope.claim(f"_{i}")
-            out.append(Param(pname, ann.annotate(p, "param"), None, "normal" if named else "posonly"))
+            keyword = named or documented is not None  # real names: callers may use them
+            out.append(Param(pname, ann.annotate(p, "param"), None, "normal" if keyword else "posonly"))
         return out
 
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
@@ -602,6 +617,9 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
+        cls.match_args = self._match_args(cls, inherited_fields)
+        if "ffi.Enum" not in t.ancestors:  # enum entries are interned: never copied
+            cls.replace = self._replace(t, cls, mod, member_names, inherited_fields, inherited_methods, from_used)
         members: list[FieldModel | MethodModel] = [*cls.fields, *cls.methods]
         for member in members:
             if member.name in from_used:  # overrides a member we cannot compare: let mypy be
@@ -647,6 +665,7 @@ class _Builder:
             write=write,
             offset=f.offset,
             accessor=f"_ffi_field_{cls.name}_{name}",
+            ref=ref,
         )
         base = inherited.get(name)
         if base is not None and (base.getter_type != getter or base.writable != f.writable):
@@ -679,6 +698,65 @@ class _Builder:
             if not same_params or not self._return_compatible(base.ret, mm.ret, mod):
                 mm.override_ignore = True
         return mm
+
+    def _match_args(self, cls: ClassModel, inherited: dict[str, FieldModel]) -> list[str] | None:
+        """Field names in the order the constructor takes them positionally: auto-init's
+        positional parameters, or the leading ``__ffi_init__`` parameters named like fields.
+        None (no line) where there is no order and no ancestor's order to hide."""
+        names = {**inherited, **{f.name: f for f in cls.fields}}
+        by_reg = {f.reg_name: f.name for f in names.values()}
+        order: list[str] = []
+        init = cls.init
+        if init is not None and init.kind == "auto":
+            order = [by_reg.get(p.reg_name, p.name) for p in init.params if p.kind == "normal"]
+        elif init is not None and init.kind == "method":
+            for p in init.params:
+                if p.kind != "normal" or p.name not in names:
+                    break
+                order.append(p.name)
+        if order:
+            return order
+        key = cls.base_key
+        while key is not None:
+            if self.classes[key].match_args:
+                return []  # a positional pattern must not match by the ancestor's order
+            key = self.classes[key].base_key
+        return None
+
+    def _replace(
+        self,
+        t: TypeSnap,
+        cls: ClassModel,
+        mod: ModuleModel,
+        members: set[str],
+        inherited_fields: dict[str, FieldModel],
+        inherited_methods: dict[str, MethodModel],
+        from_used: set[str],
+    ) -> ReplaceModel | None:
+        """``replace(self, *, field=KEEP, ...)``, fields of the whole chain, ancestors first.
+
+        Named ``replace`` unless the library has a member of that name (a field or method of
+        the type or an ancestor): then ``replace_`` (``_`` appended until free)."""
+        chain = {**inherited_fields, **{f.name: f for f in cls.fields}}
+        if "self" in chain:
+            return None  # a field named self cannot be a parameter of a method
+        library = set(chain) | set(inherited_methods) | {m.name for m in cls.methods}
+        library |= {n for n, _ in cls.enum_entries}
+        name = "replace"
+        while name in library:
+            name += "_"
+        params = []
+        ignore = bool(from_used)
+        for f in chain.values():
+            ann = self.annotator(mod, f"field {cls.type_key}.{f.reg_name}", members)
+            params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
+            ignore = ignore or f.override_ignore
+        key = cls.base_key
+        while key is not None and not ignore:  # an ancestor's replace under another name
+            base = self.classes[key].replace
+            ignore = base is not None and base.name != name
+            key = self.classes[key].base_key
+        return ReplaceModel(name, params, cls.name, ignore)
 
     def _return_compatible(self, base_ret: str, ret: str, mod: ModuleModel) -> bool:
         if base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any":

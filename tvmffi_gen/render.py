@@ -31,9 +31,9 @@ from .model import (
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
-#: defs; field(kind, offset) bound by register, registry_field, dispatch_base); a generated
+#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace methods); a generated
 #: package checks it at import.
-RUNTIME_API_LEVEL = 3
+RUNTIME_API_LEVEL = 4
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -70,6 +70,9 @@ def template_environment() -> jinja2.Environment:
         function_signature=_function_signature,
         register_line=_register_line,
         field_lines=_field_lines,
+        match_args_line=_match_args_line,
+        replace_signature=_replace_signature,
+        replace_doc=_replace_doc,
         q=q,
     )
     return env
@@ -140,6 +143,27 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     if len(inner) <= LINE_LENGTH:
         return [*lines, inner, "    )"]
     return [*lines, *[f"        {a}," for a in args], "    )"]
+
+
+def _match_args_line(cls: ClassModel) -> str:
+    """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
+    narrow what ``case C(x, y)`` captures to the fields' types."""
+    assert cls.match_args is not None
+    line = f"    __match_args__ = {_tuple([q(n) for n in cls.match_args])}"
+    if len(line) <= LINE_LENGTH:
+        return line.strip()
+    return "\n".join(["__match_args__ = (", *[f"        {q(n)}," for n in cls.match_args], "    )"])
+
+
+def _replace_signature(cls: ClassModel) -> list[str]:
+    assert cls.replace is not None
+    items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
+    return _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
+
+
+def _replace_doc(cls: ClassModel) -> str:
+    assert cls.replace is not None
+    return "A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."
 
 
 def _register_line(cls: ClassModel) -> str:
@@ -252,14 +276,14 @@ def _mypy_disabled_codes(mod: ModuleModel) -> list[str]:
     codes = []
     # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
     # reports such bodies as empty outside stub files
-    if mod.functions or any(c.methods for c in mod.classes):
+    if mod.functions or any(c.methods or c.replace for c in mod.classes):
         codes.append("empty-body")
     # mypy reports some incompatible overrides on the decorator line and some on the def line,
     # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
     # unused, which --strict would otherwise report
     if any(f.override_ignore for c in mod.classes for f in c.fields) or any(
         m.override_ignore for c in mod.classes for m in c.methods
-    ):
+    ) or any(c.replace.override_ignore for c in mod.classes if c.replace):
         codes.append("unused-ignore")
     return codes
 

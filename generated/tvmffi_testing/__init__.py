@@ -29,7 +29,7 @@ def testing_dll_schema_id_int(_0: int, /) -> int:
 
 
 @_gen.exported_function("tvmffi_testing._lib", "testing_dll_test_add_with_docstring")
-def testing_dll_test_add_with_docstring(a: int, b: int, /) -> int:
+def testing_dll_test_add_with_docstring(a: int, b: int) -> int:
     """Add two integers and return the sum.
 
     Parameters

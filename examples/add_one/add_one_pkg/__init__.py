@@ -14,7 +14,7 @@ __all__ = ["add_one_cpu"]
 
 
 @_gen.exported_function("add_one_pkg._lib", "add_one_cpu")
-def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter, /) -> None:
+def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter) -> None:
     """Write x + 1 into y.
 
     Parameters
