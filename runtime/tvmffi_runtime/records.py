@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Final, TypeVar, get_args, get_origin
 
-from ._core import Function, Object, type_key_to_index
+from ._core import Function, Object, _kwargs_marker, type_key_to_index
 from ._fields import ReadOnlyField
 
 __all__ = ["FieldDescription", "fields", "replace", "KEEP", "replace_method"]
@@ -210,7 +210,6 @@ def _rebuild(
     obj: _O, name: str, described: dict[str, FieldDescription], changes: dict[str, Any], read_only: list[str]
 ) -> _O:
     """``obj``'s type built anew by its auto-init, every field from ``obj`` or ``changes``."""
-    from . import gen
     from .reflection import type_attr, type_info
 
     type_key = obj.type_key
@@ -222,7 +221,8 @@ def _rebuild(
     index = type_key_to_index(type_key)
     info = type_info(type_key)
     explicit = any(m.name == "__ffi_init__" for m in info.methods)
-    if explicit or index is None or type_attr(index, "__ffi_init__") is None:
+    init = None if explicit or index is None else type_attr(index, "__ffi_init__")
+    if not isinstance(init, Function):
         raise TypeError(f"{name}: {reason}, and {type_key} has no reflected auto-init to build the changed object with")
     by_registry: dict[str, Any] = {}
     for attr, desc in described.items():
@@ -234,9 +234,14 @@ def _rebuild(
             f"{name}: {reason}, and {type_key}'s auto-init does not take field {skipped[0]!r} (a"
             " rebuilt object would lose its value)"
         )
-    new = obj.__class__.__new__(obj.__class__)
-    gen.construct_auto(new, type_key, tuple((f.name, by_registry[f.name]) for f in registry if f.name in by_registry))
-    return new
+    args: list[Any] = [_kwargs_marker()]  # the keyword protocol of reflected auto-init
+    for f in registry:
+        if f.name in by_registry:
+            args += [f.name, by_registry[f.name]]
+    made = init(*args)
+    if not isinstance(made, type(obj)):
+        raise TypeError(f"{name}: {type_key}'s auto-init returned {type(made).__name__}, not {type(obj).__name__}")
+    return made
 
 
 def _registry_fields_or_empty(type_key: str) -> dict[str, Any]:
