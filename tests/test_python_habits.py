@@ -67,7 +67,7 @@ from __future__ import annotations
 from typing import assert_type
 
 import tvmffi_runtime as rt
-from foldpkg import fold_scale
+from foldpkg import fold_divmod, fold_scale
 from foldpkg.foldir import Add, Const, Expr, Mul, Neg, Var
 
 
@@ -116,6 +116,12 @@ def main() -> None:
     assert (d.span, e.span, e.value) == ("a.py:3", "b.py:4", 2)
     print([(f.name, f.type, f.read_only, f.has_default) for f in rt.fields(Add)])
 
+    quotient, remainder = fold_divmod(a=17, b=5)  # a tuple result whose items are documented
+    result = fold_divmod(17, 5)
+    assert_type(result.remainder, int)
+    assert (quotient, remainder, result.quotient, result) == (3, 2, 3, (3, 2)), result
+    print(result)
+
 
 main()
 '''
@@ -135,6 +141,7 @@ def test_a_constant_folder_runs_in_a_users_folder(user: Path, pure: bool) -> Non
         "[('span', <class 'str'>, False, True), ('a', <class 'foldpkg.foldir.Expr'>, True, False),"
         " ('b', <class 'foldpkg.foldir.Expr'>, True, False)]"
     )
+    assert out[2] == "FoldDivmodResult(quotient=3, remainder=2)"
 
 
 def test_the_constant_folder_is_clean_under_both_checkers(user: Path) -> None:
@@ -144,6 +151,7 @@ def test_the_constant_folder_is_clean_under_both_checkers(user: Path) -> None:
 
 
 WRONG = """\
+from foldpkg import fold_divmod
 from foldpkg.foldir import Add, Const, Expr, Neg
 
 def f(e: Expr) -> None:
@@ -156,6 +164,7 @@ def f(e: Expr) -> None:
     Const(1).replace(nope=1)
     Const(1).replace(2)
     t: Add = Const(1).replace(value=2)
+    u: str = fold_divmod(1, 2).quotient
 """
 
 
@@ -164,7 +173,7 @@ def test_narrowed_and_replace_types_are_enforced_by_both_checkers(user: Path) ->
     program.write_text(WRONG)
     reports = _check(user, program)
     for name, report in reports.items():
-        for line in (6, 9, 10, 11, 12):
+        for line in (7, 10, 11, 12, 13, 14):
             assert f"wrong.py:{line}:" in report, (name, line, report)
 
 
@@ -276,6 +285,26 @@ def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
 
 
 @both_paths
+def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> None:
+    out = _run(user, """
+        import inspect, pickle
+        import foldpkg
+        r = foldpkg.fold_divmod(17, b=5)
+        print(r, type(r).__mro__[1].__name__, r._fields)
+        print(inspect.signature(foldpkg.fold_divmod), pickle.loads(pickle.dumps(foldpkg.fold_divmod)) is foldpkg.fold_divmod)
+        try:
+            foldpkg.fold_divmod(1)
+        except TypeError as exc:
+            print(exc)
+        """, pure).splitlines()
+    assert out == [
+        "FoldDivmodResult(quotient=3, remainder=2) tuple ('quotient', 'remainder')",
+        "(a: 'int', b: 'int') -> 'FoldDivmodResult' True",
+        "fold_divmod() takes 2 positional arguments but 1 was given",
+    ]
+
+
+@both_paths
 def test_keyword_calls_of_exported_and_documented_functions(user: Path, pure: bool) -> None:
     out = _run(user, """
         import foldpkg
@@ -351,3 +380,22 @@ def test_documented_parameter_names_take_keywords_unnamed_stay_positional() -> N
     fns = {fn.name: fn for fn in model.modules[("f",)].functions}
     assert [(p.name, p.kind) for p in fns["documented"].params] == [("value", "normal"), ("factor", "normal")]
     assert [(p.name, p.kind) for p in fns["plain"].params] == [("_0", "posonly"), ("_1", "posonly")]
+
+
+def test_named_results_model() -> None:
+    tup = {"type": "Tuple", "args": [INT, {"type": "ffi.String"}]}
+    schema = {"type": "ffi.Function", "named_args": {"return": [tup], "params": []}}
+    named = "Split.\n\nReturns\n-------\nhead : int\n    first\ntail : str\n    rest\n"
+    bare = "Split.\n\nReturns\n-------\nint\n    first\nstr\n    rest\n"
+    functions = [
+        FunctionSnap("n.split", named, schema),
+        FunctionSnap("n.SplitResult", "", {"type": "ffi.Function", "named_args": {"return": [INT], "params": []}}),
+        FunctionSnap("n.bare", bare, schema),
+        FunctionSnap("n.counted", named.replace("head", "count"), schema),
+    ]
+    fns = {fn.name: fn for fn in build_model(_snapshot([], functions), "pkg").modules[("n",)].functions}
+    split = fns["split"]
+    assert split.result is not None and split.ret == split.result.name == "SplitResult_"  # after functions
+    assert split.result.fields == [("head", "int"), ("tail", "str")]
+    assert fns["bare"].result is None and fns["bare"].ret == "_rt.Array[int | str]"  # unnamed items
+    assert fns["counted"].result is None  # a name a tuple already defines

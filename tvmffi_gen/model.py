@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
-from .docparams import documented_param_names
+from .docparams import documented_param_names, documented_result_names
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
@@ -199,6 +200,14 @@ class ClassModel:
 
 
 @dataclass
+class ResultModel:
+    """A named tuple for a function's ``Tuple`` result whose items its documentation names."""
+
+    name: str  # the class name (claimed in the module after the functions)
+    fields: list[tuple[str, str]]  # (item name, annotation)
+
+
+@dataclass
 class FunctionModel:
     name: str
     reg_name: str
@@ -207,6 +216,7 @@ class FunctionModel:
     doc: str
     typed: bool = True
     exported: bool = False
+    result: ResultModel | None = None
 
 
 @dataclass
@@ -232,6 +242,7 @@ class ModuleModel:
 
     def exported_names(self) -> list[str]:
         names = [c.name for c in self.classes] + [f.name for f in self.functions]
+        names += [f.result.name for f in self.functions if f.result]
         return sorted(names)
 
 
@@ -382,6 +393,11 @@ class _Builder:
             mod = self.modules[ns]
             fn = self._function(f, mod, mod.scope.claim(short))
             mod.functions.append(fn)
+        # then the named tuples of results, after every function (in the same order)
+        for mod in self.modules.values():
+            for fn in mod.functions:
+                if fn.result is not None:
+                    fn.result.name = fn.ret = mod.scope.claim(fn.result.name)
         # class bodies, parents before children so overrides can be checked
         for key in sorted(self.types, key=lambda k: (len(self.types[k].ancestors), k)):
             self._class_body(self.types[key], self.classes[key])
@@ -546,7 +562,25 @@ class _Builder:
         if sig.params is None:
             return FunctionModel(name, f.name, [], "_t.Any", doc, typed=False, exported=f.exported)
         params = self._params(sig, ann, skip_self=False, doc=f.doc)
-        return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
+        fn = FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
+        fn.result = self._named_result(sig.ret, f.doc, name, ann)
+        return fn
+
+    def _named_result(self, ret: TypeRef, doc: str, fn_name: str, ann: Annotator) -> ResultModel | None:
+        """A named tuple for a ``Tuple`` result whose items the documentation names (numpydoc
+        ``Returns``: ``quotient : int``), named ``<FunctionName>Result``; else None."""
+        if ret.key != "Tuple" or not ret.args:
+            return None
+        names = documented_result_names(doc, len(ret.args))
+        # a name Python would change, or one a tuple already defines, names no field
+        if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
+            return None
+        camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
+        items = [(n, ann.annotate(t, "return")) for n, t in zip(names, ret.args)]
+        words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a)}
+        if words & set(names):  # an item named like a type its class body refers to
+            return None
+        return ResultModel(f"{camel or 'Function'}Result", items)
 
     # -- classes -----------------------------------------------------------------------------
     def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:

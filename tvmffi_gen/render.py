@@ -255,9 +255,14 @@ def _function_signature(f: FunctionModel) -> list[str]:
 def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
     """``@_gen.registry_function(name)``, or for a function the library exports
     ``@_gen.exported_function(lib_module, name)``."""
+    result = [f"result={fn.result.name}"] if fn.result else []
     if fn.exported:
-        return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name)], "")
-    return _native_decorator(["registry_function", q(fn.reg_name)], "")
+        return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name), *result], "")
+    return _native_decorator(["registry_function", q(fn.reg_name), *result], "")
+
+
+def _result_doc(fn: FunctionModel) -> str:
+    return f"The result of ``{fn.name}``: its items, as its documentation names them."
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -310,6 +315,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         type_imports=typing_only,
         all_names=all_names,
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
+        result_doc=_result_doc,
         uses_missing=uses_missing,
         mypy_disabled_codes=_mypy_disabled_codes(mod),
     )

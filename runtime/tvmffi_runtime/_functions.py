@@ -181,7 +181,7 @@ def module_function(lib_module: str, name: str) -> Callable[..., Any]:
 
 
 # -- decorators (API level 3): the def is the signature, the native function is the body -----
-def _native(slow: GlobalFunction, f: _F) -> _F:
+def _native(slow: GlobalFunction, f: _F, result: type[tuple[Any, ...]] | None = None) -> _F:
     code = f.__code__
     if f.__defaults__ or f.__kwdefaults__ or code.co_kwonlyargcount:
         raise TypeError(
@@ -190,12 +190,26 @@ def _native(slow: GlobalFunction, f: _F) -> _F:
     kwbind = _KeywordBinder(f) if code.co_argcount > code.co_posonlyargcount else None
     fn = _fast(slow, kwbind, -1 if code.co_flags & _CO_VARARGS else code.co_argcount)
     functools.update_wrapper(fn, f)
+    if result is not None:
+        fn = functools.update_wrapper(_named_result(fn, result), f)
     return fn  # type: ignore[return-value]
 
 
-def registry_function(name: str) -> Callable[[_F], _F]:
-    """Decorator: the def becomes the global function ``name`` (looked up on first call)."""
-    return lambda f: _native(GlobalFunction(name), f)
+def _named_result(fn: Callable[..., Any], result: type[tuple[Any, ...]]) -> Callable[..., Any]:
+    """``fn`` returning its tuple result (an Array) as the named tuple class ``result``: one
+    Python frame more, on these functions only."""
+    make: Callable[[Any], Any] = getattr(result, "_make")  # noqa: B009 (a NamedTuple's)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return make(fn(*args, **kwargs))
+
+    return call
+
+
+def registry_function(name: str, result: type[tuple[Any, ...]] | None = None) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the global function ``name`` (looked up on first call);
+    ``result``: a named tuple class its tuple result is returned as."""
+    return lambda f: _native(GlobalFunction(name), f, result)
 
 
 def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
@@ -203,6 +217,9 @@ def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
     return lambda f: _native(TypeMethod(type_key, name), f)
 
 
-def exported_function(lib_module: str, name: str) -> Callable[[_F], _F]:
-    """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports."""
-    return lambda f: _native(ModuleFunction(lib_module, name), f)
+def exported_function(
+    lib_module: str, name: str, result: type[tuple[Any, ...]] | None = None
+) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports;
+    ``result`` as for :func:`registry_function`."""
+    return lambda f: _native(ModuleFunction(lib_module, name), f, result)
