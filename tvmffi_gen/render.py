@@ -31,8 +31,8 @@ from .model import (
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
-#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace methods); a generated
-#: package checks it at import.
+#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
+#: KEEP, named results); a generated package checks it at import.
 RUNTIME_API_LEVEL = 4
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.

@@ -42,15 +42,27 @@ _CO_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect at package i
 
 class _KeywordBinder:
     """Puts a call's keyword arguments in order by the generated def's signature (the native
-    function takes positional arguments only); ``inspect`` is imported on the first such call."""
+    function takes positional arguments only, and the def has no defaults). A call that gives
+    each remaining parameter once by name is put in order directly; any other call (an error)
+    is bound by ``inspect`` (imported then) for its wording."""
 
-    __slots__ = ("_f", "_sig")
+    __slots__ = ("_f", "_names", "_posonly", "_sig")
 
     def __init__(self, f: Callable[..., Any]) -> None:
+        code = f.__code__
         self._f = f
+        self._names: tuple[str, ...] = code.co_varnames[: code.co_argcount]
+        self._posonly = code.co_posonlyargcount
         self._sig: Any = None
 
     def __call__(self, *args: object, **kwargs: object) -> tuple[object, ...]:
+        n = len(args)
+        rest = self._names[n:]
+        if n >= self._posonly and len(kwargs) == len(rest):
+            try:
+                return args + tuple([kwargs[name] for name in rest])
+            except KeyError:
+                pass  # a name the def does not take: inspect words the error
         if self._sig is None:
             import inspect
 

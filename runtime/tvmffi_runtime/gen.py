@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 #: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
 #: Level 3: functions and methods are decorated defs (``registry_function``,
 #: ``registry_method``, ``exported_function``).
-#: Level 4: ``replace`` methods (``replace_method``, ``KEEP``); ``register`` records the fields.
+#: Level 4: ``replace`` methods (``replace_method``, ``KEEP``); ``register`` records the fields;
+#: ``registry_function``/``exported_function`` take ``result=`` (a named tuple class).
 API_LEVEL = 4
 
 __all__ = [
