@@ -290,7 +290,7 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
         import inspect, pickle
         import foldpkg
         r = foldpkg.fold_divmod(17, b=5)
-        print(r, type(r).__mro__[1].__name__, r._fields)
+        print(r, type(r).__mro__[1].__name__, r._fields, foldpkg.fold_divmod(b=5, a=17) == r)
         print(inspect.signature(foldpkg.fold_divmod), pickle.loads(pickle.dumps(foldpkg.fold_divmod)) is foldpkg.fold_divmod)
         try:
             foldpkg.fold_divmod(1)
@@ -298,7 +298,7 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
             print(exc)
         """, pure).splitlines()
     assert out == [
-        "FoldDivmodResult(quotient=3, remainder=2) tuple ('quotient', 'remainder')",
+        "FoldDivmodResult(quotient=3, remainder=2) tuple ('quotient', 'remainder') True",
         "(a: 'int', b: 'int') -> 'FoldDivmodResult' True",
         "fold_divmod() takes 2 positional arguments but 1 was given",
     ]
