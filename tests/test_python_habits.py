@@ -268,6 +268,9 @@ def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
             fs[0].name = "other"
         except dataclasses.FrozenInstanceError as exc:
             print("frozen")
+        # a field typed by a class of another namespace (imported there for type checkers only)
+        import foldpkg.foldaux, sys
+        print([(f.name, f.type) for f in rt.fields(foldpkg.foldaux.Note)])
         for bad in (int, 3):
             try:
                 rt.fields(bad)
@@ -279,6 +282,7 @@ def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
         "[('span', 'span', 'foldir.Expr', '{\"type\":\"ffi.String\"}', ''),"
         " ('value', 'value', 'foldir.Const', '{\"type\":\"int\"}', '')]",
         "frozen",
+        "[('target', <class 'foldpkg.foldir.Expr'>)]",
         "fields() takes a generated class or one of its objects, not int",
         "fields() takes a generated class or one of its objects, not int",
     ]
