@@ -779,8 +779,19 @@ class _Builder:
         name = "replace"
         while name in library:
             name += "_"
-        params = []
+        params: list[Param] = []
         ignore = bool(from_used)
+        # fields of ancestors in ``--use`` packages first (their classes are generated too, named
+        # by the same rule), then the package's own chain
+        for anc in t.ancestors:
+            if anc in self.used and anc not in self.types:
+                for fs in self.snap.external_fields.get(anc, []):
+                    pname = py_name(fs.name, RESERVED_CLASS)
+                    if pname in chain or pname == "self" or any(p.name == pname for p in params):
+                        continue
+                    ann = self.annotator(mod, f"field {anc}.{fs.name}", members)
+                    ref = self._type(fs.schema, f"field {anc}.{fs.name}")
+                    params.append(Param(pname, ann.annotate(ref, "param"), "_gen.KEEP", "kwonly", fs.name))
         for f in chain.values():
             ann = self.annotator(mod, f"field {cls.type_key}.{f.reg_name}", members)
             params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
