@@ -147,6 +147,7 @@ class FieldModel:
     accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
     ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
+    owner: str = ""  # type key of the type that declares it (what its warnings name)
 
 
 @dataclass
@@ -651,7 +652,7 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
-        cls.match_args = self._match_args(cls, inherited_fields)
+        cls.match_args = self._match_args(t, cls, inherited_fields)
         if "ffi.Enum" not in t.ancestors:  # enum entries are interned: never copied
             cls.replace = self._replace(t, cls, mod, member_names, inherited_fields, inherited_methods, from_used)
         members: list[FieldModel | MethodModel] = [*cls.fields, *cls.methods]
@@ -700,6 +701,7 @@ class _Builder:
             offset=f.offset,
             accessor=f"_ffi_field_{cls.name}_{name}",
             ref=ref,
+            owner=t.type_key,
         )
         base = inherited.get(name)
         if base is not None and (base.getter_type != getter or base.writable != f.writable):
@@ -733,19 +735,23 @@ class _Builder:
                 mm.override_ignore = True
         return mm
 
-    def _match_args(self, cls: ClassModel, inherited: dict[str, FieldModel]) -> list[str] | None:
+    def _match_args(self, t: TypeSnap, cls: ClassModel, inherited: dict[str, FieldModel]) -> list[str] | None:
         """Field names in the order the constructor takes them positionally: auto-init's
-        positional parameters, or the leading ``__ffi_init__`` parameters named like fields.
-        None (no line) where there is no order and no ancestor's order to hide."""
-        names = {**inherited, **{f.name: f for f in cls.fields}}
-        by_reg = {f.reg_name: f.name for f in names.values()}
+        positional parameters, or the leading ``__ffi_init__`` parameters named like fields
+        (up to the first that is not an attribute of the class, e.g. a field of a preloaded
+        library's type). None (no line) where there is no order and no ancestor's to hide."""
+        attrs = {f.reg_name: f.name for f in self._used_fields(t)}  # registry name -> attribute
+        attrs.update({f.reg_name: f.name for f in [*inherited.values(), *cls.fields]})
         order: list[str] = []
         init = cls.init
         if init is not None and init.kind == "auto":
-            order = [by_reg.get(p.reg_name, p.name) for p in init.params if p.kind == "normal"]
+            for p in init.params:
+                if p.kind != "normal" or p.reg_name not in attrs:
+                    break
+                order.append(attrs[p.reg_name])
         elif init is not None and init.kind == "method":
             for p in init.params:
-                if p.kind != "normal" or p.name not in names:
+                if p.kind != "normal" or p.name not in attrs.values():
                     break
                 order.append(p.name)
         if order:
@@ -756,6 +762,19 @@ class _Builder:
                 return []  # a positional pattern must not match by the ancestor's order
             key = self.classes[key].base_key
         return None
+
+    def _used_fields(self, t: TypeSnap) -> list[FieldModel]:
+        """Fields ``t`` inherits from ancestors in ``--use`` packages (attributes of their
+        generated classes, named by the same rule), ancestors first; only name, registry name
+        and type are filled in."""
+        out: list[FieldModel] = []
+        for anc in t.ancestors:
+            if anc in self.used and anc not in self.types:
+                for fs in self.snap.external_fields.get(anc, []):
+                    ref = self._type(fs.schema, f"field {anc}.{fs.name}")
+                    out.append(FieldModel(py_name(fs.name, RESERVED_CLASS), fs.name, "", "", fs.writable, "",
+                                          None, None, 0, "", ref=ref, owner=anc))
+        return out
 
     def _replace(
         self,
@@ -783,17 +802,13 @@ class _Builder:
         ignore = bool(from_used)
         # fields of ancestors in ``--use`` packages first (their classes are generated too, named
         # by the same rule), then the package's own chain
-        for anc in t.ancestors:
-            if anc in self.used and anc not in self.types:
-                for fs in self.snap.external_fields.get(anc, []):
-                    pname = py_name(fs.name, RESERVED_CLASS)
-                    if pname in chain or pname == "self" or any(p.name == pname for p in params):
-                        continue
-                    ann = self.annotator(mod, f"field {anc}.{fs.name}", members)
-                    ref = self._type(fs.schema, f"field {anc}.{fs.name}")
-                    params.append(Param(pname, ann.annotate(ref, "param"), "_gen.KEEP", "kwonly", fs.name))
+        for uf in self._used_fields(t):
+            if uf.name in chain or uf.name == "self" or any(p.name == uf.name for p in params):
+                continue
+            ann = self.annotator(mod, f"field {uf.owner}.{uf.reg_name}", members)  # warned once
+            params.append(Param(uf.name, ann.annotate(uf.ref, "param"), "_gen.KEEP", "kwonly", uf.reg_name))
         for f in chain.values():
-            ann = self.annotator(mod, f"field {cls.type_key}.{f.reg_name}", members)
+            ann = self.annotator(mod, f"field {f.owner}.{f.reg_name}", members)  # warned once
             params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
             ignore = ignore or f.override_ignore
         key = cls.base_key
