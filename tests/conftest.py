@@ -46,15 +46,19 @@ def build_shared(name: str, source: str, extra: list[str] | None = None, link_tv
     out = BUILD_DIR / f"{name}-{digest}.so"
     if out.exists():
         return out
-    src = BUILD_DIR / f"{name}-{digest}.cc"
+    # Parallel test workers may build the same library at once: each writes and compiles its
+    # own copy of the source, and the last rename wins (the results are the same bytes).
+    tag = f"{os.getpid()}"
+    src = BUILD_DIR / f"{name}-{digest}.{tag}.cc"
     src.write_text(source)
-    cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", str(out) + ".tmp", *extra]
+    cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", f"{out}.{tag}.tmp", *extra]
     if link_tvm_ffi:
         cmd += [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"g++ failed for {name}:\n{proc.stderr}")
-    os.replace(str(out) + ".tmp", out)
+    os.replace(f"{out}.{tag}.tmp", out)
+    src.unlink()
     return out
 
 
@@ -65,13 +69,16 @@ def build_executable(name: str, source: str, c: bool = True) -> Path:
     out = BUILD_DIR / f"{name}-{digest}"
     if out.exists():
         return out
-    src = BUILD_DIR / f"{name}-{digest}.{'c' if c else 'cc'}"
+    tag = f"{os.getpid()}"
+    src = BUILD_DIR / f"{name}-{digest}.{tag}.{'c' if c else 'cc'}"
     src.write_text(source)
     flags = [f for f in cxx_flags() if not f.startswith("-std=")]
     compiler = "gcc" if c else "g++"
-    proc = subprocess.run([compiler, *flags, str(src), "-o", str(out)], capture_output=True, text=True)
+    proc = subprocess.run([compiler, *flags, str(src), "-o", f"{out}.{tag}.tmp"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{compiler} failed for {name}:\n{proc.stderr}")
+    os.replace(f"{out}.{tag}.tmp", out)
+    src.unlink()
     return out
 
 

@@ -70,6 +70,18 @@ def test_auto_init_errors_name_the_parameter(tinypkg: Path, pure: bool) -> None:
 
 
 @both_paths
+def test_auto_init_errors_of_a_convertible_value_of_the_wrong_type_name_the_parameter(
+    tinypkg: Path, pure: bool
+) -> None:
+    """A value that converts to an FFI value but not to the field's type is refused by the native
+    init, whose message names the field only: it gets the parameter and position too."""
+    got = errors(tinypkg, ["Var(None)", "Func('f', [], Var('x'), 3, 'yes')", "Func('f', [1], Var('x'))"], pure)
+    assert got[0] == "TypeError: tinyir.Var.__init__: argument 'name' (position 0): Cannot convert from type `None` to `str`"
+    assert got[1].startswith("TypeError: tinyir.Func.__init__: argument 'frozen' (position 4): "), got[1]
+    assert got[2].startswith("TypeError: tinyir.Func.__init__: argument 'params' (position 1): "), got[2]
+
+
+@both_paths
 def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg: Path, pure: bool) -> None:
     out = run(tinypkg, """\
         import inspect
@@ -82,8 +94,8 @@ def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg
         print(inspect.signature(MyVar), MyVar("q").name)
         """, pure)
     assert out.splitlines() == [
-        "(name: 'str', version: 'int' = 0, frozen: 'bool' = False) -> 'None'",
-        "(name: 'str', params: '_abc.Sequence[Var]', body: 'Expr', version: 'int' = 0, frozen: 'bool' = False)"
+        "(name: 'str', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False) -> 'None'",
+        "(name: 'str', params: '_abc.Sequence[Var]', body: 'Expr', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False)"
         " -> 'None'",
         "x 3",
         "(label: str) -> None Q",

@@ -41,9 +41,9 @@ def sample(tp: Any) -> Any:
     """A value of annotation ``tp``."""
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
-    if tp is int:
+    if tp is int or tp is typing.SupportsIndex:  # parameters take SupportsIndex, results are int
         return 3
-    if tp is float:
+    if tp is float or tp is typing.SupportsFloat:
         return 1.5
     if tp is bool:
         return True

@@ -150,6 +150,13 @@ def test_pyright_strict_has_no_errors(big_pkg: Path) -> None:
     assert errors == 0, report
 
 
+def test_basedpyright_default_mode_reports_nothing(big_pkg: Path) -> None:
+    """Nested namespaces naming each other's types (import cycles through the imports made for
+    type checking) and overriding methods: no errors or warnings in basedpyright's default mode."""
+    problems, report = run_pyright(big_pkg, mode="default")
+    assert problems == 0, report
+
+
 USER_PROGRAM = """
 from bigpkg import big
 from bigpkg.big import ns0, ns1, ns2

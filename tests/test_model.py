@@ -11,10 +11,10 @@ import pytest
 
 from tvmffi_gen.model import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
-from tvmffi_gen.render import render_package
+from tvmffi_gen.render import PYRIGHT_RULES_OFF, modules_on_import_cycles, render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.verify import run_mypy, run_pyright
 from tvmffi_gen.writer import apply_plan, plan_output
 
 
@@ -162,6 +162,57 @@ def test_collisions_follow_the_rule() -> None:
     assert any("no.SuchType" in w for w in warnings)
     assert any("tir.Bad.y" in w and "malformed" in w for w in warnings)
     assert model.classes["tir.For"].fields[0].name == "class_"
+
+
+def test_auto_init_leaves_out_the_inherited_fields_its_native_init_does_not_take() -> None:
+    base = TypeSnap("ir.Type", ["ffi.Object"], init="auto", fields=[
+        FieldSnap("span", schema=STR, has_default=True, default=""), FieldSnap("ty", schema=INT)])
+    prim = TypeSnap("ir.PrimType", ["ffi.Object", "ir.Type"], init="auto", init_excluded=["span"],
+                    fields=[FieldSnap("dtype", schema=STR), FieldSnap("span", schema=STR)])
+    model = build_model(make_snapshot([base, prim], []), "pkg")
+    names = lambda key: [p.name for p in model.classes[key].init.params]  # noqa: E731
+    assert names("ir.Type") == ["ty", "span"]
+    # its own field of the same name stays (only inherited ones are left out)
+    assert names("ir.PrimType") == ["ty", "dtype", "span"]
+    prim.fields = [FieldSnap("dtype", schema=STR)]
+    model = build_model(make_snapshot([base, prim], []), "pkg")
+    assert names("ir.PrimType") == ["ty", "dtype"]
+
+
+def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
+    """ir and tir name each other's types (ir.Span -> tir.Stmt, tir.Stmt derives from ir.Node):
+    an import cycle; tir.ext and the root are on none. tir.Stmt.show overrides ir.Node.show."""
+    model = build_model(collision_snapshot(), "pkg")
+    assert modules_on_import_cycles(model) == {("ir",), ("tir",)}
+    files = render_package(model)
+
+    def rules_off(rel: str) -> list[str]:
+        prefix = "# pyright: "
+        return [line[len(prefix):] for line in files[rel].splitlines() if line.startswith(prefix)]
+
+    assert rules_off("ir/__init__.py") == [
+        "reportAny=false", "reportImportCycles=false", "reportMissingSuperCall=false",
+        "reportUnannotatedClassAttribute=false", "reportUnusedParameter=false",
+    ]
+    assert "reportImplicitOverride=false" in rules_off("tir/__init__.py")
+    # tir.Stmt.show(int) -> int overrides ir.Node.show() -> str: mypy's ignore is on its line
+    assert "reportIncompatibleMethodOverride=false" in rules_off("tir/__init__.py")
+    assert "reportImportCycles=false" not in rules_off("tir/ext/__init__.py")
+    assert "reportImportCycles=false" not in rules_off("__init__.py")
+    assert rules_off("visitors.py") == ["reportAny=false", "reportUnusedParameter=false"]
+    for rule in PYRIGHT_RULES_OFF:  # each directive follows the reason the file gives for it
+        text = files["tir/__init__.py"]
+        if f"# pyright: {rule}=false" in text:
+            before = text.split(f"# pyright: {rule}=false", 1)[0].rstrip().splitlines()[-1]
+            assert before.endswith(":") and before.startswith("# "), (rule, before)
+
+
+def test_synthetic_package_is_clean_in_basedpyright_default_mode(tmp_path: Path) -> None:
+    """Incompatible overrides carry mypy's ``# type: ignore``, which that mode does not read."""
+    root = tmp_path / "pkg"
+    apply_plan(plan_output(root, render_package(build_model(collision_snapshot(), "pkg")), "test"))
+    problems, report = run_pyright(root, mode="default")
+    assert problems == 0, report
 
 
 def test_synthetic_package_renders_parses_and_passes_mypy(tmp_path: Path) -> None:

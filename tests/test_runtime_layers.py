@@ -57,7 +57,7 @@ def test_no_import_cycle() -> None:
 
 
 def test_core_layers_import_only_lower_layers() -> None:
-    order = ["_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
+    order = ["_platform", "_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
              "_accel_setup", "_env", "_core"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):

@@ -95,3 +95,26 @@ def test_tir_example_agrees_with_tvm(tvm_pkg: tuple[Path, list[str]], pure: bool
     lines = proc.stdout.splitlines()
     assert "x = 5: ours 11, tvm 11" in lines
     assert lines[-1] == "OK"
+
+
+CONSTRUCT_PLAIN = r"""
+from tvm_pkg import ir
+from tvm_pkg.relax import dpl
+print(ir.PrimType("int32").dtype)
+for cls in (ir.StringType, ir.OpaqueType, ir.OpaqueExpr, dpl.DataflowVarPattern):
+    print(type(cls()).__name__)
+"""
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_types_whose_auto_init_leaves_out_an_inherited_field_construct(
+    tvm_pkg: tuple[Path, list[str]], pure: bool
+) -> None:
+    """Issue 18 item 9: these auto-inits were built before their bases' fields (``span``, ...)
+    were registered; the constructors offered and sent those and failed."""
+    pkg = tvm_pkg[0]
+    proc = subprocess.run(
+        [sys.executable, "-c", CONSTRUCT_PLAIN], env=_env(pkg, pure), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["int32", "StringType", "OpaqueType", "OpaqueExpr", "DataflowVarPattern"]

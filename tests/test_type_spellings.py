@@ -109,9 +109,9 @@ def test_every_spelling_is_known(generated: tuple[Path, list[str]]) -> None:
         "def std_string(_0: str, /) -> str:",
         "def tuple(_0: _abc.Sequence[int | str], /) -> _rt.Array[str | int]:",
         "def std_array(_0: _abc.Sequence[int], /) -> _rt.Array[float]:",
-        "def std_function(_0: _abc.Callable[[int, str], int], _1: int, /) -> int:",
+        "def std_function(_0: _abc.Callable[[int, str], int], _1: _t.SupportsIndex, /) -> int:",
         "def std_unordered_map(_0: _abc.Mapping[str, _abc.Sequence[int]], /) -> int:",
-        "def expected(_0: int, /) -> int | BaseException:",
+        "def expected(_0: _t.SupportsIndex, /) -> int | BaseException:",
         "def unchanged_or(_0: bool, /) -> str | _rt.Unchanged:",
         "def rvalue(_0: _abc.Sequence[int], /) -> int:",
     ):

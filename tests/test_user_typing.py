@@ -124,3 +124,25 @@ def test_ide_completes_a_field_value_with_the_values_members() -> None:
     assert "bit_length" in names
     leaked = names & {"kind", "offset", "qualname", "_read", "_setter"}
     assert not leaked, f"descriptor internals offered as the value's members: {leaked}"
+
+
+def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(tmp_path: Path) -> None:
+    """An int argument takes what has ``__index__``, a float argument what has ``__float__`` (as
+    the runtime does); results stay ``int``/``float``; a numpy float is not an int (issue 18)."""
+    reports = _check(tmp_path, """\
+        import numpy as np
+        from tvmffi_testing.testing import SchemaAllTypes, TestIntPair, add_one, schema_id_float
+
+        r: int = add_one(np.int64(41))
+        f: float = schema_id_float(np.float32(0.5)) + schema_id_float(np.int8(2))
+        p = TestIntPair(np.int32(1), np.uint8(2))
+        s = SchemaAllTypes.make_with(np.int16(1), np.float64(2.0), "x")
+        add_one(np.float64(1.0))
+        """)
+    _, reports["pyright default"] = run_pyright(PKG, [tmp_path / "prog.py"], mode="default")
+    for name, report in reports.items():
+        assert [l for l in report.splitlines() if "error" in l and "prog.py:8:" not in l] == [], (name, report)
+        assert _errors_on(report, 8), (name, report)
+    # in basedpyright's default mode the package itself reports nothing (the program may: it
+    # drops call results)
+    assert [l for l in reports["pyright default"].splitlines() if "prog.py" not in l] == []

@@ -8,10 +8,18 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .model import GenerationError, build_model, default_package_name, validate_package_name
-from .project import ProjectError, plan_project, project_package_name, write_project
+from .project import (
+    ProjectError,
+    ProjectPlan,
+    plan_project,
+    project_package_name,
+    runtime_requirement,
+    write_project,
+)
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
 from .uses import UsedPackageError
@@ -36,11 +44,16 @@ def library_shipped_with(package: str, filename: str) -> Path | None:
     return next((d / filename for d in _package_lib_dirs(package) if (d / filename).is_file()), None)
 
 
-def default_library() -> str:
-    """``libtvm_ffi_testing.so`` from the apache-tvm-ffi package: the embedded default."""
-    found = library_shipped_with("tvm_ffi", "libtvm_ffi_testing.so")
+def default_library(platform: Any = None) -> str:
+    """apache-tvm-ffi's testing library, named as on this platform (``libtvm_ffi_testing.so``,
+    ``libtvm_ffi_testing.dylib``, ``tvm_ffi_testing.dll``): the embedded default."""
+    from .platforms import platform_module
+
+    plat = platform or platform_module().CURRENT
+    names = plat.library_names("tvm_ffi_testing")
+    found, _tried = plat.find_library("tvm_ffi_testing", [str(d) for d in _package_lib_dirs("tvm_ffi")])
     if found is None:
-        raise SnapshotError("no library given, and libtvm_ffi_testing.so of apache-tvm-ffi (which ships"
+        raise SnapshotError(f"no library given, and {' or '.join(names)} of apache-tvm-ffi (which ships"
                             " the default) was not found: pip install apache-tvm-ffi")
     return str(found)
 
@@ -55,9 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="tvmffi-gen",
         description="Generate a typed Python package for a library built on TVM FFI.",
     )
-    p.add_argument("library", nargs="?", help="shared library to load (default: libtvm_ffi_testing.so)")
-    p.add_argument("-o", "--output", required=True,
-                   help="output package folder (with --project: the project folder holding it)")
+    p.add_argument("library", nargs="?", help="shared library to load (default: apache-tvm-ffi's testing library,"
+                   " libtvm_ffi_testing.so / .dylib or tvm_ffi_testing.dll)")
+    p.add_argument("-o", "--output",
+                   help="output package folder (with --project: the project folder holding it); required"
+                   " unless --list-exports")
     p.add_argument("--name", help="package name (default: the output folder's name)")
     p.add_argument("--prefix", action="append", default=[], metavar="NS",
                    help="keep only this namespace (repeatable), e.g. --prefix testing")
@@ -77,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="write an installable project: OUT/pyproject.toml beside the package OUT/NAME/")
     p.add_argument("--project-version", default="0.1.0", metavar="VERSION",
                    help="version written into the project's pyproject.toml (default 0.1.0)")
+    p.add_argument("--runtime-requirement", metavar="SPEC",
+                   help="with --project: the project's PEP 508 requirement on tvmffi-runtime, e.g. a"
+                        " direct reference 'tvmffi-runtime @ file:///path/to/tvmffi_runtime-....whl'"
+                        " (default: tvmffi-runtime>=0.1.0,<0.2)")
     p.add_argument("--portable", action="store_true",
                    help="record no absolute paths (a library beside the package is found only "
                         "relative to it)")
@@ -91,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--from-snapshot", metavar="FILE", help="generate from a saved snapshot instead of a library")
     p.add_argument("--save-snapshot", metavar="FILE", help="also save the registry snapshot as JSON")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the library to load")
+    p.add_argument("--list-exports", metavar="LIB",
+                   help="print the TVM FFI functions an ELF, Mach-O or PE library exports (any platform's,"
+                   " read without loading it here), then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
@@ -220,20 +242,42 @@ def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str
     """``plan_output`` under the run's choice for edited generated members (refused unless
     --keep-edits or --overwrite-edits), listing each edit it kept or replaced."""
     policy = "keep" if args.keep_edits else "overwrite" if args.overwrite_edits else "refuse"
-    plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy)
+    package = args.name or default_package_name(str(root))
+    plan = plan_output(
+        root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy, package=package
+    )
     verb = "kept your edited" if policy == "keep" else "replaced your edits to the generated"
     for path, what in plan.edits:
         log.warn(f"{path}: {verb} {what}")
     return plan
 
 
+def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
+    """How many files the run wrote or removed: the package's and the project's."""
+    count = len(plan.changed) + len(plan.removed)
+    if project is not None:
+        count += len(project.changed) + len(project.removed)
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_exports is not None:
+        from .list_exports import main_list_exports
+
+        return main_list_exports(args.list_exports, args.timeout)
+    if args.output is None:
+        parser.error("the following arguments are required: -o/--output")
     log = _Log(args.quiet, args.verbose)
     start = time.perf_counter()
     try:
         # with --project, OUT is the project folder and the package OUT/NAME inside it
         project_dir = Path(args.output) if args.project else None
+        if args.runtime_requirement is not None and project_dir is None:
+            raise GenerationError("--runtime-requirement is the requirement of --project's pyproject.toml:"
+                                  " give --project too")
+        requirement = runtime_requirement(args.runtime_requirement)
         output = args.output
         if project_dir is not None:
             output = str(project_dir / (args.name or project_package_name(project_dir)))
@@ -269,14 +313,15 @@ def main(argv: list[str] | None = None) -> int:
         project = None
         if project_dir is not None:
             project = plan_project(project_dir, root.name, args.project_version, snapshot.library,
-                                   args.bundle, force=args.force)
+                                   args.bundle, force=args.force, requirement=requirement)
         if args.bundle:
             files[snapshot.library] = ""  # placeholder: copied below, listed in the manifest
         plan = _plan_with_edit_policy(args, root, files, log)
         if args.bundle:
             plan.changed = [c for c in plan.changed if c != snapshot.library]
         for rel, kept in sorted(plan.merged.items()):
-            log.info(f"kept {kept} member(s) you added in {root / rel}")
+            if kept:
+                log.info(f"kept {kept} member(s) you added in {root / rel}")
         for rel in plan.orphaned:
             log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
         if args.check:
@@ -302,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - start
         log.info(
             f"wrote {root} ({n_types} types, {sum(1 for f in files if f.endswith('.py'))} modules;"
-            f" {len(plan.changed)} files changed) in {elapsed:.2f} s"
+            f" {_files_changed(plan, project)} files changed) in {elapsed:.2f} s"
         )
         if args.verify:
             return _verify(root, args.verify, log)

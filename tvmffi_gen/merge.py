@@ -9,38 +9,59 @@ wrote, so nothing needs markers in the code.
 A conflict is reported, never resolved silently: a user member binding a name the generator now
 writes in the same class or module (whatever the kinds: a method against a field, an assignment
 against a function, an import against a class...), or user code inside a class whose type left the
-library. Edits to generated members are found through a fingerprint of each member recorded in the
-manifest (``key<TAB>fingerprint``); what happens to them is the run's edit policy (``EDIT_POLICIES``):
-refuse (the default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit
-listed in the merge's result.
+library, or user code that uses a name the generator wrote last time and no longer writes. Edits
+to generated members are found through a fingerprint of each member's *code* recorded in the
+manifest (``key<TAB>fingerprint``): its syntax tree and its comments' text, so a formatter (ruff
+format, black) changing layout, quotes, trailing commas or parentheses is not an edit. What happens
+to edits is the run's edit policy (``EDIT_POLICIES``): refuse (the default: a conflict naming each
+edited member), ``overwrite`` or ``keep``, each edit listed in the merge's result. ``__all__`` is
+the generator's: always the newly generated list, plus names the user added that the merged module
+still binds.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import re
+import sys
+import tokenize
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["EDIT_POLICIES", "Merged", "member_keys", "merge_source", "MergeConflict", "text_hash"]
+__all__ = ["EDIT_POLICIES", "Merged", "fingerprints_current", "generated_names", "member_keys", "merge_source",
+           "MergeConflict", "module_names", "text_hash", "UserImport"]
 
 #: What to do with generated members the user edited: "refuse" (a conflict), "overwrite" (the new
 #: version replaces theirs) or "keep" (their version stays instead of the new one).
 EDIT_POLICIES = ("refuse", "overwrite", "keep")
 
 
+@dataclass(frozen=True)
+class UserImport:
+    """A ``from MODULE import NAMES`` in user code a merge kept: the writer checks that the
+    package's module still provides the names (``who`` says whose code, as in a problem)."""
+
+    who: str
+    level: int
+    module: str
+    names: tuple[str, ...]
+
+
 @dataclass
 class Merged:
-    """The result of a merge: the text, how many user members it kept, and the generated
-    members the user had edited (kept or overwritten, per the policy)."""
+    """The result of a merge: the text, how many user members it kept, the generated
+    members the user had edited (kept or overwritten, per the policy) and the ``from`` imports
+    in the user code it kept."""
 
     text: str
     kept: int
     edits: list[str]
+    imports: list[UserImport] = field(default_factory=list)
 
 
 class MergeConflict(RuntimeError):
@@ -126,47 +147,123 @@ def _body(node: cst.Module | cst.ClassDef) -> list[cst.CSTNode]:
 
 def member_keys(text: str) -> list[str]:
     """Keys of the members of a generated file: module statements and class members
-    (``ClassName::key``), each with the fingerprint of its text after a tab, as recorded in the
+    (``ClassName::key``), each with the fingerprint of its code after a tab, as recorded in the
     manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output)."""
     lines = text.splitlines()
-    body = ast.parse(text).body
-    keys = [_entry(k, n, lines) for k, n in zip(_ast_keys(body), body)]
-    for stmt in body:
+    tree = ast.parse(text)
+    members = [(k, n) for k, n in zip(_ast_keys(tree.body), tree.body)]
+    for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
-            keys += [_entry(f"{stmt.name}::{k}", n, lines) for k, n in zip(_ast_keys(stmt.body), stmt.body)]
-    return keys
+            members += [(f"{stmt.name}::{k}", n) for k, n in zip(_ast_keys(stmt.body), stmt.body)]
+    _canonical(tree)  # only once every key is read: it rewrites strings the keys may show
+    return [_entry(k, n, lines) for k, n in members]
 
 
 def _entry(key: str, node: ast.stmt, lines: list[str]) -> str:
-    fp = _ast_fingerprint(node, lines)
-    return f"{key}\t{fp}" if fp else key
+    if isinstance(node, ast.ClassDef):
+        return key  # a class is its members (fingerprinted one by one)
+    return f"{key}\t{_code_fingerprint([node], _comments(_span(node, lines)))}"
+
+
+def _span(node: ast.stmt, lines: list[str]) -> str:
+    """The lines of a statement, from its first decorator to its last line."""
+    decorators = getattr(node, "decorator_list", None)
+    first = decorators[0].lineno if decorators else node.lineno
+    return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+#: Marks a fingerprint of code (tree and comments); a manifest's older text fingerprints have none.
+_CODE_FP = "ast:"
+
+
+def _code_fingerprint(canonical: list[ast.stmt], comments: list[str]) -> str:
+    """A member's code, hashed: its syntax tree (so layout, quotes, trailing commas and
+    parentheses do not count) and the text of its comments in order (a comment is code the user
+    wrote: editing one is an edit, moving it within the member is not)."""
+    tree = "\n".join(ast.dump(stmt) for stmt in canonical)
+    digest = hashlib.blake2b("\n#".join([tree, *comments]).encode(), digest_size=8).hexdigest()
+    return _CODE_FP + digest
+
+
+def _comments(code: str) -> list[str]:
+    """The text of each comment in ``code`` (without ``#`` and surrounding blanks, which
+    formatters adjust)."""
+    if "#" not in code:
+        return []  # the common case, without tokenizing
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return [line.split("#", 1)[1].strip() for line in code.splitlines() if "#" in line]
+    return [t.string[1:].strip() for t in tokens if t.type == tokenize.COMMENT]
+
+
+_TRAILING_COMMA = re.compile(r",(?=[)\]}])")
+
+
+def _clean_docstring(text: str) -> str:
+    """A docstring without whitespace, quote style and trailing commas: formatters re-indent
+    and strip docstrings, and rewrap the code examples in them (ruff's docstring-code-format);
+    its words are what count."""
+    return _TRAILING_COMMA.sub("", "".join(text.split())).replace("'", '"')
+
+
+def _canonical(tree: ast.Module) -> ast.Module:
+    """Undo, in place, what formatters change in a tree beyond layout: the whitespace of bare
+    strings (docstrings) and parentheses around ``del`` targets
+    (``del (a, b)`` becomes ``del a, b``)."""
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            node.value.value = _clean_docstring(node.value.value)
+        elif isinstance(node, ast.Delete):
+            node.targets = [e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    return tree
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in ``body``, nested ones too (faster than ``ast.walk``, which also visits
+    every expression)."""
+    for stmt in body:
+        yield stmt
+        for part in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, part, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
 
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 
-def _fingerprint(code: str) -> str:
-    """A member's text without indentation and blank lines, hashed: equal for the same member
-    wherever it is indented (comments count: editing one is an edit)."""
+def _text_fingerprint(code: str) -> str:
+    """The fingerprint manifests recorded before fingerprints of code: the member's text without
+    indentation and blank lines, hashed (read only to compare with such a manifest)."""
     return hashlib.blake2b(_LINE_BREAKS.sub("\n", code.strip()).encode(), digest_size=8).hexdigest()
 
 
-def _ast_fingerprint(node: ast.stmt, lines: list[str]) -> str:
-    if isinstance(node, ast.ClassDef):
-        return ""  # a class is its members (fingerprinted one by one)
-    decorators = getattr(node, "decorator_list", None)
-    first = decorators[0].lineno if decorators else node.lineno
-    return _fingerprint("\n".join(lines[first - 1 : node.end_lineno]))
-
-
-def _cst_fingerprint(node: cst.CSTNode) -> str:
+def _cst_fingerprint(node: cst.CSTNode, legacy: bool = False) -> str:
+    """The fingerprint of a libcst member, as ``member_keys`` records it (``legacy``: as
+    manifests recorded it before fingerprints of code)."""
     import libcst as cst
 
     if isinstance(node, cst.ClassDef):
         return ""
     if isinstance(node, (cst.FunctionDef, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         node = node.with_changes(leading_lines=[])
-    return _fingerprint(cst.Module(body=[]).code_for_node(node))
+    code = cst.Module(body=[]).code_for_node(node)
+    if legacy:
+        return _text_fingerprint(code)
+    body = _canonical(ast.parse(code)).body
+    end = max((s.end_lineno or s.lineno) for s in body) if body else 0
+    return _code_fingerprint(body, _comments("\n".join(code.splitlines()[:end])))
+
+
+def fingerprints_current(entries: list[str]) -> bool:
+    """Whether manifest entries carry fingerprints of code (not an older manifest's of text)."""
+    fingerprinted = [e for e in entries if "\t" in e]
+    return bool(fingerprinted) and all(_CODE_FP in e for e in fingerprinted)
 
 
 def _split_recorded(entries: list[str]) -> dict[str, str]:
@@ -245,6 +342,12 @@ class _Merge:
     kept: int = 0
     policy: str = "refuse"
     edits: list[str] = field(default_factory=list)
+    #: the module's ``__all__`` as the user's file has it (a list of names), if it has one
+    user_all: list[str] | None = None
+    user_all_node: cst.CSTNode | None = None
+    #: user code in the output, to check for names it uses that are no longer generated:
+    #: (where, key, node)
+    kept_code: list[tuple[str, str, cst.CSTNode]] = field(default_factory=list)
 
     def members(
         self, scope: str, user: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode], classes_in_new: set[str]
@@ -261,7 +364,12 @@ class _Merge:
         user_keys = _statement_keys(user)
         for i, node in enumerate(user):
             key = user_keys[i]
+            if not scope and key == "assign __all__" and key in self.generated:
+                self.user_all, self.user_all_node = _listed_names(node), node
+                if self.user_all is not None:
+                    continue  # the generator's, recomputed (``with_user_all``)
             if prefix + key in self.generated and not self._edited(where, prefix, key, node, out, out_keys):
+                _keep_layout(key, node, out, out_keys)
                 continue  # the generator's own member: the new version replaces it (or it was kept)
             if key in new_keys and key.startswith("docstring of "):
                 continue  # the string of a member that conflicts (reported for the member)
@@ -289,6 +397,7 @@ class _Merge:
             out.insert(anchor + 1, node)
             out_keys.insert(anchor + 1, key)
             self.kept += 1
+            self.kept_code.append((where, key, node))
         return out
 
     def _edited(
@@ -298,11 +407,10 @@ class _Merge:
         is to be kept as the user's own code (an edited member the library no longer has,
         under "keep"); the edited version replaces the new one in ``out`` under "keep"."""
         recorded = self.generated[prefix + key]
-        mine = _cst_fingerprint(node)
-        if not recorded or mine == recorded:
+        if not recorded or _cst_fingerprint(node, legacy=not recorded.startswith(_CODE_FP)) == recorded:
             return False
         index = out_keys.index(key) if key in out_keys else -1
-        if index >= 0 and _cst_fingerprint(out[index]) == mine:
+        if index >= 0 and _cst_fingerprint(out[index]) == _cst_fingerprint(node):
             return False  # the user's edit is what the generator writes now
         what = f"{_describe(key)} in {where}"
         if self.policy == "refuse":
@@ -317,7 +425,148 @@ class _Merge:
             if index < 0:
                 return True
             out[index] = node
+            self.kept_code.append((where, key, node))
         return False
+
+    def check_uses(self, module_body: Sequence[cst.CSTNode]) -> None:
+        """A problem for each piece of user code kept that uses a module-level name the
+        generator wrote last time and the merged module no longer binds (a type the library
+        dropped): importing the module would raise NameError."""
+        import builtins
+
+        bound = {n for node in module_body for n in _bound_names(node)}
+        gone = generated_names(list(self.generated)) - bound - set(dir(builtins))
+        for where, key, node in self.kept_code:
+            missing = sorted(_used_names(node) & gone)
+            if missing:
+                self.problems.append(
+                    f"your {_describe(key)} in {where} uses {', '.join(map(repr, missing))}, which the"
+                    " generated module defined last time and no longer does;"
+                    " change or remove your code"
+                )
+
+    def with_user_all(self, module_body: list[cst.CSTNode]) -> list[cst.CSTNode]:
+        """The module body with the generated ``__all__`` extended by the names the user added
+        to it that the merged module binds (names of types the library dropped fall out)."""
+        import libcst as cst
+
+        if self.user_all is None or self.user_all_node is None:
+            return module_body
+        keys = _statement_keys(module_body)
+        if "assign __all__" not in keys:
+            return module_body
+        index = keys.index("assign __all__")
+        generated = _listed_names(module_body[index]) or []
+        bound = {n for node in module_body for n in _bound_names(node)}
+        star = any(n == "*" for node in module_body for n in _star_imports(node))
+        added = [n for n in self.user_all if n not in generated and (star or n in bound)]
+        if [*generated, *added] == self.user_all:  # the same list: in the user's layout
+            return [*module_body[:index], self.user_all_node, *module_body[index + 1 :]]
+        if not added:
+            return module_body
+        names = ", ".join(f'"{n}"' for n in [*generated, *added])
+        stmt = module_body[index]
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        fresh = cst.parse_statement(f"__all__ = [{names}]\n")
+        assert isinstance(fresh, cst.SimpleStatementLine)
+        replaced = stmt.with_changes(body=fresh.body)
+        return [*module_body[:index], replaced, *module_body[index + 1 :]]
+
+
+def _keep_layout(key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]) -> None:
+    """Put the user's copy of a generated member in the output in place of the new one when
+    their code is the same: a formatted package stays formatted where the library did not
+    change (classes are merged member by member, their headers by ``_same_class_header``)."""
+    import libcst as cst
+
+    if isinstance(node, cst.ClassDef) or key not in out_keys:
+        return
+    index = out_keys.index(key)
+    if out[index] is not node and _cst_fingerprint(out[index]) == _cst_fingerprint(node):
+        out[index] = node
+
+
+def _same_class_header(a: cst.ClassDef, b: cst.ClassDef) -> bool:
+    """Whether two classes have the same name, decorators, bases and keywords (as code)."""
+    def header(c: cst.ClassDef) -> list[str]:
+        parts = [_norm(_code(d.decorator), "eval") for d in c.decorators]
+        parts += [f"{arg.keyword.value if arg.keyword else ''}={_norm(_code(arg.value), 'eval')}"
+                  for arg in (*c.bases, *c.keywords)]
+        return [c.name.value, *parts]
+
+    return header(a) == header(b)
+
+
+def _listed_names(node: cst.CSTNode) -> list[str] | None:
+    """The names of ``__all__ = [...]`` (or a tuple) when it lists string literals, else None."""
+    parsed = ast.parse(_code(node)).body
+    if len(parsed) != 1 or not isinstance(parsed[0], (ast.Assign, ast.AnnAssign)):
+        return None
+    value = parsed[0].value
+    if not isinstance(value, (ast.List, ast.Tuple)):
+        return None
+    names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return names if len(names) == len(value.elts) else None
+
+
+def _star_imports(node: cst.CSTNode) -> list[str]:
+    return [a.name for s in ast.walk(ast.parse(_code(node))) if isinstance(s, ast.ImportFrom) for a in s.names]
+
+
+def generated_names(entries: list[str]) -> set[str]:
+    """The module-level names that manifest entries of a file say the generator bound there."""
+    return {n for e in entries if "::" not in e for n in _key_names(e.partition("\t")[0])}
+
+
+def module_names(text: str) -> set[str]:
+    """The names a module's top level binds."""
+    return set(_ast_bound(ast.parse(text).body))
+
+
+def _user_imports(kept: list[tuple[str, str, cst.CSTNode]]) -> list[UserImport]:
+    """The ``from`` imports anywhere in the kept user code."""
+    out: list[UserImport] = []
+    for where, key, node in kept:
+        for stmt in ast.walk(ast.parse(_code(node))):
+            if isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
+                names = tuple(a.name for a in stmt.names if a.name != "*")
+                out.append(UserImport(f"your {_describe(key)} in {where}", stmt.level, stmt.module or "", names))
+    return out
+
+
+def _key_names(key: str) -> list[str]:
+    """The names a module-level member key of the manifest binds."""
+    kind, _, rest = key.partition(" ")
+    if kind in ("class", "assign"):
+        return [rest]
+    if kind == "def":
+        return [rest.split(" @")[0]]
+    if kind == "stmt":
+        try:
+            return _ast_bound(ast.parse(rest).body)
+        except SyntaxError:
+            return []
+    return []
+
+
+def _used_names(node: cst.CSTNode) -> set[str]:
+    """Names a piece of code reads that it does not bind itself (parameters, locals, imports,
+    nested definitions): the names it needs from its module."""
+    tree = ast.parse(_code(node))
+    used: set[str] = set()
+    local: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (used if isinstance(n.ctx, ast.Load) else local).add(n.id)
+        elif isinstance(n, ast.arg):
+            local.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not tree.body[0]:
+            local.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            local.update(a.asname or a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            local.add(n.name)
+    return used - local
 
 
 def merge_source(
@@ -334,6 +583,13 @@ def merge_source(
         user_mod = cst.parse_module(current)
     except cst.ParserSyntaxError as exc:
         raise MergeConflict(path, [f"cannot parse your edited file ({exc.message} at line {exc.raw_line})"]) from None
+    try:
+        ast.parse(current)  # members are read with ``ast`` too: libcst accepts newer syntax
+    except SyntaxError as exc:
+        python = ".".join(map(str, sys.version_info[:2]))
+        raise MergeConflict(
+            path, [f"cannot parse your edited file with this Python {python} ({exc.msg} at line {exc.lineno})"]
+        ) from None
     new_mod = cst.parse_module(new_text)
     merge = _Merge(path, _split_recorded(generated_keys), policy=edit_policy)
     new_classes = {s.name.value: s for s in new_mod.body if isinstance(s, cst.ClassDef)}
@@ -359,10 +615,17 @@ def merge_source(
         new_cls = new_classes[name]
         body = merge.members(name, _body(user_cls), _body(new_cls), set())
         assert isinstance(new_cls.body, cst.IndentedBlock)
-        merged_classes[name] = new_cls.with_changes(body=new_cls.body.with_changes(body=body))
+        # the user's header (layout, a comment after the colon) when it is the same code
+        keep = _same_class_header(user_cls, new_cls) and isinstance(user_cls.body, cst.IndentedBlock)
+        header = user_cls if keep else new_cls
+        merged_classes[name] = header.with_changes(body=header.body.with_changes(body=body))
 
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
-    body = merge.members("", list(user_mod.body), module_body, set(new_classes))
+    body = merge.with_user_all(merge.members("", list(user_mod.body), module_body, set(new_classes)))
+    merge.check_uses(body)
     if merge.problems:
         raise MergeConflict(path, merge.problems)
-    return Merged(new_mod.with_changes(body=body).code, merge.kept, list(merge.edits))
+    # the user's indentation and line ends for the whole file: what they keep is laid out so
+    merged = new_mod.with_changes(body=body, default_indent=user_mod.default_indent,
+                                  default_newline=user_mod.default_newline)
+    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))

@@ -546,7 +546,7 @@ class _Builder:
             else:
                 pname = scope.claim(f"_{i}")
             keyword = named or documented is not None  # real names: callers may use them
-            out.append(Param(pname, ann.annotate(p, "param"), None, "normal" if keyword else "posonly"))
+            out.append(Param(pname, ann.annotate(p, "arg"), None, "normal" if keyword else "posonly"))
         return out
 
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
@@ -859,10 +859,10 @@ class _Builder:
         optional: list[Param] = []
         kwonly: list[Param] = []
         for owner, f in chain:
-            if not f.init:
-                continue
+            if not f.init or (owner != t.type_key and f.name in t.init_excluded):
+                continue  # not a parameter of the native init (see TypeSnap.init_excluded)
             ann = self.annotator(mod, f"field {owner}.{f.name}", members)
-            annotation = ann.annotate(self._type(f.schema, f"field {owner}.{f.name}"), "param")
+            annotation = ann.annotate(self._type(f.schema, f"field {owner}.{f.name}"), "arg")
             default = None
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)

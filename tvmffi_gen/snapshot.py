@@ -79,6 +79,10 @@ class TypeSnap:
     init: str | None = None
     init_schema: Any = None
     init_doc: str = ""
+    #: inherited fields (init flag on) that the native auto-init does not take: it was built
+    #: when the type registered, before those fields of its ancestors were (static
+    #: initialisation order across translation units, as in Apache TVM's ``ir.PrimType``)
+    init_excluded: list[str] = field(default_factory=list)
     enum_entries: list[str] | None = None
     final: bool = False
 
@@ -195,8 +199,15 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
             ts.methods.append(
                 MethodSnap(name=m.name, doc=m.doc, schema=_parse_schema(m.type_schema), is_static=m.is_static)
             )
-        if ts.init is None and R.type_attr(info.type_index, "__ffi_init__") is not None:
-            ts.init = "auto"
+        if ts.init is None:
+            auto_init = R.type_attr(info.type_index, "__ffi_init__")
+            if auto_init is not None:
+                ts.init = "auto"
+                own = {f.name for f in info.fields}
+                inherited = [
+                    f.name for anc in info.ancestors for f in R.type_info(anc).fields if f.init and f.name not in own
+                ]
+                ts.init_excluded = [n for n in dict.fromkeys(inherited) if not _init_takes(auto_init, n)]
         ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
         state = R.type_attr(info.type_index, "__ffi_enum__")
         if state is not None:
@@ -210,11 +221,11 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         )
     # Functions the library exports as symbols (TVM_FFI_DLL_EXPORT_TYPED_FUNC) rather than
     # registering; their schema and doc come from the optional metadata symbols.
-    from .elf import ElfError, exported_ffi_functions
+    from .binfmt import BinaryFormatError, exported_ffi_functions
 
     try:
         exported = exported_ffi_functions(library)
-    except (ElfError, OSError):
+    except (BinaryFormatError, OSError):
         exported = []
     if exported:
         module = rt.Module.load_from_file(library)
@@ -235,6 +246,24 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         if fields:
             snap.external_fields[key] = [_field_snap(f) for f in fields]
     return snap
+
+
+def _init_takes(init: Any, name: str) -> bool:
+    """Whether the auto-init ``init`` takes the keyword argument ``name``.
+
+    The registry records the fields of a type's chain but not which of them its auto-init binds,
+    so the init is asked: called with that one keyword (value None), it either rejects the name
+    before anything else (not taken) or gets further (taken): it then fails on a missing or
+    unconvertible argument, or builds an object that is dropped at once."""
+    from tvmffi_runtime import _core
+
+    try:
+        init(_core._kwargs_marker(), name, None)
+    except TypeError as exc:
+        return f"unexpected keyword argument '{name}'" not in str(exc)
+    except Exception:  # any other refusal came after the name was accepted
+        return True
+    return True
 
 
 def _field_snap(f: Any) -> FieldSnap:

@@ -15,7 +15,16 @@ from typing import Any, Callable, Literal
 
 __all__ = ["TypeRef", "parse_schema", "SchemaError", "FunctionSig", "function_sig", "Annotator"]
 
-Position = Literal["param", "return"]
+#: "arg": a function's, method's or constructor's own parameter (what one call packs); "param":
+#: a value sent inside one (a container's element, a field written); "return": a value received
+Position = Literal["arg", "param", "return"]
+
+#: What an argument of these types accepts beyond the type itself: the runtime packs any object
+#: with ``__index__`` as an int (numpy integers) and any with ``__float__`` as a float. Only at
+#: the top of a parameter's annotation: ``Mapping[int, ...]`` taking ``Mapping[SupportsIndex,
+#: ...]`` would refuse a ``dict[int, ...]`` (keys are invariant), and in-place field writes are
+#: stricter than calls.
+ARG_PROTOCOLS = {"int": "_t.SupportsIndex", "float": "_t.SupportsFloat"}
 
 
 class SchemaError(ValueError):
@@ -138,6 +147,11 @@ class Annotator:
     def annotate(self, t: TypeRef, pos: Position) -> str:
         k = SCHEMA_ALIASES.get(t.key, t.key)
         a = t.args
+        if pos == "arg":
+            if k in ARG_PROTOCOLS:
+                return ARG_PROTOCOLS[k]
+            if k not in ("Optional", "Variant"):  # a union's members are arguments themselves
+                pos = "param"
         simple = {
             "int": "int", "float": "float", "bool": "bool", "None": "None", "void": "None",
             "Any": "_t.Any", "ffi.String": "str", "str": "str", "ffi.SmallStr": "str",

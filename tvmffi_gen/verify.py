@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["CHECKERS", "find_pyright", "run_checker", "run_mypy", "run_pyright"]
+__all__ = ["CHECKERS", "PYRIGHT_MODES", "find_pyright", "run_checker", "run_mypy", "run_pyright"]
 
 CHECKERS = ("mypy", "pyright")
 
@@ -80,21 +80,30 @@ def find_pyright() -> str | None:
     return None
 
 
-def run_pyright(
-    package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None
-) -> tuple[int, str]:
-    """pyright in strict mode over the package and ``extra_files``; returns (errors, report).
+#: How pyright is configured: "strict" (``typeCheckingMode`` strict; errors count), or
+#: "default" (no mode set: the checker's own default, basedpyright's "recommended" with its many
+#: warnings; errors and warnings count).
+PYRIGHT_MODES = ("strict", "default")
 
-    The configuration (strict mode, the folder holding the package as the execution root, this
+
+def run_pyright(
+    package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None, mode: str = "strict"
+) -> tuple[int, str]:
+    """pyright in ``mode`` (one of ``PYRIGHT_MODES``) over the package and ``extra_files``;
+    returns (problems, report).
+
+    The configuration (the mode, the folder holding the package as the execution root, this
     interpreter's environment) is written to a temporary file, not into the user's folder.
     """
+    if mode not in PYRIGHT_MODES:
+        raise ValueError(f"run_pyright: mode {mode!r} is not one of {', '.join(PYRIGHT_MODES)}")
     exe = find_pyright()
     if exe is None:
         return 1, "pyright is not installed (pip install basedpyright)"
     package_dir = package_dir.resolve()
     checked = _checked_paths(package_dir, extra_files)
-    config = {
-        "typeCheckingMode": "strict",
+    config: dict[str, object] = {"typeCheckingMode": "strict"} if mode == "strict" else {}
+    config |= {
         "include": [str(p) for p in checked],
         "executionEnvironments": [{"root": str(package_dir.parent)}],
         "extraPaths": [str(package_dir.parent)],  # for extra_files outside that folder
@@ -110,15 +119,17 @@ def run_pyright(
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:
         return 1, f"pyright failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-2000:]}"
+    reported = ("error",) if mode == "strict" else ("error", "warning")
     lines = []
     for diag in result.get("generalDiagnostics", []):
-        if diag.get("severity") != "error":
+        severity = diag.get("severity")
+        if severity not in reported:
             continue
         start = diag.get("range", {}).get("start", {})
         rule = f"  [{diag['rule']}]" if diag.get("rule") else ""
         message = " ".join(diag.get("message", "").replace("\xa0", " ").split())  # one line each
         lines.append(f"{diag.get('file')}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}:"
-                     f" error: {message}{rule}")
+                     f" {severity}: {message}{rule}")
     return len(lines), "\n".join(lines)
 
 

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .merge import MergeConflict, member_keys, merge_source, text_hash
+from .merge import (
+    MergeConflict,
+    UserImport,
+    fingerprints_current,
+    generated_names,
+    member_keys,
+    merge_source,
+    module_names,
+    text_hash,
+)
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
 
@@ -109,7 +118,7 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
             continue
         digest = text_hash(text)
         before = previous.get(rel)
-        if before is not None and before.get("hash") == digest and "members" in before:
+        if before is not None and before.get("hash") == digest and fingerprints_current(before.get("members", [])):
             generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
         else:
             to_parse.append((rel, digest))
@@ -121,11 +130,17 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
 
 
 def plan_output(
-    root: Path, files: dict[str, str], generator: str, force: bool = False, edit_policy: str = "refuse"
+    root: Path,
+    files: dict[str, str],
+    generator: str,
+    force: bool = False,
+    edit_policy: str = "refuse",
+    package: str | None = None,
 ) -> Plan:
     """Compare rendered ``files`` with what is in ``root``; merge user additions into files the
     user edited (``edit_policy``: see ``merge.EDIT_POLICIES``); refuse folders we did not
-    generate. Nothing is written here."""
+    generate. ``package``: the package's import name, to check the user's absolute imports of
+    its modules (relative ones are checked without it). Nothing is written here."""
     if root.exists() and not root.is_dir():
         raise OutputError(f"{root}: the output path exists and is not a folder")
     manifest = _read_manifest(root) if root.is_dir() else None
@@ -139,6 +154,7 @@ def plan_output(
     final = dict(files)
     plan = Plan(root, final, previous=previous_files)
     conflicts: list[str] = []
+    user_imports: dict[str, list[UserImport]] = {}
     on_disk = {rel: _read_text(root / rel) for rel in [*files, MANIFEST]}  # each file read once
     for rel, text in sorted(files.items()):
         target = root / rel
@@ -155,7 +171,12 @@ def plan_output(
             continue
         final[rel] = merged.text
         plan.merged[rel] = merged.kept
+        user_imports[rel] = merged.imports
         plan.edits += [(str(target), what) for what in merged.edits]
+    _plan_removals(plan, files, previous_gen)
+    targets = ImportTargets(final, plan.removed, previous_gen, package)
+    for rel, imports in sorted(user_imports.items()):
+        conflicts += [f"{root / rel}: {p}" for imp in imports for p in targets.stale(rel, imp)]
     if conflicts:
         raise OutputError(
             "your code conflicts with what the library now registers (nothing was written):\n  "
@@ -165,8 +186,14 @@ def plan_output(
     for rel, text in sorted(final.items()):
         if on_disk[rel] != text:
             plan.changed.append(rel)
-    for rel in sorted(set(previous_files) - set(files)):
-        target = root / rel
+    return plan
+
+
+def _plan_removals(plan: Plan, files: dict[str, str], previous_gen: dict[str, Any]) -> None:
+    """Files of the last run no longer generated: removed, or left in place (``orphaned``)
+    when the user edited them."""
+    for rel in sorted(set(plan.previous) - set(files)):
+        target = plan.root / rel
         if not target.is_file():
             continue
         before = previous_gen.get(rel)
@@ -175,7 +202,60 @@ def plan_output(
             plan.orphaned.append(rel)  # the user edited it: never delete their work
         elif rel != MANIFEST:
             plan.removed.append(rel)
-    return plan
+
+
+@dataclass
+class ImportTargets:
+    """The package's modules as the run leaves them, to check that user code importing from one
+    still gets each name it imports (a type the library dropped is gone from its module)."""
+
+    final: dict[str, str]
+    #: files of the last run this one removes (a module the user edited stays, so its imports work)
+    removed: list[str]
+    previous_gen: dict[str, Any]
+    package: str | None
+
+    def stale(self, importer: str, imp: UserImport) -> list[str]:
+        """Problems with one import in the file ``importer`` (empty when it is fine or names a
+        module outside the package)."""
+        parts = self._module_parts(importer, imp)
+        if parts is None:
+            return []
+        shown = "." * imp.level + imp.module
+        target = next((f for f in _module_files(parts) if f in self.final), None)
+        if target is None:
+            if any(f in self.removed for f in _module_files(parts)):
+                return [f"{imp.who} imports from {shown}, a module no longer generated; change or remove your code"]
+            return []
+        before = generated_names(list(self.previous_gen.get(target, {}).get("members", [])))
+        now = module_names(self.final[target])
+        missing = [
+            n for n in imp.names
+            if n in before and n not in now and not any(f in self.final for f in _module_files([*parts, n]))
+        ]
+        if not missing:
+            return []
+        return [
+            f"{imp.who} imports {', '.join(map(repr, missing))} from {shown}, which the generator wrote there"
+            " last time and no longer does; change or remove your code"
+        ]
+
+    def _module_parts(self, importer: str, imp: UserImport) -> list[str] | None:
+        """The path of the imported module inside the package, or None when it is outside."""
+        here = importer.split("/")[:-1]  # the package holding the importing file
+        named = imp.module.split(".") if imp.module else []
+        if imp.level == 0:
+            top = self.package.split(".") if self.package else None
+            return named[len(top):] if top and named[: len(top)] == top else None
+        if imp.level - 1 > len(here):
+            return None
+        return here[: len(here) - (imp.level - 1)] + named
+
+
+def _module_files(parts: list[str]) -> list[str]:
+    """The files that could hold the module at ``parts`` inside the package."""
+    package_init = "/".join([*parts, "__init__.py"])
+    return [package_init, "/".join(parts) + ".py"] if parts else [package_init]
 
 
 def _read_text(path: Path) -> str | None:

@@ -26,6 +26,7 @@ from ._core import (
     set_release_gil,
     type_key_to_index,
 )
+from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth
 from ._lib import LIB_PATH, LibraryLoadError, load_library
 from .containers import Array, Dict, List, Map, Shape
 from .enums import Enum, IntEnum, StrEnum
@@ -51,12 +52,14 @@ __all__ = [
     "Error",
     "ReleasedObjectError",
     "Function",
+    "GraphTooDeepError",
     "LIB_PATH",
     "LibraryLoadError",
     "List",
     "Map",
     "Module",
     "Object",
+    "ReferenceCycleError",
     "Shape",
     "Tensor",
     "TypeIndex",
@@ -64,8 +67,10 @@ __all__ = [
     "dtype",
     "get_global_func",
     "load_library",
+    "max_graph_depth",
     "register_error",
     "register_object",
+    "set_max_graph_depth",
     "set_release_gil",
     "type_key_to_index",
     "libtvm_ffi_version",
@@ -123,7 +128,7 @@ __all__ += [
     "structural_walk",
 ]
 
-from . import structural_eq  # noqa: E402
+from . import structural_eq as structural_eq  # noqa: E402
 from .structural_eq import (  # noqa: E402
     AccessKind,
     AccessPath,
@@ -134,4 +139,13 @@ from .structural_eq import (  # noqa: E402
     structural_hash,
 )
 
-__all__ += structural_eq.__all__
+# spelled out (not ``+= structural_eq.__all__``): mypy follows only literal lists of names
+__all__ += [
+    "AccessKind",
+    "AccessPath",
+    "AccessStep",
+    "StructuralKey",
+    "get_first_structural_mismatch",
+    "structural_equal",
+    "structural_hash",
+]

@@ -103,7 +103,8 @@ static const char* error_names[E_COUNT] = {
     "init_result"};
 static PyObject* error_makers[E_COUNT];
 /* (kind, message) bytes of the native error raised when converting a callback's exception
-   fails (_errors.CONVERSION_FAILED): kept, as Python may not be callable then */
+   fails (_errors.CONVERSION_FAILED), then the pair used when that exception is a RecursionError
+   (_errors.RECURSION_IN_CALLBACK): kept, as Python may not be callable then */
 static PyObject* conversion_failed;
 
 /* Raise error ``which`` made by its builder from ``args``, replacing any exception set; -1. */
@@ -125,6 +126,7 @@ static int raise_error(int which, PyObject* const* args, size_t n) {
 #include "_accel_parts/calls.h"
 #include "_accel_parts/lazy_function.h"
 #include "_accel_parts/fields.h"
+#include "_accel_parts/graph.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Module                                                                                     */
@@ -183,9 +185,11 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
     PyErr_SetString(PyExc_TypeError, "init: class_cache, object_return and errors must be dicts");
     return NULL;
   }
-  if (!PyTuple_Check(conversion_failed) || PyTuple_GET_SIZE(conversion_failed) != 2 ||
-      !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, 1))) {
-    PyErr_SetString(PyExc_TypeError, "init: conversion_failed must be a (kind, message) tuple of bytes");
+  int bytes_ok = PyTuple_Check(conversion_failed) && PyTuple_GET_SIZE(conversion_failed) == 4;
+  for (Py_ssize_t i = 0; bytes_ok && i < 4; ++i) bytes_ok = PyBytes_Check(PyTuple_GET_ITEM(conversion_failed, i));
+  if (!bytes_ok) {
+    PyErr_SetString(PyExc_TypeError,
+                    "init: conversion_failed must be a (kind, message, recursion kind, recursion message) tuple of bytes");
     return NULL;
   }
   for (int i = 0; i < E_COUNT; ++i) {
@@ -210,6 +214,8 @@ static PyMethodDef accel_methods[] = {
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
     {"set_gil_auto", accel_set_gil_auto, METH_O,
      "set_gil_auto(flag): keep the GIL over calls when no thread can want it"},
+    {"graph_check", (PyCFunction)(void (*)(void))accel_graph_check, METH_FASTCALL,
+     "graph_check(root, type_index, structural, cycles, limit, plan_for, map_edges) -> None or a refusal"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef accel_module = {

@@ -15,7 +15,7 @@ from . import _lib
 from ._call import _pack_error, global_func
 from ._callback import _py_to_owned_any, _walk_result_at
 from ._convert import owned_from_buffer, _PACKERS, release_temps, _resolve_packer, _type_of, view_from_buffer
-from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, _fetch_error, _raise_into_native
+from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, RECURSION_IN_CALLBACK, _fetch_error, _raise_into_native
 from ._fastpath import Backend
 from ._fastpath import accel as _accel
 from ._object import _CLASS_CACHE, _OBJECT_RETURN, class_for_index
@@ -69,7 +69,7 @@ def _init_accel(accel: Backend) -> None:
             "walk_result": _walk_result_at,
             "array_ctor": lambda: global_func("ffi.Array"),
             "errors": BACKEND_ERRORS,  # the messages it raises, worded once (_errors)
-            "conversion_failed": CONVERSION_FAILED,
+            "conversion_failed": CONVERSION_FAILED + RECURSION_IN_CALLBACK,  # other, then RecursionError
             # bindings whose Python callables native code may hold without our knowing
             "other_bindings": ("tvm_ffi", "tvm"),
         },

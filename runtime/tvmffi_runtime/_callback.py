@@ -17,7 +17,7 @@ from typing import Any, Callable
 from . import _lib
 from ._call import Function, set_callback_maker
 from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, _type_of, view_from_buffer
-from ._errors import CONVERSION_FAILED, _check, _fetch_error, _raise_into_native, _released_object_error, not_callable_error
+from ._errors import conversion_failed, _check, _fetch_error, _raise_into_native, _released_object_error, not_callable_error
 from ._fastpath import Backend
 from ._fastpath import accel as _accel
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
@@ -208,8 +208,8 @@ def fail_into_native(exc: BaseException) -> int:
     """How a ctypes trampoline reports ``exc``: raised into native code, return code -1."""
     try:
         _raise_into_native(exc)
-    except BaseException:  # noqa: BLE001
-        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*CONVERSION_FAILED)
+    except BaseException as failure:  # noqa: BLE001
+        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*conversion_failed(failure))
     return -1
 
 

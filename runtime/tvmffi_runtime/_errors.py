@@ -22,10 +22,12 @@ from ._lib import OBJECT_HEADER_SIZE
 __all__ = [
     "BACKEND_ERRORS",
     "CONVERSION_FAILED",
+    "RECURSION_IN_CALLBACK",
     "FIELD_ACCEPTS",
     "Error",
     "ReleasedObjectError",
     "arity_error",
+    "conversion_failed",
     "field_delete_error",
     "field_in_place_error",
     "field_kind_error",
@@ -346,6 +348,20 @@ def walk_result_error(result: object) -> TypeError:
 #: exception into a native one failed (the compiled path keeps these bytes from init, as it
 #: cannot call Python then).
 CONVERSION_FAILED = (b"RuntimeError", b"error while converting a Python exception")
+#: The same when the conversion failed for want of Python stack (it raised RecursionError): the
+#: callback ran at the recursion limit, as callbacks that recurse through a native traversal do
+#: on a deep graph. Native code passes it up as a RecursionError.
+RECURSION_IN_CALLBACK = (
+    b"RecursionError",
+    b"maximum recursion depth exceeded in a Python callback called from native code: the"
+    b" callbacks recurse (through the traversal) deeper than sys.getrecursionlimit() allows",
+)
+
+
+def conversion_failed(failure: BaseException) -> tuple[bytes, bytes]:
+    """The (kind, message) raised natively when converting a callback's exception raised
+    ``failure``."""
+    return RECURSION_IN_CALLBACK if isinstance(failure, RecursionError) else CONVERSION_FAILED
 
 #: The builders the compiled path calls, by the names ``_accel.c`` asks ``init`` for (each one
 #: must be given; tests/test_runtime_messages.py checks the two lists are the same).

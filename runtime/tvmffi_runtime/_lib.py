@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._platform import CURRENT as _PLATFORM
+
 if TYPE_CHECKING:
     from _ctypes import CFuncPtr
 
@@ -31,9 +33,7 @@ __all__ = [
 #: Environment variable that overrides where ``libtvm_ffi.so`` is loaded from.
 ENV_LIBTVM_FFI = "TVMFFI_RUNTIME_LIBTVM_FFI"
 
-_LIB_NAME = "libtvm_ffi.so" if sys.platform.startswith("linux") else (
-    "libtvm_ffi.dylib" if sys.platform == "darwin" else "tvm_ffi.dll"
-)
+_LIB_NAME = " or ".join(_PLATFORM.library_names("tvm_ffi"))  # libtvm_ffi.so on Linux
 
 
 class LibraryLoadError(ImportError):
@@ -41,16 +41,13 @@ class LibraryLoadError(ImportError):
 
 
 def _already_loaded() -> str | None:
-    """Path of a ``libtvm_ffi`` already mapped into this process (for example by ``tvm_ffi``)."""
+    """Path of a ``libtvm_ffi`` already loaded into this process (for example by ``tvm_ffi``):
+    from /proc/self/maps, dyld's image list or GetModuleFileNameW (``_platform``)."""
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
-                if os.path.basename(path) == _LIB_NAME:
-                    return path
+        loaded = _PLATFORM.loaded_paths("tvm_ffi")
     except OSError:
         return None
-    return None
+    return loaded[0] if loaded else None
 
 
 def find_libtvm_ffi() -> str:
@@ -72,20 +69,33 @@ def find_libtvm_ffi() -> str:
     spec = importlib.util.find_spec("tvm_ffi")
     searched: list[str] = []
     if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            candidate = Path(location) / "lib" / _LIB_NAME
-            searched.append(str(candidate))
-            if candidate.is_file():
-                return str(candidate)
+        found, searched = _PLATFORM.find_library(
+            "tvm_ffi", [str(Path(location) / "lib") for location in spec.submodule_search_locations]
+        )
+        if found is not None:
+            return found
     raise LibraryLoadError(
         f"cannot find {_LIB_NAME}: install the apache-tvm-ffi package or set ${ENV_LIBTVM_FFI}"
         + (f" (looked in {', '.join(searched)})" if searched else "")
     )
 
 
+#: Handles of os.add_dll_directory (Windows): a folder stays searched while its handle lives.
+_dll_directories: dict[str, object] = {}
+
+
+def _allow_dll_directories(path: str, tvm_ffi_libdir: str) -> None:
+    """On Windows, let the loader find the DLLs ``path`` depends on: the tvm_ffi library folder
+    and ``path``'s own folder (no-op elsewhere)."""
+    for folder in _PLATFORM.dll_directories(path, tvm_ffi_libdir):
+        if folder not in _dll_directories:
+            _dll_directories[folder] = os.add_dll_directory(folder)  # type: ignore[attr-defined,unused-ignore]
+
+
 def _dlopen(path: str) -> ctypes.CDLL:
     try:
-        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        _allow_dll_directories(path, os.path.dirname(os.path.abspath(path)))
+        return ctypes.CDLL(path, mode=_PLATFORM.dlopen_mode)
     except OSError as exc:
         raise LibraryLoadError(f"cannot load {path}: {exc}") from None
 
@@ -285,7 +295,7 @@ def _proto(name: str, restype: type[Any] | None, argtypes: list[type[Any]] | Non
 FunctionCall = _proto("TVMFFIFunctionCall", ctypes.c_int, None)
 # Reference counting never blocks: call it without releasing the GIL (PyDLL), which measured
 # ~45 ns cheaper per call. A deleter that runs a Python callback re-enters the GIL it holds.
-_LIB_GIL = ctypes.PyDLL(LIB_PATH, mode=ctypes.RTLD_GLOBAL)
+_LIB_GIL = ctypes.PyDLL(LIB_PATH, mode=_PLATFORM.dlopen_mode)
 
 
 def _proto_gil(name: str, restype: type[Any] | None, argtypes: list[type[Any]]) -> CFuncPtr:
@@ -407,7 +417,9 @@ def _elf_problem(path: str) -> str | None:
             head = fh.read(64)
             size = os.fstat(fh.fileno()).st_size
             if not sys.platform.startswith("linux"):
-                return None
+                import platform
+
+                return _PLATFORM.wrong_platform(path) or _PLATFORM.architecture_problem(path, platform.machine())
             problem = _elf_header_problem(head)
             if problem is not None:
                 return problem
@@ -477,8 +489,10 @@ def _elf_segment_problem(fh: Any, head: bytes, size: int) -> str | None:
 def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
     """Load a user library that registers into TVM FFI, after ``libtvm_ffi.so``.
 
-    The library is loaded with ``RTLD_GLOBAL`` so its own dependency on ``libtvm_ffi.so`` resolves
-    against the copy already in the process. Loading the same path twice returns the first handle.
+    The library is loaded with ``RTLD_GLOBAL`` (Linux, macOS) so its own dependency on ``libtvm_ffi``
+    resolves against the copy already in the process; on Windows, where a DLL's imports name their
+    DLL, the tvm_ffi and library folders are added to the DLL search path instead. Loading the same
+    path twice returns the first handle.
     Errors name the path and the loader's message: a missing file, a directory, a non-library,
     another architecture, unresolved symbols, or a static initialiser that throws.
     """
@@ -494,7 +508,8 @@ def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
     if problem is not None:
         raise LibraryLoadError(f"cannot load {spath}: {problem}")
     try:
-        handle = ctypes.CDLL(spath if os.sep in spath else os.path.abspath(spath), mode=ctypes.RTLD_GLOBAL)
+        _allow_dll_directories(spath, os.path.dirname(LIB_PATH))
+        handle = ctypes.CDLL(spath if os.sep in spath else os.path.abspath(spath), mode=_PLATFORM.dlopen_mode)
     except OSError as exc:
         message = str(exc)
         if "Exception" in message or "terminate" in message:

@@ -8,7 +8,9 @@ functions (``ffi.MapGetItem``, ``ffi.ListAppend``, ...), so semantics match C++.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import (
+    Callable,
     Iterable,
     Iterator,
     ItemsView,
@@ -112,7 +114,7 @@ class _SeqBase(Object, Generic[T]):
     __hash__ = Object.__hash__
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._items()!r})"
+        return _repr_once(self, lambda: f"{type(self).__name__}({self._items()!r})")
 
     def index(self, value: object, start: int = 0, stop: int | None = None) -> int:
         return cast("list[object]", self._items()).index(value, start, len(self) if stop is None else stop)
@@ -306,7 +308,25 @@ class _MapBase(Object, Generic[K, V]):
     __hash__ = Object.__hash__
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({dict(self._pairs())!r})"
+        return _repr_once(self, lambda: f"{type(self).__name__}({dict(self._pairs())!r})")
+
+
+#: (thread, handle) of the containers whose repr is being built: a List or Dict that holds
+#: itself shows as ``List(...)`` inside, as a list shows ``[...]``, instead of recursing until
+#: RecursionError (each wrapper is new, so reprlib's id-based guard cannot see the repeat).
+_IN_REPR: set[tuple[int, int]] = set()
+
+
+def _repr_once(obj: Object, build: Callable[[], str]) -> str:
+    """``build()``, or ``Type(...)`` when ``obj`` is already being shown further up."""
+    key = (threading.get_ident(), obj._h)
+    if key in _IN_REPR:
+        return f"{type(obj).__name__}(...)"
+    _IN_REPR.add(key)
+    try:
+        return build()
+    finally:
+        _IN_REPR.discard(key)
 
 
 def _flat_pairs(items: Mapping[K, V] | Iterable[tuple[K, V]]) -> list[object]:

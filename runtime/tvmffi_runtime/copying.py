@@ -3,9 +3,13 @@
 - shallow copy: the type's ``__ffi_shallow_copy__`` (a type attribute the library registers for
   copy-constructible C++ types); containers are rebuilt from the same items by their own
   constructor (a new container sharing the elements, like ``copy.copy`` of a list);
-- deep copy: the global ``ffi.DeepCopy`` (copies the whole graph, keeping shared nodes shared);
-- pickle: the JSON graph serialisation (``ffi.ToJSONGraphString``, read back by
-  :func:`from_json_graph` through ``ffi.FromJSONGraphString``).
+- deep copy: the global ``ffi.DeepCopy`` (copies the whole graph, keeping shared nodes shared
+  and reference cycles closed: it walks the graph with its own stack, so any depth is fine);
+- pickle: the JSON graph serialisation (:func:`to_json_graph`, ``ffi.ToJSONGraphString``, read
+  back by :func:`from_json_graph` through ``ffi.FromJSONGraphString``). The writer recurses on
+  the C stack, so a graph with a reference cycle or nested deeper than
+  ``tvmffi_runtime.max_graph_depth()`` is refused first (``ReferenceCycleError``,
+  ``GraphTooDeepError``) instead of crashing the process.
 
 Enum entries are singletons and copy to themselves. Where the library has no way (a type that
 is not copy-constructible, a Function, a Tensor, a type without a JSON creator), the error is a
@@ -17,8 +21,9 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar
 
 from ._core import Function, Object, TypeIndex, get_global_func, set_object_service, type_attr_value
+from ._graph_guard import check_graph
 
-__all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy"]
+__all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy", "to_json_graph"]
 
 _O = TypeVar("_O", bound=Object)
 
@@ -80,13 +85,20 @@ def deep_copy(obj: _O) -> _O:
         raise TypeError(f"copy.deepcopy: {obj.type_key} cannot be deep-copied: {exc}") from exc
 
 
+def to_json_graph(value: object, what: str = "to_json_graph") -> str:
+    """The JSON graph string of ``value`` (``ffi.ToJSONGraphString``), after refusing a cycle
+    or a too deep graph the native writer would crash on."""
+    check_graph(value, what)
+    return str(_global("ffi.ToJSONGraphString")(value, None))
+
+
 def reduce_object(obj: Object) -> tuple[Callable[[str], Any], tuple[str]]:
     """``__reduce__``: rebuild from the object's JSON graph (``ffi.ToJSONGraphString``)."""
     try:
-        text = _global("ffi.ToJSONGraphString")(obj, None)
+        text = to_json_graph(obj, f"pickle of {obj.type_key}")
     except TypeError as exc:
         raise TypeError(f"{obj.type_key} objects cannot be pickled: {exc}") from exc
-    return (from_json_graph, (str(text),))
+    return (from_json_graph, (text,))
 
 
 def from_json_graph(text: str) -> Any:

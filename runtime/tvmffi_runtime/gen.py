@@ -10,9 +10,10 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
-from . import _core, _lib
+from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
 from ._errors import init_result_error
 from ._fields import (
@@ -109,12 +110,15 @@ __all__ = [
 
 
 class _Missing:
-    """Marks an argument the caller did not give: the native side applies the default."""
+    """Marks an argument the caller did not give: the native side applies the default.
+
+    It shows as ``...`` (in ``inspect.signature``, ``help()``): a default the registry has but
+    cannot spell as a Python literal (a factory, an object)."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return "..."
 
 
 MISSING: Any = _Missing()
@@ -183,13 +187,19 @@ def _auto_argument_error(
     """``exc`` reworded to name the parameter the caller wrote, not the slot of the packed
     keyword call (``[marker, key, value, ...]``) the runtime saw."""
     slot = getattr(exc, "ffi_argument", None)
-    if slot is None or slot < 2 or slot % 2:
-        return exc  # not an argument conversion (a native error already names its field)
+    if slot is None:
+        # the value converted to an FFI value but not to the field's type: the native init's
+        # message names the field only ("T.__ffi_init__() field 'x': Cannot convert ...")
+        native = _NATIVE_FIELD_ERROR.match(str(exc))
+        keys = [k for k, _ in named]
+        if native is None or native["field"] not in keys:
+            return exc
+        what = _argument_words(self, type_key, native["field"], keys)
+        return TypeError(f"{type_key}.__init__: {what}: {native['detail']}")
+    if slot < 2 or slot % 2:
+        return exc  # not an argument conversion
     key = args[slot - 1]
-    position = [k for k, _ in named].index(key)
-    what = f"argument {key!r} (position {position})"
-    if _keyword_only(self, type_key, key):
-        what = f"keyword argument {key!r}"
+    what = _argument_words(self, type_key, key, [k for k, _ in named])
     value = args[slot]
     detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
     if isinstance(exc, _core.ReleasedObjectError):
@@ -198,6 +208,16 @@ def _auto_argument_error(
         f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
         f" to a TVM FFI value{detail}"
     )
+
+
+_NATIVE_FIELD_ERROR = re.compile(r"\S*__ffi_init__\(\) field '(?P<field>[^']*)':\s*(?P<detail>.*)", re.S)
+
+
+def _argument_words(self: Object, type_key: str, key: str, keys: list[str]) -> str:
+    """How an error names the argument ``key``: by name and position, or as keyword-only."""
+    if _keyword_only(self, type_key, key):
+        return f"keyword argument {key!r}"
+    return f"argument {key!r} (position {keys.index(key)})"
 
 
 def _keyword_only(self: Object, type_key: str, key: str) -> bool:
@@ -260,8 +280,8 @@ def register(
     index = type_key_to_index(type_key)
     if index is None:
         raise ImportError(
-            f"type {type_key!r} is not registered by the loaded library; the generated package is"
-            " out of date (regenerate it with tvmffi-gen)"
+            f"type {type_key!r} is not registered by {_loaded_library_of(type_key)}; the generated"
+            " package is out of date for it (regenerate it with tvmffi-gen)"
         )
     if offsets:
         _check_offsets(type_key, index, offsets)
@@ -283,6 +303,9 @@ def register(
             cls.__new__ = _plain_new  # type: ignore[assignment]
             # inspect.signature would report this __new__'s (*args, **kwargs): show __init__'s
             cls.__signature__ = _InitSignature()  # type: ignore[attr-defined]
+        init = vars(cls).get("__init__")
+        if init is not None and "construct_auto" in getattr(init, "__code__", _NO_CODE).co_names:
+            _omitted_arguments_are_not_sent(init)
         registered = registrar(cls)
         from .enums import Enum, intern_entries
 
@@ -291,6 +314,22 @@ def register(
         return registered
 
     return decorate
+
+
+_NO_CODE = (lambda: None).__code__
+
+
+def _omitted_arguments_are_not_sent(init: Any) -> None:
+    """Make an auto-init ``__init__`` pass ``MISSING`` for each argument the caller omits, so
+    ``construct_auto`` leaves it out and the native default applies (also where the library's
+    default changed since generation). Its signature still shows the registry's defaults."""
+    import inspect
+
+    init.__signature__ = inspect.signature(init)
+    if init.__defaults__:
+        init.__defaults__ = (MISSING,) * len(init.__defaults__)
+    if init.__kwdefaults__:
+        init.__kwdefaults__ = dict.fromkeys(init.__kwdefaults__, MISSING)
 
 
 def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:
@@ -387,11 +426,62 @@ def enum_entry(name: str) -> Any:
 
 
 _LAZY_TYPES: dict[str, str] = {}
+#: package -> (library path, where that path came from), as found by find_package_library
+_PACKAGE_LIBRARIES: dict[str, tuple[str, str]] = {}
+#: package -> the name of its override variable
+_PACKAGE_ENV_VARS: dict[str, str] = {}
+#: type key -> package that declares it (kept after its class is loaded, for error messages)
+_TYPE_PACKAGES: dict[str, str] = {}
+
+
+def _package_of(module: str) -> str | None:
+    """The generated package (whose library was found) that ``module`` belongs to."""
+    owners = [p for p in _PACKAGE_LIBRARIES if module == p or module.startswith(p + ".")]
+    return max(owners, key=len) if owners else None
+
+
+def _from(origin: str) -> str:
+    """Where a library path came from, for messages: "from $VAR", "the recorded path", ..."""
+    return f"from {origin}" if origin.startswith("$") else f"the {origin}"
+
+
+def _loaded_library_of(type_key: str) -> str:
+    """Names the library (its path and where that came from) of the package declaring
+    ``type_key``, for messages."""
+    package = _TYPE_PACKAGES.get(type_key)
+    if package is None:
+        return "the loaded libraries"
+    path, origin = _PACKAGE_LIBRARIES[package]
+    return f"{package}'s library {path} ({_from(origin)})"
 
 
 def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
     """Tell the runtime which module defines the class of each type key, so a value of a type
-    whose module has not been imported yet still comes back as its generated class."""
+    whose module has not been imported yet still comes back as its generated class.
+
+    A package's library that registers none of the package's types is not the library the
+    package was generated from: ImportError naming the library and where its path came from."""
+    by_package: dict[str, list[str]] = {}
+    for type_key, module in modules_by_type_key.items():
+        package = _package_of(module)
+        if package is not None:
+            _TYPE_PACKAGES[type_key] = package
+            by_package.setdefault(package, []).append(type_key)
+    for package, keys in by_package.items():
+        if not any(type_key_to_index(k) is not None for k in keys):
+            path, origin = _PACKAGE_LIBRARIES[package]
+            env_var = _PACKAGE_ENV_VARS[package]
+            fix = (
+                f"point ${env_var} at the library {package} was generated from, or unset it"
+                if origin == f"${env_var}"
+                else f"set ${env_var} to the library {package} was generated from, or regenerate"
+                " the package from this one"
+            )
+            raise ImportError(
+                f"{package}: the library {path} ({_from(origin)}) registers none of the package's"
+                f" {len(keys)} types (such as {sorted(keys)[0]!r}): it is not the library the"
+                f" package was generated from; {fix}"
+            )
     _LAZY_TYPES.update(modules_by_type_key)
     _core.set_class_loader(_load_lazy_class)
 
@@ -409,25 +499,44 @@ def find_package_library(
 ) -> str:
     """Path of the library a generated package wraps: ``$env_var``, else the bundled copy, else
     the recorded path, else (for a path recorded relative to a package since moved) the library's
-    absolute path at generation time. ImportError lists every place it looked."""
+    absolute path at generation time. ImportError lists every place it looked; a ``$env_var``
+    that names no file is an ImportError naming it (never passed over for another library)."""
     tried: list[str] = []
     candidates: list[tuple[str, str]] = []
+    _PACKAGE_ENV_VARS[package] = env_var
     override = os.environ.get(env_var)
-    if override:
+    if override:  # an override is never passed over: a typo must not load another library
+        if not os.path.isfile(override):
+            what = "is a folder, not a library file" if os.path.isdir(override) else "does not exist"
+            raise ImportError(
+                f"{package}: ${env_var} is set to {override}, which {what}; set it to the"
+                f" path of {package}'s library, or unset it to use the "
+                + ("bundled copy" if bundled else "recorded path")
+            )
         candidates.append((override, f"${env_var}"))
     if bundled:
         candidates.append((bundled, "bundled copy"))
     candidates.append((recorded, "recorded path"))
     if original and original != recorded:
         candidates.append((original, "absolute path at generation time"))
+    here = _platform.CURRENT
     for path, origin in candidates:
         if os.path.isfile(path):
+            foreign = here.wrong_platform(path)
+            if foreign is not None:
+                raise ImportError(
+                    f"{package}: its library {path} ({origin}) cannot load here: {foreign}. Generate the"
+                    f" package on {here.title}, or set ${env_var} to a {here.title} build of the library."
+                )
+            _PACKAGE_LIBRARIES[package] = (path, origin)
             return path
         tried.append(f"{path} ({origin})")
-    raise ImportError(
-        f"{package}: cannot find its library; looked in " + ", ".join(tried)
-        + f". Set ${env_var} to the library's path."
-    )
+    generated_for = _platform.platform_of_name(recorded)
+    advice = f"Set ${env_var} to the library's path."
+    if generated_for is not None and generated_for.name != here.name:
+        advice = (f"The package was generated on {generated_for.title}: generate it on {here.title}, or set"
+                  f" ${env_var} to a {here.title} build of the library.")
+    raise ImportError(f"{package}: cannot find its library; looked in " + ", ".join(tried) + f". {advice}")
 
 
 def load_package_library(package: str, path: str) -> ctypes.CDLL:
@@ -435,7 +544,9 @@ def load_package_library(package: str, path: str) -> ctypes.CDLL:
     try:
         return _lib.load_library(path)
     except _lib.LibraryLoadError as exc:
-        raise ImportError(f"{package}: {exc}") from None
+        found = _PACKAGE_LIBRARIES.get(package)
+        origin = f" (its path is {_from(found[1])})" if found and found[0] == path else ""
+        raise ImportError(f"{package}: {exc}{origin}") from None
 
 
 def load_package_module(package: str, path: str) -> Module:

@@ -34,6 +34,7 @@ from typing import Any, Callable, TypeVar
 
 from ._core import Object
 from ._errors import walk_result_error
+from ._graph_guard import check_graph
 from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
 from ._structural_match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
 from ._structural_context import ContextPolicy, HookCall, MutateContext, Policy, VisitContext, _Policies, _Run, _policies, _refcounts
@@ -153,6 +154,7 @@ def structural_walk(
     else:
         entries = _entries(handlers, "structural_walk")
     root = _unmove(root)
+    check_graph(root, "structural_walk")
     pol = _policies(policy)
     if pol is not None:
         return _walk_with_policy(root, entries, order, pol)
@@ -266,7 +268,9 @@ def structural_visit(
     """
     _expect_base(visitor, VisitorBase, "structural_visit")
     program, state, policy = _ctx_program(visitor, VisitorBase, VisitCallbacks, policy)
-    return _run_visit(_unmove(root), program, state, _policies(policy))
+    root = _unmove(root)
+    check_graph(root, "structural_visit")
+    return _run_visit(root, program, state, _policies(policy))
 
 
 def _run_visit(
@@ -325,6 +329,7 @@ def structural_map(
     run at every occurrence (results are not cached).
     """
     _expect_base(mapper, MapperBase, "structural_map")
+    check_graph(_unmove(root), "structural_map")
     order = _order(order, "structural_map")
     if isinstance(mapper, MapperBase):
         entries = mapper._bound_hooks()
@@ -392,6 +397,7 @@ def structural_mutate(
     with :func:`move`. Returns the mutated value.
     """
     _expect_base(mutator, MutatorBase, "structural_mutate")
+    check_graph(_unmove(root), "structural_mutate")
     program, state, policy = _ctx_program(mutator, MutatorBase, MutateCallbacks, policy)
     return _run_mutate(root, program, state, _policies(policy))
 

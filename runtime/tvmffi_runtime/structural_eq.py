@@ -10,9 +10,10 @@ and strings are compared as the containers and values they convert to.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 from ._core import Function, Object, get_global_func, register_object, type_key_to_index
+from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
 from .reflection import get_field
 
 __all__ = [
@@ -46,12 +47,14 @@ def structural_equal(lhs: object, rhs: object, map_free_vars: bool = False, skip
     ``map_free_vars``: free variables (without a definition site) may map to each other;
     ``skip_tensor_content``: tensors compare by shape and type only, not by data.
     """
+    _check_both(lhs, rhs, "structural_equal")
     return bool(_engine("ffi.StructuralEqual")(lhs, rhs, map_free_vars, skip_tensor_content))
 
 
 def structural_hash(value: object, map_free_vars: bool = False, skip_tensor_content: bool = False) -> int:
     """Hash consistent with :func:`structural_equal` under the same options, as an unsigned
     64-bit int (the engine returns it as a signed one)."""
+    check_graph(value, "structural_hash", structural=True)
     return int(_engine("ffi.StructuralHash")(value, map_free_vars, skip_tensor_content)) & _U64
 
 
@@ -60,11 +63,34 @@ def get_first_structural_mismatch(
 ) -> tuple[AccessPath, AccessPath] | None:
     """None when ``lhs`` and ``rhs`` are structurally equal; otherwise the access paths (from
     each root) of the first difference found."""
+    _check_both(lhs, rhs, "get_first_structural_mismatch")
     found = _engine("ffi.GetFirstStructuralMismatch")(lhs, rhs, map_free_vars, skip_tensor_content)
     if found is None:
         return None
     left, right = found
     return left, right
+
+
+def _check_both(lhs: object, rhs: object, what: str) -> None:
+    """Refuse a pair the engine could not compare without overflowing the native stack.
+
+    The comparison descends both sides in step, so its depth is bounded by the shallower one:
+    one side free of cycles and within the depth bound is enough (and costs one check). The
+    error names the left side's cycle or depth.
+    """
+    try:
+        check_graph(lhs, what, structural=True)
+    except (ReferenceCycleError, GraphTooDeepError):
+        if rhs is lhs or not _passes(rhs, what):
+            raise
+
+
+def _passes(value: object, what: str) -> bool:
+    try:
+        check_graph(value, what, structural=True)
+    except (ReferenceCycleError, GraphTooDeepError):
+        return False
+    return True
 
 
 class AccessKind(IntEnum):
@@ -146,6 +172,7 @@ class StructuralKey(Object):
     __slots__ = ()
 
     def __init__(self, key: object) -> None:
+        check_graph(key, "StructuralKey", structural=True)
         made = _engine("ffi.StructuralKey")(key)
         self._h, self._t = made._h, made._t
         made._h = 0
@@ -159,7 +186,11 @@ class StructuralKey(Object):
         return int(get_field(self, "hash_i64")) & _U64
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructuralKey) and bool(_engine("ffi.StructuralKeyEqual")(self, other))
+        if not isinstance(other, StructuralKey):
+            return False
+        # the keys may have been changed into cycles since they were wrapped
+        _check_both(self.key, get_field(cast(Object, other), "key"), "StructuralKey ==")
+        return bool(_engine("ffi.StructuralKeyEqual")(self, other))
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)

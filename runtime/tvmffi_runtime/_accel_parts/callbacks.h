@@ -31,9 +31,12 @@ static void set_raised_from_current(void) {
   if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
   PyObject* r = value == NULL ? NULL : PyObject_CallOneArg(hook_raise_into_native, value);
   if (r == NULL) {
+    /* the conversion ran out of Python stack (RecursionError): say so; otherwise the generic
+       pair (_errors.conversion_failed chooses the same way) */
+    int k = PyErr_ExceptionMatches(PyExc_RecursionError) ? 2 : 0;
     PyErr_Clear();
-    ffi_error_set_raised_from_cstr(PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, 0)),
-                                   PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, 1)));
+    ffi_error_set_raised_from_cstr(PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, k)),
+                                   PyBytes_AS_STRING(PyTuple_GET_ITEM(conversion_failed, k + 1)));
   }
   Py_XDECREF(r);
   Py_XDECREF(type);

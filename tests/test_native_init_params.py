@@ -1,0 +1,96 @@
+"""A reflected auto-init takes the parameters its native ``__ffi_init__`` takes (issue 18, item 9).
+
+Apache TVM's ``ir.PrimType("int32")`` failed with "unexpected keyword argument 'span'": the
+type's auto-init was built before its base's ``span`` field was registered, so it does not take
+it, yet the generated ``__init__`` offered and sent it. ``tests/fixtures/late_base.cc`` mirrors
+that: ``Early`` registers before ``Base``'s field, ``Late`` after it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, build_shared
+from tvmffi_gen.cli import main
+from tvmffi_gen.snapshot import take_snapshot
+
+FIXTURE = ROOT / "tests" / "fixtures" / "late_base.cc"
+
+
+@pytest.fixture(scope="module")
+def late_lib() -> Path:
+    return build_shared("late_base", FIXTURE.read_text())
+
+
+@pytest.fixture(scope="module")
+def lbpkg(late_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding the generated package ``lbpkg``."""
+    root = tmp_path_factory.mktemp("late_base")
+    assert main([str(late_lib), "-o", str(root / "lbpkg"), "-q"]) == 0
+    return root
+
+
+def test_snapshot_records_inherited_fields_the_auto_init_does_not_take(late_lib: Path) -> None:
+    types = {t.type_key: t for t in take_snapshot(late_lib).types}
+    assert types["latebase.Early"].init_excluded == ["span"]
+    assert types["latebase.Late"].init_excluded == []
+    assert types["latebase.Base"].init_excluded == []
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_constructor_offers_only_what_the_native_init_takes(lbpkg: Path, pure: bool) -> None:
+    script = textwrap.dedent(
+        """\
+        import inspect
+        from lbpkg.latebase import Early, Late
+        print(inspect.signature(Early))
+        print(inspect.signature(Late))
+        e = Early("int32")
+        print(repr(e.dtype), repr(e.span))
+        late = Late("int8", span="here")
+        print(repr(late.dtype), repr(late.span), repr(Late("int8").span), list(late.tags))
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "(dtype: 'str') -> 'None'",
+        "(dtype: 'str', span: 'str' = '', tags: '_abc.Sequence[str]' = ...) -> 'None'",
+        "'int32' ''",
+        "'int8' 'here' '' []",
+    ]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_omitted_arguments_take_the_native_default_of_the_loaded_library(lbpkg: Path, pure: bool) -> None:
+    """An omitted argument is not sent: a library whose default changed since the package was
+    generated applies its own (the signature keeps showing the registry's default it was
+    generated from)."""
+    moved = build_shared("late_base", FIXTURE.read_text(), extra=['-DLATE_SPAN_DEFAULT="moved"'])
+    script = textwrap.dedent(
+        """\
+        import inspect
+        from lbpkg.latebase import Base, Late
+        print(inspect.signature(Late).parameters["span"])
+        print(Late("int8").span, Base().span, Late("int8", "").span == "", Late("i", span="s").span)
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
+    env["LBPKG_LIBRARY"] = str(moved)
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["span: 'str' = ''", "moved moved True s"]
