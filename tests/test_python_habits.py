@@ -303,7 +303,7 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
         """, pure).splitlines()
     assert out == [
         "FoldDivmodResult(quotient=3, remainder=2) tuple ('quotient', 'remainder') True",
-        "(a: 'int', b: 'int') -> 'FoldDivmodResult' True",
+        "(a: '_t.SupportsIndex', b: '_t.SupportsIndex') -> 'FoldDivmodResult' True",
         "fold_divmod() takes 2 positional arguments but 1 was given",
     ]
 

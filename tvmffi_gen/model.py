@@ -178,6 +178,7 @@ class ReplaceModel:
     params: list[Param]
     ret: str
     override_ignore: bool = False
+    overrides: bool = False  # an ancestor's generated class has a ``replace`` of this name
 
 
 @dataclass
@@ -811,12 +812,15 @@ class _Builder:
             ann = self.annotator(mod, f"field {f.owner}.{f.reg_name}", members)  # warned once
             params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
             ignore = ignore or f.override_ignore
+        overrides = any(anc in self.used for anc in t.ancestors)  # its classes have one too
         key = cls.base_key
-        while key is not None and not ignore:  # an ancestor's replace under another name
+        while key is not None:
             base = self.classes[key].replace
-            ignore = base is not None and base.name != name
+            if base is not None:
+                overrides = overrides or base.name == name
+                ignore = ignore or base.name != name  # an ancestor's replace under another name
             key = self.classes[key].base_key
-        return ReplaceModel(name, params, cls.name, ignore)
+        return ReplaceModel(name, params, cls.name, ignore, overrides)
 
     def _return_compatible(self, base_ret: str, ret: str, mod: ModuleModel) -> bool:
         if base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any":

@@ -310,9 +310,10 @@ PYRIGHT_RULES_OFF = {
     "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
     " __ffi_init__, not with the base class's __init__",
     "reportUnannotatedClassAttribute": "Classes declare ``__slots__ = ()`` only to keep their"
-    " instances free of a __dict__",
-    "reportUnusedParameter": "Native functions and methods are declared by stubs: their"
-    " decorators supply the bodies",
+    " instances free of a __dict__, and ``__match_args__`` and ``__replace__`` as dataclasses do"
+    " (pattern matching reads the inferred literal types)",
+    "reportUnusedParameter": "Native functions and methods (and ``replace``) are declared by"
+    " stubs: their decorators supply the bodies",
 }
 
 #: The reasons ``visitors.py`` gives (its hooks, not native functions).
@@ -373,19 +374,21 @@ def _pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tup
     rules = {
         "reportAny": uses_any,
         "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
-        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods),
+        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods)
+        or any(c.replace.override_ignore for c in mod.classes if c.replace),
         "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
         "reportUnannotatedClassAttribute": bool(mod.classes),
-        "reportUnusedParameter": bool(mod.functions or methods),
+        "reportUnusedParameter": bool(mod.functions or methods)
+        or any(c.replace.params for c in mod.classes if c.replace),
     }
     return [rule for rule in PYRIGHT_RULES_OFF if rules[rule]]
 
 
 def _overrides(pkg: PackageModel, cls: ClassModel) -> bool:
     """Whether a method of ``cls`` overrides one of a base class (in the package or a --use one)."""
-    if any(m.override_ignore for m in cls.methods):
+    if any(m.override_ignore for m in cls.methods) or (cls.replace is not None and cls.replace.overrides):
         return True
     inherited: set[str] = set()
     key = cls.base_key

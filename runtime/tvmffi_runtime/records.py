@@ -9,6 +9,7 @@ the library's reflection registry (documentation, flags, schemas, defaults).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Final, TypeVar, get_args, get_origin
@@ -238,7 +239,18 @@ def _rebuild(
     for f in registry:
         if f.name in by_registry:
             args += [f.name, by_registry[f.name]]
-    made = init(*args)
+    try:
+        made = init(*args)
+    except TypeError as exc:
+        # an inherited field registered after the type's auto-init was built is not one of its
+        # parameters (Apache TVM's ir.PrimType and span): its value cannot be carried over
+        taken = re.search(r"unexpected keyword argument '([^']*)'", str(exc))
+        if taken is None or taken.group(1) not in by_registry:
+            raise
+        raise TypeError(
+            f"{name}: {reason}, and {type_key}'s auto-init does not take field {taken.group(1)!r} (a"
+            " rebuilt object would lose its value)"
+        ) from exc
     if not isinstance(made, type(obj)):
         raise TypeError(f"{name}: {type_key}'s auto-init returned {type(made).__name__}, not {type(obj).__name__}")
     return made
