@@ -39,6 +39,9 @@ assert issubclass(Walker, BaseWalker)
 assert (sq.name, sq.side, ring.radius, ring.inner) == ("sq", 3.0, 2.0, 1.0)  # inherited fields
 sq.name = "square"
 ring.radius = 3.0
+renamed = sq.replace(name="copy")  # replace takes the used base's fields too (issue 20)
+assert (sq.name, renamed.name, renamed.side) == ("square", "copy", 3.0) and isinstance(renamed, Square)
+assert [f.name for f in rt.fields(ring)] == ["name", "radius", "inner"]  # ancestors' first
 assert describe(sq) == "extderived.Square:square"
 big: Shape = biggest([circle, sq, ring])
 assert isinstance(big, Ring) and big.same_as(ring), big

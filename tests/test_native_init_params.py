@@ -94,3 +94,33 @@ def test_omitted_arguments_take_the_native_default_of_the_loaded_library(lbpkg: 
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["span: 'str' = ''", "moved moved True s"]
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_replace_refuses_to_drop_a_field_the_auto_init_does_not_take(lbpkg: Path, pure: bool) -> None:
+    """``replace`` of a read-only field rebuilds through the auto-init (issue 20); an inherited
+    field it does not take would be lost, so that is a TypeError naming the field."""
+    script = textwrap.dedent(
+        """\
+        from lbpkg.latebase import Early, Late
+        late = Late("int8", span="here")
+        changed = late.replace(dtype="int16")
+        print(changed.dtype, changed.span, late.dtype)
+        try:
+            Early("int32").replace(dtype="int8")
+        except TypeError as exc:
+            print(exc)
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
+    env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "int16 here int8",
+        "Early.replace(): field 'dtype' is read-only, and latebase.Early's auto-init does not take"
+        " field 'span' (a rebuilt object would lose its value)",
+    ]

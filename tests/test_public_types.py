@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "tvmffi_runtime.gen",
     "tvmffi_runtime.interop",
     "tvmffi_runtime.module",
+    "tvmffi_runtime.records",
     "tvmffi_runtime.reflection",
     "tvmffi_runtime.structural",
     "tvmffi_runtime.structural_eq",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import __version__
-from .docparams import documented_param_names
+from .docparams import documented_param_names, documented_result_names
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
@@ -145,6 +146,8 @@ class FieldModel:
     offset: int
     accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
+    ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
+    owner: str = ""  # type key of the type that declares it (what its warnings name)
 
 
 @dataclass
@@ -168,6 +171,17 @@ class InitModel:
 
 
 @dataclass
+class ReplaceModel:
+    """The class's ``replace`` (and ``__replace__``): keyword-only, one parameter per field."""
+
+    name: str  # "replace", or with ``_`` appended where the library has a member of that name
+    params: list[Param]
+    ret: str
+    override_ignore: bool = False
+    overrides: bool = False  # an ancestor's generated class has a ``replace`` of this name
+
+
+@dataclass
 class ClassModel:
     name: str
     type_key: str
@@ -182,6 +196,17 @@ class ClassModel:
     depth: int = 0
     snake: str = ""
     pod_offsets: dict[str, int] = field(default_factory=dict)
+    # field names in the constructor's positional order; None: no ``__match_args__`` line
+    match_args: list[str] | None = None
+    replace: ReplaceModel | None = None
+
+
+@dataclass
+class ResultModel:
+    """A named tuple for a function's ``Tuple`` result whose items its documentation names."""
+
+    name: str  # the class name (claimed in the module after the functions)
+    fields: list[tuple[str, str]]  # (item name, annotation)
 
 
 @dataclass
@@ -193,6 +218,7 @@ class FunctionModel:
     doc: str
     typed: bool = True
     exported: bool = False
+    result: ResultModel | None = None
 
 
 @dataclass
@@ -218,6 +244,7 @@ class ModuleModel:
 
     def exported_names(self) -> list[str]:
         names = [c.name for c in self.classes] + [f.name for f in self.functions]
+        names += [f.result.name for f in self.functions if f.result]
         return sorted(names)
 
 
@@ -368,6 +395,11 @@ class _Builder:
             mod = self.modules[ns]
             fn = self._function(f, mod, mod.scope.claim(short))
             mod.functions.append(fn)
+        # then the named tuples of results, after every function (in the same order)
+        for mod in self.modules.values():
+            for fn in mod.functions:
+                if fn.result is not None:
+                    fn.result.name = fn.ret = mod.scope.claim(fn.result.name)
         # class bodies, parents before children so overrides can be checked
         for key in sorted(self.types, key=lambda k: (len(self.types[k].ancestors), k)):
             self._class_body(self.types[key], self.classes[key])
@@ -514,7 +546,8 @@ class _Builder:
                 pname = scope.claim(documented[i])
             else:
                 pname = scope.claim(f"_{i}")
-            out.append(Param(pname, ann.annotate(p, "arg"), None, "normal" if named else "posonly"))
+            keyword = named or documented is not None  # real names: callers may use them
+            out.append(Param(pname, ann.annotate(p, "arg"), None, "normal" if keyword else "posonly"))
         return out
 
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
@@ -531,7 +564,25 @@ class _Builder:
         if sig.params is None:
             return FunctionModel(name, f.name, [], "_t.Any", doc, typed=False, exported=f.exported)
         params = self._params(sig, ann, skip_self=False, doc=f.doc)
-        return FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
+        fn = FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
+        fn.result = self._named_result(sig.ret, f.doc, name, ann)
+        return fn
+
+    def _named_result(self, ret: TypeRef, doc: str, fn_name: str, ann: Annotator) -> ResultModel | None:
+        """A named tuple for a ``Tuple`` result whose items the documentation names (numpydoc
+        ``Returns``: ``quotient : int``), named ``<FunctionName>Result``; else None."""
+        if ret.key != "Tuple" or not ret.args:
+            return None
+        names = documented_result_names(doc, len(ret.args))
+        # a name Python would change, or one a tuple already defines, names no field
+        if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
+            return None
+        camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
+        items = [(n, ann.annotate(t, "return")) for n, t in zip(names, ret.args)]
+        words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a)}
+        if words & set(names):  # an item named like a type its class body refers to
+            return None
+        return ResultModel(f"{camel or 'Function'}Result", items)
 
     # -- classes -----------------------------------------------------------------------------
     def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:
@@ -602,6 +653,9 @@ class _Builder:
         for m, name in method_names:
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
+        cls.match_args = self._match_args(t, cls, inherited_fields)
+        if "ffi.Enum" not in t.ancestors:  # enum entries are interned: never copied
+            cls.replace = self._replace(t, cls, mod, member_names, inherited_fields, inherited_methods, from_used)
         members: list[FieldModel | MethodModel] = [*cls.fields, *cls.methods]
         for member in members:
             if member.name in from_used:  # overrides a member we cannot compare: let mypy be
@@ -647,6 +701,8 @@ class _Builder:
             write=write,
             offset=f.offset,
             accessor=f"_ffi_field_{cls.name}_{name}",
+            ref=ref,
+            owner=t.type_key,
         )
         base = inherited.get(name)
         if base is not None and (base.getter_type != getter or base.writable != f.writable):
@@ -679,6 +735,92 @@ class _Builder:
             if not same_params or not self._return_compatible(base.ret, mm.ret, mod):
                 mm.override_ignore = True
         return mm
+
+    def _match_args(self, t: TypeSnap, cls: ClassModel, inherited: dict[str, FieldModel]) -> list[str] | None:
+        """Field names in the order the constructor takes them positionally: auto-init's
+        positional parameters, or the leading ``__ffi_init__`` parameters named like fields
+        (up to the first that is not an attribute of the class, e.g. a field of a preloaded
+        library's type). None (no line) where there is no order and no ancestor's to hide."""
+        attrs = {f.reg_name: f.name for f in self._used_fields(t)}  # registry name -> attribute
+        attrs.update({f.reg_name: f.name for f in [*inherited.values(), *cls.fields]})
+        order: list[str] = []
+        init = cls.init
+        if init is not None and init.kind == "auto":
+            for p in init.params:
+                if p.kind != "normal" or p.reg_name not in attrs:
+                    break
+                order.append(attrs[p.reg_name])
+        elif init is not None and init.kind == "method":
+            for p in init.params:
+                if p.kind != "normal" or p.name not in attrs.values():
+                    break
+                order.append(p.name)
+        if order:
+            return order
+        key = cls.base_key
+        while key is not None:
+            if self.classes[key].match_args:
+                return []  # a positional pattern must not match by the ancestor's order
+            key = self.classes[key].base_key
+        return None
+
+    def _used_fields(self, t: TypeSnap) -> list[FieldModel]:
+        """Fields ``t`` inherits from ancestors in ``--use`` packages (attributes of their
+        generated classes, named by the same rule), ancestors first; only name, registry name
+        and type are filled in."""
+        out: list[FieldModel] = []
+        for anc in t.ancestors:
+            if anc in self.used and anc not in self.types:
+                for fs in self.snap.external_fields.get(anc, []):
+                    ref = self._type(fs.schema, f"field {anc}.{fs.name}")
+                    out.append(FieldModel(py_name(fs.name, RESERVED_CLASS), fs.name, "", "", fs.writable, "",
+                                          None, None, 0, "", ref=ref, owner=anc))
+        return out
+
+    def _replace(
+        self,
+        t: TypeSnap,
+        cls: ClassModel,
+        mod: ModuleModel,
+        members: set[str],
+        inherited_fields: dict[str, FieldModel],
+        inherited_methods: dict[str, MethodModel],
+        from_used: set[str],
+    ) -> ReplaceModel | None:
+        """``replace(self, *, field=KEEP, ...)``, fields of the whole chain, ancestors first.
+
+        Named ``replace`` unless the library has a member of that name (a field or method of
+        the type or an ancestor): then ``replace_`` (``_`` appended until free)."""
+        chain = {**inherited_fields, **{f.name: f for f in cls.fields}}
+        if "self" in chain:
+            return None  # a field named self cannot be a parameter of a method
+        library = set(chain) | set(inherited_methods) | {m.name for m in cls.methods}
+        library |= {n for n, _ in cls.enum_entries}
+        name = "replace"
+        while name in library:
+            name += "_"
+        params: list[Param] = []
+        ignore = bool(from_used)
+        # fields of ancestors in ``--use`` packages first (their classes are generated too, named
+        # by the same rule), then the package's own chain
+        for uf in self._used_fields(t):
+            if uf.name in chain or uf.name == "self" or any(p.name == uf.name for p in params):
+                continue
+            ann = self.annotator(mod, f"field {uf.owner}.{uf.reg_name}", members)  # warned once
+            params.append(Param(uf.name, ann.annotate(uf.ref, "param"), "_gen.KEEP", "kwonly", uf.reg_name))
+        for f in chain.values():
+            ann = self.annotator(mod, f"field {f.owner}.{f.reg_name}", members)  # warned once
+            params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
+            ignore = ignore or f.override_ignore
+        overrides = any(anc in self.used for anc in t.ancestors)  # its classes have one too
+        key = cls.base_key
+        while key is not None:
+            base = self.classes[key].replace
+            if base is not None:
+                overrides = overrides or base.name == name
+                ignore = ignore or base.name != name  # an ancestor's replace under another name
+            key = self.classes[key].base_key
+        return ReplaceModel(name, params, cls.name, ignore, overrides)
 
     def _return_compatible(self, base_ret: str, ret: str, mod: ModuleModel) -> bool:
         if base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any":

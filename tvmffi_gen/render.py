@@ -31,9 +31,9 @@ from .model import (
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
-#: defs; field(kind, offset) bound by register, registry_field, dispatch_base); a generated
-#: package checks it at import.
-RUNTIME_API_LEVEL = 3
+#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
+#: KEEP, named results); a generated package checks it at import.
+RUNTIME_API_LEVEL = 4
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -70,6 +70,9 @@ def template_environment() -> jinja2.Environment:
         function_signature=_function_signature,
         register_line=_register_line,
         field_lines=_field_lines,
+        match_args_line=_match_args_line,
+        replace_signature=_replace_signature,
+        replace_doc=_replace_doc,
         q=q,
     )
     return env
@@ -140,6 +143,27 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     if len(inner) <= LINE_LENGTH:
         return [*lines, inner, "    )"]
     return [*lines, *[f"        {a}," for a in args], "    )"]
+
+
+def _match_args_line(cls: ClassModel) -> str:
+    """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
+    narrow what ``case C(x, y)`` captures to the fields' types."""
+    assert cls.match_args is not None
+    line = f"    __match_args__ = {_tuple([q(n) for n in cls.match_args])}"
+    if len(line) <= LINE_LENGTH:
+        return line.strip()
+    return "\n".join(["__match_args__ = (", *[f"        {q(n)}," for n in cls.match_args], "    )"])
+
+
+def _replace_signature(cls: ClassModel) -> list[str]:
+    assert cls.replace is not None
+    items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
+    return _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
+
+
+def _replace_doc(cls: ClassModel) -> str:
+    assert cls.replace is not None
+    return "A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."
 
 
 def _register_line(cls: ClassModel) -> str:
@@ -231,9 +255,14 @@ def _function_signature(f: FunctionModel) -> list[str]:
 def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
     """``@_gen.registry_function(name)``, or for a function the library exports
     ``@_gen.exported_function(lib_module, name)``."""
+    result = [f"result={fn.result.name}"] if fn.result else []
     if fn.exported:
-        return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name)], "")
-    return _native_decorator(["registry_function", q(fn.reg_name)], "")
+        return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name), *result], "")
+    return _native_decorator(["registry_function", q(fn.reg_name), *result], "")
+
+
+def _result_doc(fn: FunctionModel) -> str:
+    return f"The result of ``{fn.name}``: its items, as its documentation names them."
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -252,14 +281,14 @@ def _mypy_disabled_codes(mod: ModuleModel) -> list[str]:
     codes = []
     # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
     # reports such bodies as empty outside stub files
-    if mod.functions or any(c.methods for c in mod.classes):
+    if mod.functions or any(c.methods or c.replace for c in mod.classes):
         codes.append("empty-body")
     # mypy reports some incompatible overrides on the decorator line and some on the def line,
     # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
     # unused, which --strict would otherwise report
     if any(f.override_ignore for c in mod.classes for f in c.fields) or any(
         m.override_ignore for c in mod.classes for m in c.methods
-    ):
+    ) or any(c.replace.override_ignore for c in mod.classes if c.replace):
         codes.append("unused-ignore")
     return codes
 
@@ -281,9 +310,10 @@ PYRIGHT_RULES_OFF = {
     "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
     " __ffi_init__, not with the base class's __init__",
     "reportUnannotatedClassAttribute": "Classes declare ``__slots__ = ()`` only to keep their"
-    " instances free of a __dict__",
-    "reportUnusedParameter": "Native functions and methods are declared by stubs: their"
-    " decorators supply the bodies",
+    " instances free of a __dict__, and ``__match_args__`` and ``__replace__`` as dataclasses do"
+    " (pattern matching reads the inferred literal types)",
+    "reportUnusedParameter": "Native functions and methods (and ``replace``) are declared by"
+    " stubs: their decorators supply the bodies",
 }
 
 #: The reasons ``visitors.py`` gives (its hooks, not native functions).
@@ -344,19 +374,21 @@ def _pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tup
     rules = {
         "reportAny": uses_any,
         "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
-        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods),
+        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods)
+        or any(c.replace.override_ignore for c in mod.classes if c.replace),
         "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
         "reportUnannotatedClassAttribute": bool(mod.classes),
-        "reportUnusedParameter": bool(mod.functions or methods),
+        "reportUnusedParameter": bool(mod.functions or methods)
+        or any(c.replace.params for c in mod.classes if c.replace),
     }
     return [rule for rule in PYRIGHT_RULES_OFF if rules[rule]]
 
 
 def _overrides(pkg: PackageModel, cls: ClassModel) -> bool:
     """Whether a method of ``cls`` overrides one of a base class (in the package or a --use one)."""
-    if any(m.override_ignore for m in cls.methods):
+    if any(m.override_ignore for m in cls.methods) or (cls.replace is not None and cls.replace.overrides):
         return True
     inherited: set[str] = set()
     key = cls.base_key
@@ -388,6 +420,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         type_imports=typing_only,
         all_names=all_names,
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
+        result_doc=_result_doc,
         uses_missing=uses_missing,
         mypy_disabled_codes=_mypy_disabled_codes(mod),
         pyright_header=pyright_header(_pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),

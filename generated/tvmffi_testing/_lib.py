@@ -16,7 +16,7 @@ import tvmffi_runtime as _rt
 from tvmffi_runtime import gen as _gen
 
 #: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.gen.API_LEVEL``).
-API_LEVEL = 3
+API_LEVEL = 4
 _RUNTIME_API_LEVEL: int = getattr(_gen, "API_LEVEL", 1)  # runtimes from before API levels: 1
 if _RUNTIME_API_LEVEL < API_LEVEL:
     raise ImportError(

@@ -86,6 +86,7 @@ def libtvm_ffi_version() -> tuple[int, int, int]:
 
 
 from . import gen  # noqa: E402  (support for generated packages)
+from .records import FieldDescription, fields, replace  # noqa: E402
 from .structural import (  # noqa: E402
     UNCHANGED,
     DefRegionKind,
@@ -106,6 +107,7 @@ from .structural import (  # noqa: E402
     structural_walk,
 )
 
+__all__ += ["FieldDescription", "fields", "replace"]
 __all__ += [
     "UNCHANGED",
     "DefRegionKind",

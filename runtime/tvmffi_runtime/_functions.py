@@ -42,15 +42,27 @@ _CO_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect at package i
 
 class _KeywordBinder:
     """Puts a call's keyword arguments in order by the generated def's signature (the native
-    function takes positional arguments only); ``inspect`` is imported on the first such call."""
+    function takes positional arguments only, and the def has no defaults). A call that gives
+    each remaining parameter once by name is put in order directly; any other call (an error)
+    is bound by ``inspect`` (imported then) for its wording."""
 
-    __slots__ = ("_f", "_sig")
+    __slots__ = ("_f", "_names", "_posonly", "_sig")
 
     def __init__(self, f: Callable[..., Any]) -> None:
+        code = f.__code__
         self._f = f
+        self._names: tuple[str, ...] = code.co_varnames[: code.co_argcount]
+        self._posonly = code.co_posonlyargcount
         self._sig: Any = None
 
     def __call__(self, *args: object, **kwargs: object) -> tuple[object, ...]:
+        n = len(args)
+        rest = self._names[n:]
+        if n >= self._posonly and len(kwargs) == len(rest):
+            try:
+                return args + tuple([kwargs[name] for name in rest])
+            except KeyError:
+                pass  # a name the def does not take: inspect words the error
         if self._sig is None:
             import inspect
 
@@ -181,7 +193,7 @@ def module_function(lib_module: str, name: str) -> Callable[..., Any]:
 
 
 # -- decorators (API level 3): the def is the signature, the native function is the body -----
-def _native(slow: GlobalFunction, f: _F) -> _F:
+def _native(slow: GlobalFunction, f: _F, result: type[tuple[Any, ...]] | None = None) -> _F:
     code = f.__code__
     if f.__defaults__ or f.__kwdefaults__ or code.co_kwonlyargcount:
         raise TypeError(
@@ -190,12 +202,26 @@ def _native(slow: GlobalFunction, f: _F) -> _F:
     kwbind = _KeywordBinder(f) if code.co_argcount > code.co_posonlyargcount else None
     fn = _fast(slow, kwbind, -1 if code.co_flags & _CO_VARARGS else code.co_argcount)
     functools.update_wrapper(fn, f)
+    if result is not None:
+        fn = functools.update_wrapper(_named_result(fn, result), f)
     return fn  # type: ignore[return-value]
 
 
-def registry_function(name: str) -> Callable[[_F], _F]:
-    """Decorator: the def becomes the global function ``name`` (looked up on first call)."""
-    return lambda f: _native(GlobalFunction(name), f)
+def _named_result(fn: Callable[..., Any], result: type[tuple[Any, ...]]) -> Callable[..., Any]:
+    """``fn`` returning its tuple result (an Array) as the named tuple class ``result``: one
+    Python frame more, on these functions only."""
+    make: Callable[[Any], Any] = getattr(result, "_make")  # noqa: B009 (a NamedTuple's)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return make(fn(*args, **kwargs))
+
+    return call
+
+
+def registry_function(name: str, result: type[tuple[Any, ...]] | None = None) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the global function ``name`` (looked up on first call);
+    ``result``: a named tuple class its tuple result is returned as."""
+    return lambda f: _native(GlobalFunction(name), f, result)
 
 
 def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
@@ -203,6 +229,9 @@ def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
     return lambda f: _native(TypeMethod(type_key, name), f)
 
 
-def exported_function(lib_module: str, name: str) -> Callable[[_F], _F]:
-    """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports."""
-    return lambda f: _native(ModuleFunction(lib_module, name), f)
+def exported_function(
+    lib_module: str, name: str, result: type[tuple[Any, ...]] | None = None
+) -> Callable[[_F], _F]:
+    """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports;
+    ``result`` as for :func:`registry_function`."""
+    return lambda f: _native(ModuleFunction(lib_module, name), f, result)

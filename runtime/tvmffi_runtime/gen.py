@@ -48,6 +48,7 @@ from ._functions import (
     registry_function,
     registry_method,
 )
+from .records import KEEP, replace_method
 from .structural import UNCHANGED, default_hook
 
 if TYPE_CHECKING:
@@ -58,13 +59,17 @@ if TYPE_CHECKING:
 #: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
 #: Level 3: functions and methods are decorated defs (``registry_function``,
 #: ``registry_method``, ``exported_function``).
-API_LEVEL = 3
+#: Level 4: ``replace`` methods (``replace_method``, ``KEEP``); ``register`` records the fields;
+#: ``registry_function``/``exported_function`` take ``result=`` (a named tuple class).
+API_LEVEL = 4
 
 __all__ = [
     "API_LEVEL",
     "FIELD_KINDS",
     "IN_PLACE_FIELD_KINDS",
     "MISSING",
+    "KEEP",
+    "replace_method",
     "GlobalFunction",
     "TypeMethod",
     "global_function",
@@ -284,6 +289,8 @@ def register(
 
     def decorate(cls: _ClsT) -> _ClsT:
         declared = {a: v for a, v in vars(cls).items() if isinstance(v, UnboundField)}
+        # the fields in declaration order, (attribute, registry name), for records.fields()
+        cls._ffi_fields = tuple((a, f.name or a) for a, f in declared.items())  # type: ignore[attr-defined]
         if declared:
             in_memory = {f.name or a: f.offset for a, f in declared.items() if f.offset is not None}
             if in_memory:

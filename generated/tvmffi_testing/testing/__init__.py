@@ -6,12 +6,17 @@
 # (checkers use its declared type) and what a namespace's module __getattr__ returns (a subpackage
 # imported on first use):
 # pyright: reportAny=false
+# Members override where the library's types do (typing.override needs Python 3.12):
+# pyright: reportImplicitOverride=false
 # Each __init__ builds its object with the type's native __ffi_init__, not with the base class's
 # __init__:
 # pyright: reportMissingSuperCall=false
-# Classes declare ``__slots__ = ()`` only to keep their instances free of a __dict__:
+# Classes declare ``__slots__ = ()`` only to keep their instances free of a __dict__, and
+# ``__match_args__`` and ``__replace__`` as dataclasses do (pattern matching reads the inferred
+# literal types):
 # pyright: reportUnannotatedClassAttribute=false
-# Native functions and methods are declared by stubs: their decorators supply the bodies:
+# Native functions and methods (and ``replace``) are declared by stubs: their decorators supply the
+# bodies:
 # pyright: reportUnusedParameter=false
 """Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
 
@@ -158,6 +163,31 @@ class SchemaAllTypes(_rt.Object):
         """
         ...
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_bool: bool = _gen.KEEP,
+        v_int: int = _gen.KEEP,
+        v_float: float = _gen.KEEP,
+        v_device: _rt.Device = _gen.KEEP,
+        v_dtype: _rt.DataType | str = _gen.KEEP,
+        v_string: str = _gen.KEEP,
+        v_bytes: bytes = _gen.KEEP,
+        v_opt_int: int | None = _gen.KEEP,
+        v_opt_str: str | None = _gen.KEEP,
+        v_arr_int: _abc.Sequence[int] = _gen.KEEP,
+        v_arr_str: _abc.Sequence[str] = _gen.KEEP,
+        v_map_str_int: _abc.Mapping[str, int] = _gen.KEEP,
+        v_map_str_arr_int: _abc.Mapping[str, _abc.Sequence[int]] = _gen.KEEP,
+        v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _gen.KEEP,
+        v_opt_arr_variant: _abc.Sequence[int | str] | None = _gen.KEEP,
+    ) -> SchemaAllTypes:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCompare")
 class TestCompare(_rt.Object):
@@ -178,6 +208,19 @@ class TestCompare(_rt.Object):
         """Construct through ``testing.TestCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCompare", (_0, _1, _2))
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        key: int = _gen.KEEP,
+        name: str = _gen.KEEP,
+        ignored_field: int = _gen.KEEP,
+    ) -> TestCompare:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
@@ -194,6 +237,13 @@ class TestCustomCompare(_rt.Object):
     def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomCompare", (_0, _1))
+
+    @_gen.replace_method
+    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestCustomCompare:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestCustomHash")
@@ -212,12 +262,20 @@ class TestCustomHash(_rt.Object):
         """Construct through ``testing.TestCustomHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestCustomHash", (_0, _1))
 
+    @_gen.replace_method
+    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestCustomHash:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInit")
 class TestCxxAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInit``."""
 
     __slots__ = ()
+    __match_args__ = ("a", "d")
 
     a: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.a``."""
@@ -241,6 +299,20 @@ class TestCxxAutoInit(_rt.Object):
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        a: int = _gen.KEEP,
+        b: int = _gen.KEEP,
+        c: int = _gen.KEEP,
+        d: int = _gen.KEEP,
+    ) -> TestCxxAutoInit:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
@@ -261,12 +333,26 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        x: int = _gen.KEEP,
+        y: int = _gen.KEEP,
+        z: int = _gen.KEEP,
+    ) -> TestCxxAutoInitAllInitOff:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInitKwOnlyDefaults")
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
 
     __slots__ = ()
+    __match_args__ = ("p_required", "p_default")
 
     p_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
@@ -303,12 +389,28 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        p_required: int = _gen.KEEP,
+        p_default: int = _gen.KEEP,
+        k_required: int = _gen.KEEP,
+        k_default: int = _gen.KEEP,
+        hidden: int = _gen.KEEP,
+    ) -> TestCxxAutoInitKwOnlyDefaults:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
 
     __slots__ = ()
+    __match_args__ = ("parent_required", "parent_default")
 
     parent_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
@@ -331,12 +433,25 @@ class TestCxxAutoInitParent(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        parent_required: int = _gen.KEEP,
+        parent_default: int = _gen.KEEP,
+    ) -> TestCxxAutoInitParent:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
 
     __slots__ = ()
+    __match_args__ = ("x", "y")
 
     x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
@@ -348,12 +463,20 @@ class TestCxxAutoInitSimple(_rt.Object):
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
+    @_gen.replace_method
+    def replace(self, *, x: int = _gen.KEEP, y: int = _gen.KEEP) -> TestCxxAutoInitSimple:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxClassBase")
 class TestCxxClassBase(_rt.Object):
     """Registry type: ``testing.TestCxxClassBase``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64", "v_i32")
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassBase.v_i64``."""
@@ -365,12 +488,20 @@ class TestCxxClassBase(_rt.Object):
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
 
+    @_gen.replace_method
+    def replace(self, *, v_i64: int = _gen.KEEP, v_i32: int = _gen.KEEP) -> TestCxxClassBase:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxClassHiddenField")
 class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64", "v_i32")
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
@@ -389,12 +520,25 @@ class TestCxxClassHiddenField(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_i64: int = _gen.KEEP,
+        v_i32: int = _gen.KEEP,
+    ) -> TestCxxClassHiddenField:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64",)
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
@@ -403,12 +547,20 @@ class TestCxxClassPolymorphic(_rt.Object):
         """Reflected auto-init: omitted arguments take the native defaults."""
         _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
+    @_gen.replace_method
+    def replace(self, *, v_i64: int = _gen.KEEP) -> TestCxxClassPolymorphic:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxEnumHolder")
 class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
     __slots__ = ()
+    __match_args__ = ("priority", "opcode")
 
     priority: _gen.Field[TestCxxIntEnum, TestCxxIntEnum] = _gen.field(
         "object", 24, write="registry"
@@ -429,12 +581,25 @@ class TestCxxEnumHolder(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        priority: TestCxxIntEnum = _gen.KEEP,
+        opcode: TestCxxStrEnum = _gen.KEEP,
+    ) -> TestCxxEnumHolder:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
 
     __slots__ = ()
+    __match_args__ = ("required_field",)
 
     required_field: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.required_field``."""
@@ -454,6 +619,19 @@ class TestCxxInitSubset(_rt.Object):
                 ("required_field", required_field),
             ),
         )
+
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        required_field: int = _gen.KEEP,
+        optional_field: int = _gen.KEEP,
+        note: str = _gen.KEEP,
+    ) -> TestCxxInitSubset:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestCxxKwOnly")
@@ -494,6 +672,20 @@ class TestCxxKwOnly(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        x: int = _gen.KEEP,
+        y: int = _gen.KEEP,
+        z: int = _gen.KEEP,
+        w: int = _gen.KEEP,
+    ) -> TestCxxKwOnly:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
@@ -511,12 +703,20 @@ class TestCxxNoAutoInit(_rt.Object):
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
         _gen.not_constructible(self, "testing.TestCxxNoAutoInit")
 
+    @_gen.replace_method
+    def replace(self, *, x: int = _gen.KEEP, y: int = _gen.KEEP) -> TestCxxNoAutoInit:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestDeepCopyEdges")
 class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
     __slots__ = ()
+    __match_args__ = ("v_any", "v_obj")
 
     v_any: _gen.Field[_t.Any, _t.Any] = _gen.field("any", 24, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
@@ -535,6 +735,18 @@ class TestDeepCopyEdges(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_any: _t.Any = _gen.KEEP,
+        v_obj: _rt.Object = _gen.KEEP,
+    ) -> TestDeepCopyEdges:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
@@ -552,6 +764,13 @@ class TestEqWithoutHash(_rt.Object):
         """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestEqWithoutHash", (_0, _1))
 
+    @_gen.replace_method
+    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestEqWithoutHash:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestFrozenCxx", constructible=False)
 class TestFrozenCxx(_rt.Object):
@@ -562,6 +781,13 @@ class TestFrozenCxx(_rt.Object):
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
         _gen.not_constructible(self, "testing.TestFrozenCxx")
+
+    @_gen.replace_method
+    def replace(self) -> TestFrozenCxx:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestHash")
@@ -582,6 +808,19 @@ class TestHash(_rt.Object):
     def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestHash.__ffi_init__``."""
         _gen.construct(self, "testing.TestHash", (_0, _1, _2))
+
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        key: int = _gen.KEEP,
+        name: str = _gen.KEEP,
+        hash_ignored: int = _gen.KEEP,
+    ) -> TestHash:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestIntPair")
@@ -605,6 +844,13 @@ class TestIntPair(_rt.Object):
         """Method to compute sum of a and b. Registry method: ``testing.TestIntPair.sum``."""
         ...
 
+    @_gen.replace_method
+    def replace(self, *, a: int = _gen.KEEP, b: int = _gen.KEEP) -> TestIntPair:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
@@ -619,12 +865,20 @@ class TestNonCopyable(_rt.Object):
         """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
         _gen.construct(self, "testing.TestNonCopyable", (_0,))
 
+    @_gen.replace_method
+    def replace(self, *, value: int = _gen.KEEP) -> TestNonCopyable:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestObjectBase")
 class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64", "v_f64", "v_str")
 
     v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
     """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
@@ -657,12 +911,26 @@ class TestObjectBase(_rt.Object):
         """add_i64 method. Registry method: ``testing.TestObjectBase.add_i64``."""
         ...
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_i64: int = _gen.KEEP,
+        v_f64: float = _gen.KEEP,
+        v_str: str = _gen.KEEP,
+    ) -> TestObjectBase:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
     __slots__ = ()
+    __match_args__ = ("value", "optional_value")
 
     value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field("object", 24, write="registry")
     """Registry field: ``testing.TestObjectPtrHolder.value``."""
@@ -686,6 +954,18 @@ class TestObjectPtrHolder(_rt.Object):
                 ("optional_value", optional_value),
             ),
         )
+
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        value: TestObjectBase = _gen.KEEP,
+        optional_value: TestObjectBase | None = _gen.KEEP,
+    ) -> TestObjectPtrHolder:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestUnregisteredBaseObject")
@@ -712,6 +992,13 @@ class TestUnregisteredBaseObject(_rt.Object):
         """
         ...
 
+    @_gen.replace_method
+    def replace(self, *, v1: int = _gen.KEEP) -> TestUnregisteredBaseObject:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
@@ -726,12 +1013,20 @@ class TestVisitHook(_rt.Object):
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
         _gen.not_constructible(self, "testing.TestVisitHook")
 
+    @_gen.replace_method
+    def replace(self, *, child: _rt.Object = _gen.KEEP) -> TestVisitHook:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestVisitRegions")
 class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
     __slots__ = ()
+    __match_args__ = ("simple", "pattern", "ordinary")
 
     simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
@@ -759,12 +1054,26 @@ class TestVisitRegions(_rt.Object):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        simple: int = _gen.KEEP,
+        pattern: int = _gen.KEEP,
+        ordinary: int = _gen.KEEP,
+    ) -> TestVisitRegions:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxAutoInitChild")
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
     __slots__ = ()
+    __match_args__ = ("parent_required", "child_required", "parent_default")
 
     child_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
@@ -792,12 +1101,27 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        parent_required: int = _gen.KEEP,
+        parent_default: int = _gen.KEEP,
+        child_required: int = _gen.KEEP,
+        child_kw_only: int = _gen.KEEP,
+    ) -> TestCxxAutoInitChild:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")
 
     v_f64: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
     """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
@@ -824,6 +1148,20 @@ class TestCxxClassDerived(TestCxxClassBase):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_i64: int = _gen.KEEP,
+        v_i32: int = _gen.KEEP,
+        v_f64: float = _gen.KEEP,
+        v_f32: float = _gen.KEEP,
+    ) -> TestCxxClassDerived:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestEnumVariant", constructible=False)
 class TestEnumVariant(_rt.Enum):
@@ -844,6 +1182,7 @@ class TestObjectDerived(TestObjectBase):
     """Registry type: ``testing.TestObjectDerived``."""
 
     __slots__ = ()
+    __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")
 
     v_map: _gen.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _gen.field(
         "object", 56, write="registry"
@@ -876,6 +1215,21 @@ class TestObjectDerived(TestObjectBase):
             ),
         )
 
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_i64: int = _gen.KEEP,
+        v_f64: float = _gen.KEEP,
+        v_str: str = _gen.KEEP,
+        v_map: _abc.Mapping[_t.Any, _t.Any] = _gen.KEEP,
+        v_array: _abc.Sequence[_t.Any] = _gen.KEEP,
+    ) -> TestObjectDerived:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
@@ -901,12 +1255,20 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         """
         ...
 
+    @_gen.replace_method
+    def replace(self, *, v1: int = _gen.KEEP, v2: int = _gen.KEEP) -> TestUnregisteredObject:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
+
 
 @_gen.register("testing.TestCxxClassDerivedDerived")
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
     __slots__ = ()
+    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")
 
     v_str: _gen.Field[str, str] = _gen.field("any", 56, write="registry")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
@@ -936,6 +1298,22 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
                 ("v_str", v_str),
             ),
         )
+
+    @_gen.replace_method
+    def replace(
+        self,
+        *,
+        v_i64: int = _gen.KEEP,
+        v_i32: int = _gen.KEEP,
+        v_f64: float = _gen.KEEP,
+        v_f32: float = _gen.KEEP,
+        v_str: str = _gen.KEEP,
+        v_bool: bool = _gen.KEEP,
+    ) -> TestCxxClassDerivedDerived:
+        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        ...
+
+    __replace__ = replace
 
 
 @_gen.register("testing.TestCxxIntEnum", constructible=False)
