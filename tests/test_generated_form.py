@@ -52,7 +52,7 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
     assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 4"), message
-    assert "supports level 3" in message and "upgrade the tvmffi-runtime distribution" in message
+    assert "supports level 3" in message and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
 
 
 @PATHS

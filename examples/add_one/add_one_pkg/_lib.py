@@ -21,8 +21,8 @@ _RUNTIME_API_LEVEL: int = getattr(_gen, "API_LEVEL", 1)  # runtimes from before 
 if _RUNTIME_API_LEVEL < API_LEVEL:
     raise ImportError(
         f"add_one_pkg was generated for tvmffi-runtime API level {API_LEVEL}, but the installed"
-        + f" tvmffi-runtime supports level {_RUNTIME_API_LEVEL}: upgrade the tvmffi-runtime"
-        + " distribution (pip install -U tvmffi-runtime)"
+        + f" tvmffi-runtime supports level {_RUNTIME_API_LEVEL}: install the tvmffi-runtime"
+        + " distribution of the tvmffi-gen that generated it (its runtime/ folder)"
     )
 
 LIBRARY_ENV = "ADD_ONE_PKG_LIBRARY"
