@@ -36,7 +36,7 @@ from tvmffi_gen.verify import run_mypy, run_pyright
 CONFIG = {"n_namespaces": 3, "types_per_ns": 8, "funcs_per_ns": 24, "seed": 0}
 PKG = "bigpkg"
 
-# Registry short names whose Python names the README's naming rule changes.
+# Registry short names whose Python names the naming rule (docs/generated-packages.md) changes.
 RENAMED_FUNCTIONS = {
     "T0": "T0_",  # collides with the class big.ns<i>.T0 (classes claim first)
     "sub": "sub_",  # collides with the subpackage big.ns<i>.sub (subpackages claim first)

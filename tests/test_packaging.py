@@ -145,7 +145,7 @@ def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks
     (pkg_wheel,) = (tmp_path / "dist").glob("tvmffitest_pkg-*.whl")
     assert not pkg_wheel.name.endswith("-none-any.whl"), pkg_wheel.name  # it bundles a native library
     user_python = _fresh_venv(tmp_path / "user-venv")
-    # the runtime is not on PyPI: pip finds it beside the runtime wheel (the README's way)
+    # the runtime is not on PyPI: pip finds it beside the runtime wheel (runtime/README.md's way)
     _pip_install(user_python, "--find-links", str(wheels["runtime"].parent), str(pkg_wheel))
     shutil.rmtree(work)  # nothing of the generation run is left to find
 

@@ -57,7 +57,7 @@ def _check(root: Path, program: Path) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------------------------
-# the user's program: what the README's example of a pass shows
+# the user's program: what docs/generated-packages.md's example of a pass shows
 # --------------------------------------------------------------------------------------------
 FOLDER = '''\
 """Constant folding over foldpkg's IR: match, replace, fields() and a keyword call."""
