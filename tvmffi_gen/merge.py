@@ -1,6 +1,6 @@
 """Keep user code across regeneration (libcst).
 
-Convention (stated in the README): users may add their own members to generated classes and
+Convention (stated in docs/generated-packages.md): users may add their own members to generated classes and
 modules — methods, operators, properties, helpers, imports, module-level code. Members the
 generator wrote are replaced from the registry on every run; the user's members stay where they
 were (after the same neighbour). The manifest records which members of each file the generator
