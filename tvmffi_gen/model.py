@@ -11,6 +11,7 @@ import keyword
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from . import __version__
 from .docparams import documented_param_names, documented_result_names
@@ -62,12 +63,36 @@ class GenerationError(RuntimeError):
     """The snapshot cannot be turned into a package; the message names what is at fault."""
 
 
+#: How a parameter is passed: ``posonly`` (before ``/``), ``normal`` (by position or keyword),
+#: ``kwonly`` (after ``*``), or ``varargs``: the lone ``*args: Any`` of an ``__ffi_init__`` whose
+#: schema is unreadable (rendered as ``*args``; its name and annotation are not used).
+ParamKind = Literal["posonly", "normal", "kwonly", "varargs"]
+#: How a class is built: ``method`` (the type's ``__ffi_init__``), ``auto`` (reflected auto-init)
+#: or ``none`` (not constructible from Python).
+InitKind = Literal["method", "auto", "none"]
+#: How a writable field is written: in object memory, or through the registry's setter.
+FieldWrite = Literal["in_place", "registry"]
+
+
+@dataclass(frozen=True)
+class KeyRef:
+    """A registry type generated as a class, before it is spelled in a module: by this package,
+    or (``used``) by a ``--use`` package. Spelling it records the import it needs."""
+
+    type_key: str
+    used: bool = False
+
+
+#: What a type key resolves to: a generated class, or a runtime class expression (``_rt.Object``).
+Target = KeyRef | str
+
+
 @dataclass
 class Param:
     name: str
     annotation: str
     default: str | None = None  # Python source of the default, if any
-    kind: str = "posonly"  # posonly | normal | kwonly
+    kind: ParamKind = "posonly"
     reg_name: str = ""  # name passed to the native init (auto-init)
 
     def render(self) -> str:
@@ -142,7 +167,7 @@ class FieldModel:
     writable: bool
     doc: str
     kind: str | None  # layout read from memory by ``_gen.field`` (None: ``_gen.registry_field``)
-    write: str | None  # None (read-only), "in_place" or "registry"
+    write: FieldWrite | None  # None: read-only
     offset: int
     accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
@@ -165,7 +190,7 @@ class MethodModel:
 
 @dataclass
 class InitModel:
-    kind: str  # "method" | "auto" | "none"
+    kind: InitKind
     params: list[Param]
     doc: str
 
@@ -186,7 +211,7 @@ class ClassModel:
     name: str
     type_key: str
     namespace: Namespace
-    base: str
+    base: str  # the base class expression in the class's module (set with the class body)
     base_key: str | None
     doc: str
     fields: list[FieldModel] = field(default_factory=list)
@@ -331,6 +356,7 @@ class _Builder:
         self.functions = [f for f in snap.functions if self._keep(f.name)]
         self.modules: dict[Namespace, ModuleModel] = {}
         self.classes: dict[str, ClassModel] = {}
+        self._bases: dict[str, Target] = {}  # type key -> its base, spelled with the class body
         self.external = dict(snap.external_types)
         for t in snap.types:
             if t.type_key not in self.types:
@@ -377,6 +403,7 @@ class _Builder:
             mod = self.modules[ns]
             t = self.types[key]
             nearest, base_key = self._base_of(t)
+            self._bases[key] = nearest
             cls = ClassModel(
                 name=mod.scope.claim(short),
                 type_key=key,
@@ -386,7 +413,6 @@ class _Builder:
                 doc=_doc(t.doc, f"Registry type: ``{key}``."),
                 depth=len(t.ancestors),
             )
-            cls.base = nearest
             self.classes[key] = cls
             mod.classes.append(cls)
         # then functions
@@ -420,13 +446,14 @@ class _Builder:
             used_packages=self.used_packages,
         )
 
-    def _base_of(self, t: TypeSnap) -> tuple[str, str | None]:
-        """Base class expression: the nearest ancestor in the package, else a runtime class."""
+    def _base_of(self, t: TypeSnap) -> tuple[Target, str | None]:
+        """Base class (and its key, if in the package): the nearest ancestor in the package or
+        a ``--use`` one, else a runtime class."""
         for anc in reversed(t.ancestors):
             if anc in self.types:
-                return f"@{anc}", anc
+                return KeyRef(anc), anc
             if anc in self.used:
-                return f"%{anc}", None
+                return KeyRef(anc, used=True), None
             if anc in _RUNTIME_BASES:
                 return _RUNTIME_BASES[anc], None
         return "_rt.Object", None
@@ -448,22 +475,18 @@ class _Builder:
             target = self._resolve_key(key)
             if target is None:
                 return None
-            if target.startswith("%"):
-                return self.used_ref(target[1:], mod)
-            if not target.startswith("@"):
-                return target
-            return self.class_ref(target[1:], mod, runtime=False, member_names=member_names)
+            return self.spell(target, mod, runtime=False, member_names=member_names)
 
         return Annotator(resolve_object=resolve, warn=self.warn, context=context)
 
-    def _resolve_key(self, key: str) -> str | None:
-        """``@type_key`` of a package class, a runtime class expression, or None if unknown."""
+    def _resolve_key(self, key: str) -> Target | None:
+        """The class of ``key`` (or of its nearest known ancestor), or None if unknown."""
         from .typemap import RUNTIME_CLASSES
 
         if key in self.types:
-            return f"@{key}"
+            return KeyRef(key)
         if key in self.used:
-            return f"%{key}"
+            return KeyRef(key, used=True)
         if key in RUNTIME_CLASSES:
             return RUNTIME_CLASSES[key]
         if key in _RUNTIME_BASES:
@@ -473,14 +496,22 @@ class _Builder:
             return None
         for anc in reversed(ancestors):
             if anc in self.types:
-                return f"@{anc}"
+                return KeyRef(anc)
             if anc in self.used:
-                return f"%{anc}"
+                return KeyRef(anc, used=True)
             if anc in RUNTIME_CLASSES:
                 return RUNTIME_CLASSES[anc]
             if anc in _RUNTIME_BASES:
                 return _RUNTIME_BASES[anc]
         return "_rt.Object"
+
+    def spell(self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
+        """``target`` as ``mod`` spells it, recording the import that needs."""
+        if isinstance(target, str):
+            return target
+        if target.used:
+            return self.used_ref(target.type_key, mod)
+        return self.class_ref(target.type_key, mod, runtime, member_names)
 
     def class_ref(self, key: str, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
         cls = self.classes[key]
@@ -606,10 +637,7 @@ class _Builder:
 
     def _class_body(self, t: TypeSnap, cls: ClassModel) -> None:
         mod = self.modules[cls.namespace]
-        if cls.base.startswith("@"):
-            cls.base = self.class_ref(cls.base[1:], mod, runtime=True)
-        elif cls.base.startswith("%"):
-            cls.base = self.used_ref(cls.base[1:], mod)
+        cls.base = self.spell(self._bases[cls.type_key], mod, runtime=True)
         inherited_fields, inherited_methods = self._inherited(cls)
         from_used = self.used_members(t)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS
@@ -684,7 +712,7 @@ class _Builder:
             kind = "object"  # an ObjectRef: one pointer, null for None
         elif kind is None and f.size == 16 and ref.key in ("ffi.String", "ffi.Bytes", "Any"):
             kind = "any"  # laid out as a TVMFFIAny
-        write = None
+        write: FieldWrite | None = None
         if f.writable:
             # in place as the registry setter would, unless the setter is a function of its own
             in_place = kind in _IN_PLACE_KINDS and not f.flags & _SETTER_IS_FUNCTION
