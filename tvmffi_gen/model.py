@@ -15,6 +15,7 @@ from typing import Literal
 
 from . import __version__
 from .docparams import documented_param_names, documented_result_names
+from .layout import fit, fits
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 Namespace = tuple[str, ...]
-LINE_LENGTH = 99
 
 # Fields read straight from object memory by a runtime descriptor (``_gen.field``), by layout:
 # POD fields by (static type index, size, schema); an ObjectRef is one pointer; String, Bytes
@@ -118,29 +118,9 @@ def render_params(params: list[Param], first: str | None = None) -> list[str]:
     return items
 
 
-def signature_lines(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
+def signature_lines(prefix: str, items: list[str], ret: str, indent: str, comment: str = "") -> list[str]:
     """``def name(a, b) -> R:`` on one line when it fits, else one parameter per line."""
-    one = f"{indent}{prefix}({', '.join(items)}) -> {ret}:"
-    if len(one) <= LINE_LENGTH:
-        return [one]
-    lines = [f"{indent}{prefix}("]
-    lines += [f"{indent}    {item}," for item in items]
-    lines.append(f"{indent}) -> {ret}:")
-    return lines
-
-
-def docstring_lines(text: str, indent: str) -> list[str]:
-    """A docstring as source lines (escaped, trailing spaces stripped)."""
-    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip("\n")
-    raw = [line.rstrip() for line in body.splitlines()] or [""]
-    while raw and not raw[-1]:
-        raw.pop()
-    if len(raw) == 1 and len(indent) + len(raw[0]) + 6 <= LINE_LENGTH:
-        return [f'{indent}"""{raw[0]}"""']
-    out = [f'{indent}"""{raw[0]}']
-    out += [f"{indent}{line}" if line else "" for line in raw[1:]]
-    out.append(f'{indent}"""')
-    return out
+    return fit(f"{prefix}(", items, f") -> {ret}:", indent, comment=comment)
 
 
 def _doc(text: str, registry_line: str) -> str:
@@ -153,7 +133,7 @@ def _doc(text: str, registry_line: str) -> str:
     if "\n" not in text:
         sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
         joined = f"{sentence} {registry_line}"
-        if len('    """"""') + len(joined) <= LINE_LENGTH:
+        if fits(f'    """{joined}"""'):
             return joined
     return f"{text}\n\n{registry_line}"
 

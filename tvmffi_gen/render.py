@@ -15,15 +15,14 @@ from importlib import resources
 
 import jinja2
 
+from .layout import LINE_LENGTH, broken, docstring_lines, filled, fit, fits
 from .model import (
-    LINE_LENGTH,
     ClassModel,
     FieldModel,
     FunctionModel,
     MethodModel,
     ModuleModel,
     PackageModel,
-    docstring_lines,
     render_params,
     signature_lines,
 )
@@ -84,24 +83,16 @@ def q(text: str) -> str:
 
 
 def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
-    lines = signature_lines(prefix, items, ret, indent)
-    if ignore_override:
-        # mypy reports an incompatible override on the line of the ``def`` (a property over a
-        # base class's field also as [misc]: a read-only property over a writable attribute)
-        lines[0] += "  # type: ignore[override, misc]"
-    return lines
+    # mypy reports an incompatible override on the line of the ``def`` (a property over a base
+    # class's field also as [misc]: a read-only property over a writable attribute)
+    comment = "  # type: ignore[override, misc]" if ignore_override else ""
+    return signature_lines(prefix, items, ret, indent, comment)
 
 
 def _stub(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
     """A method declared for type checkers and IDEs (``def f(...) -> R: ...``), on one line when
     it fits."""
-    one = f"{indent}{prefix}({', '.join(items)}) -> {ret}: ..."
-    if len(one) <= LINE_LENGTH:
-        return [one]
-    inner = f"{indent}    {', '.join(items)}"
-    if len(inner) <= LINE_LENGTH:
-        return [f"{indent}{prefix}(", inner, f"{indent}) -> {ret}: ..."]
-    return [f"{indent}{prefix}(", *[f"{indent}    {item}," for item in items], f"{indent}) -> {ret}: ..."]
+    return fit(f"{prefix}(", items, f") -> {ret}: ...", indent, inner_line=True)
 
 
 def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
@@ -125,34 +116,22 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
     ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
-    head = f"    {f.name}: {ann} = {call}"
-    line = f"{head}{', '.join(args)}){ignore}"
-    if len(line) - len(ignore) <= LINE_LENGTH:
-        return [line]
-    if len(head) <= LINE_LENGTH:
-        lines = [head + ignore]
-    else:  # the annotation alone is too long: its parameters go on their own line(s)
-        inner_ann = f"        {', '.join(ann_args)}"
-        ann_lines = [inner_ann] if len(inner_ann) <= LINE_LENGTH else [f"        {a}," for a in ann_args]
-        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines]
-        tail = f"    ]{ann_tail} = {call}{', '.join(args)})"
-        if len(tail) <= LINE_LENGTH:
-            return [*lines, tail]
-        lines.append(f"    ]{ann_tail} = {call}")
-    inner = f"        {', '.join(args)}"
-    if len(inner) <= LINE_LENGTH:
-        return [*lines, inner, "    )"]
-    return [*lines, *[f"        {a}," for a in args], "    )"]
+    head = f"{f.name}: {ann} = {call}"
+    if fits(f"    {head}"):
+        return fit(head, args, ")", "    ", inner_line=True, comment=ignore)
+    # the annotation alone is too long: its parameters go on their own line(s)
+    lines = broken(f"{f.name}: {ann_name}[", ann_args, f"]{ann_tail} = {call}", "    ", inner_line=True)
+    lines[0] += ignore
+    *lines, assign = lines
+    return [*lines, *fit(assign.strip(), args, ")", "    ", inner_line=True)]
 
 
 def _match_args_line(cls: ClassModel) -> str:
     """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
     narrow what ``case C(x, y)`` captures to the fields' types."""
     assert cls.match_args is not None
-    line = f"    __match_args__ = {_tuple([q(n) for n in cls.match_args])}"
-    if len(line) <= LINE_LENGTH:
-        return line.strip()
-    return "\n".join(["__match_args__ = (", *[f"        {q(n)}," for n in cls.match_args], "    )"])
+    lines = fit("__match_args__ = (", [q(n) for n in cls.match_args], ")", "    ", one_tuple=True)
+    return "\n".join(lines).strip()
 
 
 def _replace_signature(cls: ClassModel) -> list[str]:
@@ -171,10 +150,7 @@ def _register_line(cls: ClassModel) -> str:
     args = [q(cls.type_key)]
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
-    line = f"@_gen.register({', '.join(args)})"
-    if len(line) <= LINE_LENGTH:
-        return line
-    return "\n".join(["@_gen.register(", *[f"    {a}," for a in args], ")"])
+    return "\n".join(fit("@_gen.register(", args, ")", ""))
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
@@ -219,10 +195,10 @@ def _init_body(cls: ClassModel) -> str:
         return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
     body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
-    if len(body) + 8 <= LINE_LENGTH:
+    if fits(f"        {body}"):
         return body
-    inner = "".join(f"\n                {pair}," for pair in pairs)
-    return f"_gen.construct_auto(\n            self,\n            {q(key)},\n            ({inner}\n            ),\n        )"
+    pairs_item = "\n".join(broken("(", pairs, ")", " " * 12)).strip()
+    return "\n".join(broken("_gen.construct_auto(", ["self", q(key), pairs_item], ")", " " * 8)).strip()
 
 
 def _method_signature(m: MethodModel) -> list[str]:
@@ -235,10 +211,7 @@ def _method_signature(m: MethodModel) -> list[str]:
 def _native_decorator(args: list[str], indent: str) -> list[str]:
     """The decorator that makes the def the native function: ``@_gen.registry_method(key, name)``."""
     call, *rest = args
-    line = f"{indent}@_gen.{call}({', '.join(rest)})"
-    if len(line) <= LINE_LENGTH:
-        return [line]
-    return [f"{indent}@_gen.{call}(", *[f"{indent}    {a}," for a in rest], f"{indent})"]
+    return fit(f"@_gen.{call}(", rest, ")", indent)
 
 
 def _method_decorators(cls: ClassModel, m: MethodModel) -> list[str]:
@@ -408,7 +381,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
-    all_names = mod.exported_names()
+    all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
     uses_missing = any(
         p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params
     )
@@ -418,14 +391,14 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         module_doc=_module_doc(pkg, mod),
         runtime_imports=runtime,
         type_imports=typing_only,
-        all_names=all_names,
+        all_lines=all_lines,
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
         result_doc=_result_doc,
         uses_missing=uses_missing,
         mypy_disabled_codes=_mypy_disabled_codes(mod),
         pyright_header=pyright_header(_pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),
     )
-    return prune_unused_imports(_wrap_all(text))
+    return prune_unused_imports(text)
 
 
 #: The module-level imports every template may emit, by the alias the generated code uses.
@@ -476,26 +449,6 @@ def _used_imports(modules: set[str]) -> list[_Import]:
     from .uses import used_module_alias
 
     return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
-
-
-def _wrap_all(text: str) -> str:
-    """Break an over-long ``__all__ = [...]`` into lines filled with names."""
-    out = []
-    for line in text.split("\n"):
-        if line.startswith("__all__ = [") and len(line) > LINE_LENGTH:
-            names = line[len("__all__ = [") : -1].split(", ")
-            out.append("__all__ = [")
-            row = "   "
-            for n in names:
-                if len(row) + len(n) + 2 > LINE_LENGTH:
-                    out.append(row)
-                    row = "   "
-                row += f" {n},"
-            out.append(row)
-            out.append("]")
-        else:
-            out.append(line)
-    return "\n".join(out)
 
 
 def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> str:
@@ -588,6 +541,15 @@ _BASES = [
 ]
 
 
+def _hook_entry(hook: _Hook) -> list[str]:
+    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long
+    (no trailing comma there: that would make a tuple)."""
+    entry = f'    "{hook.suffix}": {hook.type_expr},'
+    if fits(entry):
+        return [entry]
+    return [f'    "{hook.suffix}": (', f"        {hook.type_expr}", "    ),"]
+
+
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     from .naming import Scope
 
@@ -618,5 +580,5 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
     return prune_unused_imports(env.get_template("visitors.py.jinja").render(
         pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
-        line_length=LINE_LENGTH, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
+        hook_entry=_hook_entry, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
     ))
