@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.model import build_model
+from tvmffi_gen.build import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
 from tvmffi_gen.render import PYRIGHT_RULES_OFF, modules_on_import_cycles, render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
