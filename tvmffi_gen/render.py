@@ -27,7 +27,7 @@ from .model import (
     signature_lines,
 )
 
-__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
+__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
 #: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
@@ -395,53 +395,73 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
         result_doc=_result_doc,
         uses_missing=uses_missing,
+        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
         mypy_disabled_codes=_mypy_disabled_codes(mod),
         pyright_header=pyright_header(_pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),
     )
-    return prune_unused_imports(text)
+    return text
 
 
-#: The module-level imports every template may emit, by the alias the generated code uses.
-STANDARD_IMPORTS = {
-    "_os": "import os as _os",
-    "_ctypes": "import ctypes as _ctypes",
-    "_t": "import typing as _t",
-    "_abc": "from collections import abc as _abc",
-    "_rt": "import tvmffi_runtime as _rt",
-    "_gen": "from tvmffi_runtime import gen as _gen",
-}
+#: The standard imports a generated module may need, by the alias its code uses, in groups (a
+#: blank line between groups; a group none of whose aliases is used is left out whole).
+STANDARD_IMPORTS: list[dict[str, str]] = [
+    {"_os": "import os as _os", "_ctypes": "import ctypes as _ctypes", "_t": "import typing as _t",
+     "_abc": "from collections import abc as _abc"},
+    {"_rt": "import tvmffi_runtime as _rt", "_gen": "from tvmffi_runtime import gen as _gen"},
+]
 
 
-def prune_unused_imports(text: str) -> str:
-    """Drop each standard import whose alias the rest of the module never mentions.
+def standard_import_groups(aliases: set[str]) -> list[list[str]]:
+    """The import lines for ``aliases`` (keys of ``STANDARD_IMPORTS``), by group, empty groups
+    left out."""
+    groups = [[line for alias, line in group.items() if alias in aliases] for group in STANDARD_IMPORTS]
+    return [group for group in groups if group]
 
-    Templates emit the standard imports unconditionally; a module imports only what it uses
-    (pyright strict reports unused imports). An alias counts as used when it appears as a whole
-    word anywhere but on its own import line.
-    """
-    lines = text.split("\n")
-    unused = {
-        line for alias, line in STANDARD_IMPORTS.items()
-        if line in lines and len(re.findall(rf"(?<![\w.]){re.escape(alias)}\b", text)) <= 1
-    }
-    if not unused:
-        return text
-    # a run of removed lines that empties a group (blank lines on both sides) takes one of
-    # those blank lines with it; anywhere else the layout stays as rendered
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        if lines[i] not in unused:
-            kept.append(lines[i])
-            i += 1
-            continue
-        end = i
-        while end < len(lines) and lines[end] in unused:
-            end += 1
-        if kept and kept[-1] == "" and end < len(lines) and lines[end] == "":
-            end += 1
-        i = end
-    return "\n".join(kept)
+
+def _aliases_in(text: str) -> set[str]:
+    """The standard aliases an annotation or expression (model text, not rendered output) names."""
+    return set(re.findall(r"(?<![\w.])(_os|_ctypes|_t|_abc|_rt|_gen)\.", text))
+
+
+def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
+    """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
+    and the helpers above lay it out) and the model's annotations and base classes."""
+    aliases: set[str] = set()
+    texts: list[str] = []
+    for cls in mod.classes:
+        aliases.add("_gen")  # register
+        texts.append(cls.base)
+        if cls.enum_entries:
+            aliases.add("_t")  # ClassVar
+        for f in cls.fields:
+            texts += [f.getter_type, f.setter_type]
+            if f.write is None:
+                aliases.add("_t")  # Final
+        if cls.init is not None:
+            if cls.init.kind == "none":
+                aliases.add("_t")  # NoReturn
+            texts += [p.annotation for p in cls.init.params]
+        for m in cls.methods:
+            texts += [p.annotation for p in m.params] + [m.ret]
+            if not m.typed:
+                aliases.add("_t")
+        if cls.replace is not None:
+            texts += [p.annotation for p in cls.replace.params] + [cls.replace.ret]
+    for fn in mod.functions:
+        aliases.add("_gen")  # the native function's decorator
+        texts += [p.annotation for p in fn.params] + [fn.ret]
+        if not fn.typed:
+            aliases.add("_t")
+        if fn.result is not None:
+            aliases.add("_t")  # NamedTuple
+            texts += [annotation for _, annotation in fn.result.fields]
+    if uses_missing:
+        aliases |= {"_t", "_gen"}
+    if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
+        aliases.add("_t")
+    for text in texts:
+        aliases |= _aliases_in(text)
+    return aliases
 
 
 def _used_imports(modules: set[str]) -> list[_Import]:
@@ -485,11 +505,13 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
         f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
-    return prune_unused_imports(env.get_template("lib.py.jinja").render(
-        api_level=RUNTIME_API_LEVEL,
+    # the level check, finding and loading the library; the Module of its exports
+    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set()) | _aliases_in(recorded) | _aliases_in(bundled)
+    return env.get_template("lib.py.jinja").render(
+        api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
         used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
-    ))
+    )
 
 
 def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path | None = None) -> dict[str, str]:
@@ -578,7 +600,7 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
-    return prune_unused_imports(env.get_template("visitors.py.jinja").render(
+    return env.get_template("visitors.py.jinja").render(
         pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
         hook_entry=_hook_entry, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
-    ))
+    )
