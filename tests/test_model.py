@@ -11,7 +11,8 @@ import pytest
 
 from tvmffi_gen.build import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
-from tvmffi_gen.render import PYRIGHT_RULES_OFF, modules_on_import_cycles, render_package
+from tvmffi_gen.render import render_package
+from tvmffi_gen.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
 from tvmffi_gen.verify import run_mypy, run_pyright
