@@ -210,6 +210,21 @@ class Builder:
 
     def _resolve_key(self, key: str) -> Target | None:
         """The class of ``key`` (or of its nearest known ancestor), or None if unknown."""
+        known = self._known(key)
+        if known is not None:
+            return known
+        ancestors = self.external.get(key)
+        if ancestors is None:
+            return None
+        for anc in reversed(ancestors):
+            known = self._known(anc)
+            if known is not None:
+                return known
+        return "_rt.Object"
+
+    def _known(self, key: str) -> Target | None:
+        """The class of ``key`` if it has one: generated here or by a ``--use`` package, or a
+        runtime class."""
         from .typemap import RUNTIME_CLASSES
 
         if key in self.types:
@@ -218,21 +233,7 @@ class Builder:
             return KeyRef(key, used=True)
         if key in RUNTIME_CLASSES:
             return RUNTIME_CLASSES[key]
-        if key in _RUNTIME_BASES:
-            return _RUNTIME_BASES[key]
-        ancestors = self.external.get(key)
-        if ancestors is None:
-            return None
-        for anc in reversed(ancestors):
-            if anc in self.types:
-                return KeyRef(anc)
-            if anc in self.used:
-                return KeyRef(anc, used=True)
-            if anc in RUNTIME_CLASSES:
-                return RUNTIME_CLASSES[anc]
-            if anc in _RUNTIME_BASES:
-                return _RUNTIME_BASES[anc]
-        return "_rt.Object"
+        return _RUNTIME_BASES.get(key)
 
     def spell(self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
         """``target`` as ``mod`` spells it, recording the import that needs."""

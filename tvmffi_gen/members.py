@@ -5,6 +5,7 @@ against what the ancestors' classes got)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from .builder import Builder
 from .model import (
@@ -54,6 +55,24 @@ def _literal(value: object) -> str | None:
     return None
 
 
+def _claim(
+    reg_names: list[str], reserved: frozenset[str], inherited: Mapping[str, object], scope: Scope, member_names: set[str]
+) -> list[str]:
+    """Python names for members of one kind (fields, or methods), in order: one named like an
+    inherited member of the same kind overrides it (keeps the name); only the first one does,
+    the rest are claimed like any other name. Each is added to ``member_names``."""
+    names: list[str] = []
+    for reg_name in reg_names:
+        name = py_name(reg_name, reserved)
+        if name in inherited and name not in member_names:
+            scope.taken.add(name)
+        else:
+            name = scope.claim(reg_name)
+        names.append(name)
+        member_names.add(name)
+    return names
+
+
 class ClassBodies:
     """Fills in the members of the classes a :class:`~tvmffi_gen.builder.Builder` has named."""
 
@@ -97,32 +116,15 @@ class ClassBodies:
         )
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
-        # A member named like an inherited member of the same kind overrides it (keeps the
-        # name); only the first one does, the rest are claimed like any other name.
-        field_names: list[tuple[FieldSnap, str]] = []
-        for f in t.fields:
-            name = py_name(f.name, reserved)
-            if name in inherited_fields and name not in member_names:
-                scope.taken.add(name)
-            else:
-                name = scope.claim(f.name)
-            field_names.append((f, name))
-            member_names.add(name)
-        method_names: list[tuple[MethodSnap, str]] = []
-        for m in t.methods:
-            name = py_name(m.name, reserved)
-            if name in inherited_methods and name not in member_names:
-                scope.taken.add(name)
-            else:
-                name = scope.claim(m.name)
-            method_names.append((m, name))
-            member_names.add(name)
+        # A member named like an inherited member of the same kind overrides it (_claim).
+        field_py = _claim([f.name for f in t.fields], reserved, inherited_fields, scope, member_names)
+        method_py = _claim([m.name for m in t.methods], reserved, inherited_methods, scope, member_names)
         entries = [(scope.claim(e), e) for e in (t.enum_entries or [])]
         member_names.update(n for n, _ in entries)
         cls.enum_entries = entries
-        for f, name in field_names:
+        for f, name in zip(t.fields, field_py):
             cls.fields.append(self._field(t, cls, f, name, mod, member_names, inherited_fields))
-        for m, name in method_names:
+        for m, name in zip(t.methods, method_py):
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
         cls.match_args = self._match_args(t, cls, inherited_fields)
