@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from . import __version__
-from .layout import fit, fits
+from .layout import fits
 from .naming import Scope
 from .typemap import ANY, TypeRef
 from .uses import UsedPackage
@@ -77,27 +77,6 @@ class Param:
         if self.default is not None:
             text += f" = {self.default}"
         return text
-
-
-def render_params(params: list[Param], first: str | None = None) -> list[str]:
-    """Parameter list items with ``/`` and ``*`` markers where the kinds change."""
-    items: list[str] = [first] if first else []
-    posonly = [p for p in params if p.kind == "posonly"]
-    normal = [p for p in params if p.kind == "normal"]
-    kwonly = [p for p in params if p.kind == "kwonly"]
-    items += [p.render() for p in posonly]
-    if posonly:
-        items.append("/")
-    items += [p.render() for p in normal]
-    if kwonly:
-        items.append("*")
-        items += [p.render() for p in kwonly]
-    return items
-
-
-def signature_lines(prefix: str, items: list[str], ret: str, indent: str, comment: str = "") -> list[str]:
-    """``def name(a, b) -> R:`` on one line when it fits, else one parameter per line."""
-    return fit(f"{prefix}(", items, f") -> {ret}:", indent, comment=comment)
 
 
 def item_doc(text: str, registry_line: str) -> str:

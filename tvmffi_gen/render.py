@@ -23,8 +23,7 @@ from .model import (
     MethodModel,
     ModuleModel,
     PackageModel,
-    render_params,
-    signature_lines,
+    Param,
 )
 from .suppressions import (
     VISITORS_RULES_OFF,
@@ -87,6 +86,27 @@ def template_environment() -> jinja2.Environment:
 def q(text: str) -> str:
     """A registry name as a Python string literal (escaped: names may hold any character)."""
     return json.dumps(text, ensure_ascii=False)
+
+
+def render_params(params: list[Param], first: str | None = None) -> list[str]:
+    """Parameter list items with ``/`` and ``*`` markers where the kinds change."""
+    items: list[str] = [first] if first else []
+    posonly = [p for p in params if p.kind == "posonly"]
+    normal = [p for p in params if p.kind == "normal"]
+    kwonly = [p for p in params if p.kind == "kwonly"]
+    items += [p.render() for p in posonly]
+    if posonly:
+        items.append("/")
+    items += [p.render() for p in normal]
+    if kwonly:
+        items.append("*")
+        items += [p.render() for p in kwonly]
+    return items
+
+
+def signature_lines(prefix: str, items: list[str], ret: str, indent: str, comment: str = "") -> list[str]:
+    """``def name(a, b) -> R:`` on one line when it fits, else one parameter per line."""
+    return fit(f"{prefix}(", items, f") -> {ret}:", indent, comment=comment)
 
 
 def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
