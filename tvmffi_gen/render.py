@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, cast
 from importlib import resources
 
 import jinja2
@@ -63,8 +65,8 @@ def template_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    env.globals.update(
-        doc=lambda text, indent: "\n".join(docstring_lines(text, indent)),
+    helpers: dict[str, Callable[..., object]] = dict(
+        doc=_docstring,
         sig=_sig,
         stub=_stub,
         init_signature=_init_signature,
@@ -80,7 +82,13 @@ def template_environment() -> jinja2.Environment:
         replace_doc=_replace_doc,
         q=q,
     )
+    # jinja2 types its globals by its default ones: the helpers are just more of them
+    cast(Any, env.globals).update(helpers)
     return env
+
+
+def _docstring(text: str, indent: str) -> str:
+    return "\n".join(docstring_lines(text, indent))
 
 
 def q(text: str) -> str:
