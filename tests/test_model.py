@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.model import build_model
+from tvmffi_gen.build import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
-from tvmffi_gen.render import PYRIGHT_RULES_OFF, modules_on_import_cycles, render_package
+from tvmffi_gen.render import render_package
+from tvmffi_gen.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
 from tvmffi_gen.verify import run_mypy, run_pyright
@@ -281,34 +282,21 @@ def test_a_package_without_types_has_a_valid_visitors_module(tmp_path: Path) -> 
     assert errors == 0, report
 
 
-def test_prune_unused_imports_keeps_what_a_module_uses_and_its_layout() -> None:
-    from tvmffi_gen.render import prune_unused_imports
+def test_standard_imports_are_the_ones_a_module_uses() -> None:
+    """The model decides the standard imports (no pruning of the rendered text): every one a
+    committed module has is used in it, and every alias it uses is imported; an emptied group
+    leaves no doubled blank line."""
+    import re
 
-    text = (
-        "from __future__ import annotations\n"
-        "\n"
-        "import ctypes as _ctypes\n"
-        "import typing as _t\n"
-        "from collections import abc as _abc\n"
-        "\n"
-        "import tvmffi_runtime as _rt\n"
-        "from tvmffi_runtime import gen as _gen\n"
-        "\n"
-        "\n"
-        "def f(x: _t.Any) -> _rt.Object:\n"
-        '    """Calls my_ctypes_helper: not a use of the alias."""\n'
-        "    return x\n"
-        "\n"
-        "\n"
-        "def g() -> None:\n"
-        "    pass\n"
-    )
-    out = prune_unused_imports(text)
-    assert "import typing as _t" in out and "import tvmffi_runtime as _rt" in out
-    assert "import ctypes as _ctypes" not in out  # "my_ctypes_helper" is not a use
-    assert "abc as _abc" not in out and "gen as _gen" not in out
-    # the import block loses its emptied group without doubled blank lines; the two blank
-    # lines between definitions stay
-    assert out.startswith("from __future__ import annotations\n\nimport typing as _t\n\nimport tvmffi_runtime as _rt\n\n\ndef f")
-    assert "    return x\n\n\ndef g()" in out
-    assert prune_unused_imports(out) == out
+    from conftest import ROOT
+    from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
+
+    assert standard_import_groups({"_t", "_gen"}) == [["import typing as _t"], ["from tvmffi_runtime import gen as _gen"]]
+    assert standard_import_groups({"_t"}) == [["import typing as _t"]]
+    lines = {alias: line for group in STANDARD_IMPORTS for alias, line in group.items()}
+    for path in [*(ROOT / "generated/tvmffi_testing").rglob("*.py"), *(ROOT / "examples/add_one/add_one_pkg").rglob("*.py")]:
+        text = path.read_text()
+        for alias, line in lines.items():
+            uses = re.findall(rf"(?<![\w.]){alias}\.", text)
+            assert (line in text.split("\n")) == bool(uses), (path, alias)
+        assert "\n\n\n\nimport" not in text and "annotations\n\n\n" not in text, path

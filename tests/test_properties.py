@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import tvmffi_runtime as rt
-from tvmffi_gen.model import GenerationError, build_model
+from tvmffi_gen.build import build_model
+from tvmffi_gen.model import GenerationError
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
@@ -743,7 +744,8 @@ def test_registry_names_with_quotes_backslashes_newlines_are_kept_exactly(bad: s
 CYCLE_SCRIPT = """
 import sys
 sys.path[:0] = [{root!r}, {runtime!r}]
-from tvmffi_gen.model import GenerationError, build_model
+from tvmffi_gen.build import build_model
+from tvmffi_gen.model import GenerationError
 from tvmffi_gen.snapshot import Snapshot, TypeSnap
 cases = {{
     "two-cycle": [TypeSnap("a.X", ["ffi.Object", "a.Y"]), TypeSnap("a.Y", ["ffi.Object", "a.X"])],

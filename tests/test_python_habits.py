@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ROOT, build_shared
 from tvmffi_gen.cli import main
-from tvmffi_gen.model import build_model
+from tvmffi_gen.build import build_model
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy, run_pyright
 

@@ -89,7 +89,7 @@ def test_one_table_of_field_kinds() -> None:
     """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
     (indexed by its F_* enum) and the generator's layout rules must agree with it."""
     from tvmffi_runtime import gen
-    from tvmffi_gen import model
+    from tvmffi_gen import members
 
     source = accel_source()
     table = re.search(r"static const char\* field_kinds\[\] = \{([^}]*)\};", source)
@@ -102,5 +102,5 @@ def test_one_table_of_field_kinds() -> None:
     assert in_place is not None
     c_in_place = tuple(m.lower() for m in re.findall(r"k != F_(\w+)", in_place.group(1)))
     assert c_in_place == gen.IN_PLACE_FIELD_KINDS
-    assert model._IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
-    assert set(model._POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)
+    assert members.IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
+    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, build_shared
 from fixtures import FIXTURES_DIR
 from tvmffi_gen.cli import generate
-from tvmffi_gen.model import build_model
+from tvmffi_gen.build import build_model
 from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output

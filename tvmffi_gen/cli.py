@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .model import GenerationError, build_model, default_package_name, validate_package_name
+from .build import build_model
+from .model import GenerationError, default_package_name, validate_package_name
 from .project import (
     ProjectError,
     ProjectPlan,

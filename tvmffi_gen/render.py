@@ -9,26 +9,33 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, cast
 from importlib import resources
 
 import jinja2
 
+from .layout import broken, docstring_lines, filled, fit, fits
 from .model import (
-    LINE_LENGTH,
     ClassModel,
     FieldModel,
     FunctionModel,
     MethodModel,
     ModuleModel,
     PackageModel,
-    docstring_lines,
-    render_params,
-    signature_lines,
+    Param,
+)
+from .suppressions import (
+    VISITORS_RULES_OFF,
+    modules_on_import_cycles,
+    mypy_disabled_codes,
+    pyright_disabled_rules,
+    pyright_header,
 )
 
-__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "prune_unused_imports", "template_environment"]
+__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
 #: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
 #: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
@@ -58,8 +65,8 @@ def template_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    env.globals.update(
-        doc=lambda text, indent: "\n".join(docstring_lines(text, indent)),
+    helpers: dict[str, Callable[..., object]] = dict(
+        doc=_docstring,
         sig=_sig,
         stub=_stub,
         init_signature=_init_signature,
@@ -75,7 +82,13 @@ def template_environment() -> jinja2.Environment:
         replace_doc=_replace_doc,
         q=q,
     )
+    # jinja2 types its globals by its default ones: the helpers are just more of them
+    cast(Any, env.globals).update(helpers)
     return env
+
+
+def _docstring(text: str, indent: str) -> str:
+    return "\n".join(docstring_lines(text, indent))
 
 
 def q(text: str) -> str:
@@ -83,25 +96,38 @@ def q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def render_params(params: list[Param], first: str | None = None) -> list[str]:
+    """Parameter list items with ``/`` and ``*`` markers where the kinds change."""
+    items: list[str] = [first] if first else []
+    posonly = [p for p in params if p.kind == "posonly"]
+    normal = [p for p in params if p.kind == "normal"]
+    kwonly = [p for p in params if p.kind == "kwonly"]
+    items += [p.render() for p in posonly]
+    if posonly:
+        items.append("/")
+    items += [p.render() for p in normal]
+    if kwonly:
+        items.append("*")
+        items += [p.render() for p in kwonly]
+    return items
+
+
+def signature_lines(prefix: str, items: list[str], ret: str, indent: str, comment: str = "") -> list[str]:
+    """``def name(a, b) -> R:`` on one line when it fits, else one parameter per line."""
+    return fit(f"{prefix}(", items, f") -> {ret}:", indent, comment=comment)
+
+
 def _sig(prefix: str, items: list[str], ret: str, indent: str, ignore_override: bool) -> list[str]:
-    lines = signature_lines(prefix, items, ret, indent)
-    if ignore_override:
-        # mypy reports an incompatible override on the line of the ``def`` (a property over a
-        # base class's field also as [misc]: a read-only property over a writable attribute)
-        lines[0] += "  # type: ignore[override, misc]"
-    return lines
+    # mypy reports an incompatible override on the line of the ``def`` (a property over a base
+    # class's field also as [misc]: a read-only property over a writable attribute)
+    comment = "  # type: ignore[override, misc]" if ignore_override else ""
+    return signature_lines(prefix, items, ret, indent, comment)
 
 
 def _stub(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
     """A method declared for type checkers and IDEs (``def f(...) -> R: ...``), on one line when
     it fits."""
-    one = f"{indent}{prefix}({', '.join(items)}) -> {ret}: ..."
-    if len(one) <= LINE_LENGTH:
-        return [one]
-    inner = f"{indent}    {', '.join(items)}"
-    if len(inner) <= LINE_LENGTH:
-        return [f"{indent}{prefix}(", inner, f"{indent}) -> {ret}: ..."]
-    return [f"{indent}{prefix}(", *[f"{indent}    {item}," for item in items], f"{indent}) -> {ret}: ..."]
+    return fit(f"{prefix}(", items, f") -> {ret}: ...", indent, inner_line=True)
 
 
 def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
@@ -125,34 +151,22 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
     ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
-    head = f"    {f.name}: {ann} = {call}"
-    line = f"{head}{', '.join(args)}){ignore}"
-    if len(line) - len(ignore) <= LINE_LENGTH:
-        return [line]
-    if len(head) <= LINE_LENGTH:
-        lines = [head + ignore]
-    else:  # the annotation alone is too long: its parameters go on their own line(s)
-        inner_ann = f"        {', '.join(ann_args)}"
-        ann_lines = [inner_ann] if len(inner_ann) <= LINE_LENGTH else [f"        {a}," for a in ann_args]
-        lines = [f"    {f.name}: {ann_name}[{ignore}", *ann_lines]
-        tail = f"    ]{ann_tail} = {call}{', '.join(args)})"
-        if len(tail) <= LINE_LENGTH:
-            return [*lines, tail]
-        lines.append(f"    ]{ann_tail} = {call}")
-    inner = f"        {', '.join(args)}"
-    if len(inner) <= LINE_LENGTH:
-        return [*lines, inner, "    )"]
-    return [*lines, *[f"        {a}," for a in args], "    )"]
+    head = f"{f.name}: {ann} = {call}"
+    if fits(f"    {head}"):
+        return fit(head, args, ")", "    ", inner_line=True, comment=ignore)
+    # the annotation alone is too long: its parameters go on their own line(s)
+    lines = broken(f"{f.name}: {ann_name}[", ann_args, f"]{ann_tail} = {call}", "    ", inner_line=True)
+    lines[0] += ignore
+    *lines, assign = lines
+    return [*lines, *fit(assign.strip(), args, ")", "    ", inner_line=True)]
 
 
 def _match_args_line(cls: ClassModel) -> str:
     """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
     narrow what ``case C(x, y)`` captures to the fields' types."""
     assert cls.match_args is not None
-    line = f"    __match_args__ = {_tuple([q(n) for n in cls.match_args])}"
-    if len(line) <= LINE_LENGTH:
-        return line.strip()
-    return "\n".join(["__match_args__ = (", *[f"        {q(n)}," for n in cls.match_args], "    )"])
+    lines = fit("__match_args__ = (", [q(n) for n in cls.match_args], ")", "    ", one_tuple=True)
+    return "\n".join(lines).strip()
 
 
 def _replace_signature(cls: ClassModel) -> list[str]:
@@ -171,10 +185,7 @@ def _register_line(cls: ClassModel) -> str:
     args = [q(cls.type_key)]
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
-    line = f"@_gen.register({', '.join(args)})"
-    if len(line) <= LINE_LENGTH:
-        return line
-    return "\n".join(["@_gen.register(", *[f"    {a}," for a in args], ")"])
+    return "\n".join(fit("@_gen.register(", args, ")", ""))
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
@@ -219,10 +230,10 @@ def _init_body(cls: ClassModel) -> str:
         return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
     body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
-    if len(body) + 8 <= LINE_LENGTH:
+    if fits(f"        {body}"):
         return body
-    inner = "".join(f"\n                {pair}," for pair in pairs)
-    return f"_gen.construct_auto(\n            self,\n            {q(key)},\n            ({inner}\n            ),\n        )"
+    pairs_item = "\n".join(broken("(", pairs, ")", " " * 12)).strip()
+    return "\n".join(broken("_gen.construct_auto(", ["self", q(key), pairs_item], ")", " " * 8)).strip()
 
 
 def _method_signature(m: MethodModel) -> list[str]:
@@ -235,10 +246,7 @@ def _method_signature(m: MethodModel) -> list[str]:
 def _native_decorator(args: list[str], indent: str) -> list[str]:
     """The decorator that makes the def the native function: ``@_gen.registry_method(key, name)``."""
     call, *rest = args
-    line = f"{indent}@_gen.{call}({', '.join(rest)})"
-    if len(line) <= LINE_LENGTH:
-        return [line]
-    return [f"{indent}@_gen.{call}(", *[f"{indent}    {a}," for a in rest], f"{indent})"]
+    return fit(f"@_gen.{call}(", rest, ")", indent)
 
 
 def _method_decorators(cls: ClassModel, m: MethodModel) -> list[str]:
@@ -276,128 +284,6 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
     return "\n".join(docstring_lines(text, ""))
 
 
-def _mypy_disabled_codes(mod: ModuleModel) -> list[str]:
-    """The mypy error codes a generated module turns off, for its first-line comment."""
-    codes = []
-    # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
-    # reports such bodies as empty outside stub files
-    if mod.functions or any(c.methods or c.replace for c in mod.classes):
-        codes.append("empty-body")
-    # mypy reports some incompatible overrides on the decorator line and some on the def line,
-    # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
-    # unused, which --strict would otherwise report
-    if any(f.override_ignore for c in mod.classes for f in c.fields) or any(
-        m.override_ignore for c in mod.classes for m in c.methods
-    ) or any(c.replace.override_ignore for c in mod.classes if c.replace):
-        codes.append("unused-ignore")
-    return codes
-
-
-#: Rules of basedpyright's default ("recommended") mode that cannot apply to generated code, with
-#: the reason a module that turns one off states for it.
-PYRIGHT_RULES_OFF = {
-    "reportAny": "Any is what the registry types as Any, what a field or enum entry declaration"
-    " is assigned (checkers use its declared type) and what a namespace's module __getattr__"
-    " returns (a subpackage imported on first use)",
-    "reportImplicitOverride": "Members override where the library's types do (typing.override"
-    " needs Python 3.12)",
-    "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
-    " the signatures differ (the lines mypy reports carry ``# type: ignore``, unread here)",
-    "reportIncompatibleVariableOverride": "Fields override as the library's types do, also where"
-    " their types differ (the lines mypy reports carry ``# type: ignore``, unread here)",
-    "reportImportCycles": "Namespaces name each other's types as the library's types do; the"
-    " imports for type checking close cycles the run-time imports do not have",
-    "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
-    " __ffi_init__, not with the base class's __init__",
-    "reportUnannotatedClassAttribute": "Classes declare ``__slots__ = ()`` only to keep their"
-    " instances free of a __dict__, and ``__match_args__`` and ``__replace__`` as dataclasses do"
-    " (pattern matching reads the inferred literal types)",
-    "reportUnusedParameter": "Native functions and methods (and ``replace``) are declared by"
-    " stubs: their decorators supply the bodies",
-}
-
-#: The reasons ``visitors.py`` gives (its hooks, not native functions).
-VISITORS_RULES_OFF = {
-    "reportAny": "A map or mutate hook returns any value, and the ``any`` hooks take any value",
-    "reportImplicitOverride": "The hooks override those of the used packages' bases",
-    "reportUnusedParameter": "Hooks are declared by stubs: ``dispatch_base`` supplies their default"
-    " bodies",
-}
-
-
-def pyright_header(rules: list[str], reasons: dict[str, str] = PYRIGHT_RULES_OFF) -> list[str]:
-    """Comment lines turning ``rules`` (keys of ``reasons``) off, each after its reason."""
-    if not rules:
-        return []
-    import textwrap
-
-    lines = ["# basedpyright's default mode: rules that cannot apply to generated code, and why."]
-    for rule in rules:
-        lines += textwrap.wrap(reasons[rule] + ":", LINE_LENGTH, initial_indent="# ", subsequent_indent="# ")
-        lines.append(f"# pyright: {rule}=false")
-    return lines
-
-
-def modules_on_import_cycles(pkg: PackageModel) -> set[tuple[str, ...]]:
-    """Namespaces whose modules import each other in a cycle, counting the imports made only for
-    type checking (a parent's of its subpackages too), as pyright's import-cycle check does."""
-    graph = {
-        ns: (mod.runtime_imports | mod.type_imports | {tuple(sub.split(".")) for _, sub in mod.subpackages}) - {ns}
-        for ns, mod in pkg.modules.items()
-    }
-    reach: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
-    for start in graph:
-        seen: set[tuple[str, ...]] = set()
-        todo = list(graph[start])
-        while todo:
-            ns = todo.pop()
-            if ns in seen or ns not in graph:
-                continue
-            seen.add(ns)
-            todo.extend(graph[ns])
-        reach[start] = seen
-    return {ns for ns in graph if ns in reach[ns]}
-
-
-def _pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tuple[str, ...]]) -> list[str]:
-    """The keys of ``PYRIGHT_RULES_OFF`` that apply to ``mod``, in that table's order."""
-    methods = [m for c in mod.classes for m in c.methods]
-    signatures = [p.annotation for f in mod.functions for p in f.params] + [f.ret for f in mod.functions]
-    signatures += [p.annotation for m in methods for p in m.params] + [m.ret for m in methods]
-    signatures += [p.annotation for c in mod.classes if c.init for p in c.init.params]
-    uses_any = (
-        any(c.fields or c.enum_entries for c in mod.classes)
-        or any("_t.Any" in text for text in signatures)
-        or any(not f.typed for f in mod.functions) or any(not m.typed for m in methods)
-        or bool(mod.subpackages)  # the module __getattr__ that imports them
-    )
-    rules = {
-        "reportAny": uses_any,
-        "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
-        "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods)
-        or any(c.replace.override_ignore for c in mod.classes if c.replace),
-        "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
-        "reportImportCycles": mod.namespace in cyclic,
-        "reportMissingSuperCall": bool(mod.classes),
-        "reportUnannotatedClassAttribute": bool(mod.classes),
-        "reportUnusedParameter": bool(mod.functions or methods)
-        or any(c.replace.params for c in mod.classes if c.replace),
-    }
-    return [rule for rule in PYRIGHT_RULES_OFF if rules[rule]]
-
-
-def _overrides(pkg: PackageModel, cls: ClassModel) -> bool:
-    """Whether a method of ``cls`` overrides one of a base class (in the package or a --use one)."""
-    if any(m.override_ignore for m in cls.methods) or (cls.replace is not None and cls.replace.overrides):
-        return True
-    inherited: set[str] = set()
-    key = cls.base_key
-    while key is not None and key in pkg.classes:
-        inherited.update(m.name for m in pkg.classes[key].methods)
-        key = pkg.classes[key].base_key
-    return any(m.name in inherited for m in cls.methods)
-
-
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
         return [
@@ -408,7 +294,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
-    all_names = mod.exported_names()
+    all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
     uses_missing = any(
         p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params
     )
@@ -418,57 +304,77 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         module_doc=_module_doc(pkg, mod),
         runtime_imports=runtime,
         type_imports=typing_only,
-        all_names=all_names,
+        all_lines=all_lines,
         function_decorator=lambda fn: _function_decorator(fn, pkg.name),
         result_doc=_result_doc,
         uses_missing=uses_missing,
-        mypy_disabled_codes=_mypy_disabled_codes(mod),
-        pyright_header=pyright_header(_pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),
+        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
+        mypy_disabled_codes=mypy_disabled_codes(mod),
+        pyright_header=pyright_header(pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),
     )
-    return prune_unused_imports(_wrap_all(text))
+    return text
 
 
-#: The module-level imports every template may emit, by the alias the generated code uses.
-STANDARD_IMPORTS = {
-    "_os": "import os as _os",
-    "_ctypes": "import ctypes as _ctypes",
-    "_t": "import typing as _t",
-    "_abc": "from collections import abc as _abc",
-    "_rt": "import tvmffi_runtime as _rt",
-    "_gen": "from tvmffi_runtime import gen as _gen",
-}
+#: The standard imports a generated module may need, by the alias its code uses, in groups (a
+#: blank line between groups; a group none of whose aliases is used is left out whole).
+STANDARD_IMPORTS: list[dict[str, str]] = [
+    {"_os": "import os as _os", "_ctypes": "import ctypes as _ctypes", "_t": "import typing as _t",
+     "_abc": "from collections import abc as _abc"},
+    {"_rt": "import tvmffi_runtime as _rt", "_gen": "from tvmffi_runtime import gen as _gen"},
+]
 
 
-def prune_unused_imports(text: str) -> str:
-    """Drop each standard import whose alias the rest of the module never mentions.
+def standard_import_groups(aliases: set[str]) -> list[list[str]]:
+    """The import lines for ``aliases`` (keys of ``STANDARD_IMPORTS``), by group, empty groups
+    left out."""
+    groups = [[line for alias, line in group.items() if alias in aliases] for group in STANDARD_IMPORTS]
+    return [group for group in groups if group]
 
-    Templates emit the standard imports unconditionally; a module imports only what it uses
-    (pyright strict reports unused imports). An alias counts as used when it appears as a whole
-    word anywhere but on its own import line.
-    """
-    lines = text.split("\n")
-    unused = {
-        line for alias, line in STANDARD_IMPORTS.items()
-        if line in lines and len(re.findall(rf"(?<![\w.]){re.escape(alias)}\b", text)) <= 1
-    }
-    if not unused:
-        return text
-    # a run of removed lines that empties a group (blank lines on both sides) takes one of
-    # those blank lines with it; anywhere else the layout stays as rendered
-    kept: list[str] = []
-    i = 0
-    while i < len(lines):
-        if lines[i] not in unused:
-            kept.append(lines[i])
-            i += 1
-            continue
-        end = i
-        while end < len(lines) and lines[end] in unused:
-            end += 1
-        if kept and kept[-1] == "" and end < len(lines) and lines[end] == "":
-            end += 1
-        i = end
-    return "\n".join(kept)
+
+def _aliases_in(text: str) -> set[str]:
+    """The standard aliases an annotation or expression (model text, not rendered output) names."""
+    return set(re.findall(r"(?<![\w.])(_os|_ctypes|_t|_abc|_rt|_gen)\.", text))
+
+
+def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
+    """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
+    and the helpers above lay it out) and the model's annotations and base classes."""
+    aliases: set[str] = set()
+    texts: list[str] = []
+    for cls in mod.classes:
+        aliases.add("_gen")  # register
+        texts.append(cls.base)
+        if cls.enum_entries:
+            aliases.add("_t")  # ClassVar
+        for f in cls.fields:
+            texts += [f.getter_type, f.setter_type]
+            if f.write is None:
+                aliases.add("_t")  # Final
+        if cls.init is not None:
+            if cls.init.kind == "none":
+                aliases.add("_t")  # NoReturn
+            texts += [p.annotation for p in cls.init.params]
+        for m in cls.methods:
+            texts += [p.annotation for p in m.params] + [m.ret]
+            if not m.typed:
+                aliases.add("_t")
+        if cls.replace is not None:
+            texts += [p.annotation for p in cls.replace.params] + [cls.replace.ret]
+    for fn in mod.functions:
+        aliases.add("_gen")  # the native function's decorator
+        texts += [p.annotation for p in fn.params] + [fn.ret]
+        if not fn.typed:
+            aliases.add("_t")
+        if fn.result is not None:
+            aliases.add("_t")  # NamedTuple
+            texts += [annotation for _, annotation in fn.result.fields]
+    if uses_missing:
+        aliases |= {"_t", "_gen"}
+    if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
+        aliases.add("_t")
+    for text in texts:
+        aliases |= _aliases_in(text)
+    return aliases
 
 
 def _used_imports(modules: set[str]) -> list[_Import]:
@@ -476,26 +382,6 @@ def _used_imports(modules: set[str]) -> list[_Import]:
     from .uses import used_module_alias
 
     return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
-
-
-def _wrap_all(text: str) -> str:
-    """Break an over-long ``__all__ = [...]`` into lines filled with names."""
-    out = []
-    for line in text.split("\n"):
-        if line.startswith("__all__ = [") and len(line) > LINE_LENGTH:
-            names = line[len("__all__ = [") : -1].split(", ")
-            out.append("__all__ = [")
-            row = "   "
-            for n in names:
-                if len(row) + len(n) + 2 > LINE_LENGTH:
-                    out.append(row)
-                    row = "   "
-                row += f" {n},"
-            out.append(row)
-            out.append("]")
-        else:
-            out.append(line)
-    return "\n".join(out)
 
 
 def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> str:
@@ -532,11 +418,13 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
         f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
-    return prune_unused_imports(env.get_template("lib.py.jinja").render(
-        api_level=RUNTIME_API_LEVEL,
+    # the level check, finding and loading the library; the Module of its exports
+    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set()) | _aliases_in(recorded) | _aliases_in(bundled)
+    return env.get_template("lib.py.jinja").render(
+        api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
         used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
-    ))
+    )
 
 
 def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path | None = None) -> dict[str, str]:
@@ -588,6 +476,15 @@ _BASES = [
 ]
 
 
+def _hook_entry(hook: _Hook) -> list[str]:
+    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long
+    (no trailing comma there: that would make a tuple)."""
+    entry = f'    "{hook.suffix}": {hook.type_expr},'
+    if fits(entry):
+        return [entry]
+    return [f'    "{hook.suffix}": (', f"        {hook.type_expr}", "    ),"]
+
+
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     from .naming import Scope
 
@@ -616,7 +513,7 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
-    return prune_unused_imports(env.get_template("visitors.py.jinja").render(
+    return env.get_template("visitors.py.jinja").render(
         pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
-        line_length=LINE_LENGTH, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
-    ))
+        hook_entry=_hook_entry, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
+    )

@@ -95,6 +95,13 @@ class FunctionSnap:
     exported: bool = False  # an exported symbol of the library (module function), not a global
 
 
+def _with_members(t: dict[str, Any]) -> dict[str, Any]:
+    """A saved type's entries, its fields and methods read back as FieldSnap and MethodSnap."""
+    fields = [FieldSnap(**f) for f in t.get("fields", [])]
+    methods = [MethodSnap(**m) for m in t.get("methods", [])]
+    return {**t, "fields": fields, "methods": methods}
+
+
 @dataclass
 class Snapshot:
     library: str
@@ -122,13 +129,7 @@ class Snapshot:
             raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
         try:
             types = [
-                TypeSnap(
-                    **{
-                        **t,
-                        "fields": [FieldSnap(**f) for f in t.get("fields", [])],
-                        "methods": [MethodSnap(**m) for m in t.get("methods", [])],
-                    }
-                )
+                TypeSnap(**_with_members(t))
                 for t in data.get("types", [])
             ]
             functions = [FunctionSnap(**f) for f in data.get("functions", [])]

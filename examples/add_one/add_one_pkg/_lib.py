@@ -17,11 +17,10 @@ from tvmffi_runtime import gen as _gen
 
 #: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.gen.API_LEVEL``).
 API_LEVEL = 4
-_RUNTIME_API_LEVEL: int = getattr(_gen, "API_LEVEL", 1)  # runtimes from before API levels: 1
-if _RUNTIME_API_LEVEL < API_LEVEL:
+if _gen.API_LEVEL < API_LEVEL:
     raise ImportError(
         f"add_one_pkg was generated for tvmffi-runtime API level {API_LEVEL}, but the installed"
-        + f" tvmffi-runtime supports level {_RUNTIME_API_LEVEL}: install the tvmffi-runtime"
+        + f" tvmffi-runtime supports level {_gen.API_LEVEL}: install the tvmffi-runtime"
         + " distribution of the tvmffi-gen that generated it (its runtime/ folder)"
     )
 

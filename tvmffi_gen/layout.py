@@ -1,0 +1,82 @@
+"""Line layout of generated source: the one place that decides what fits on a line.
+
+Everything the generator writes is laid out the way black would at ``LINE_LENGTH``: a bracketed
+list on one line when it fits, else broken out (:func:`fit`); docstrings likewise
+(:func:`docstring_lines`). The model and the templates never measure lines themselves.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LINE_LENGTH", "fits", "fit", "broken", "filled", "docstring_lines"]
+
+LINE_LENGTH = 99
+
+
+def fits(line: str) -> bool:
+    """Whether ``line`` (with its indentation) is within ``LINE_LENGTH``."""
+    return len(line) <= LINE_LENGTH
+
+
+def broken(head: str, items: list[str], tail: str, indent: str, *, inner_line: bool = False) -> list[str]:
+    """``head`` (ending in an opening bracket) on a line of its own, then the items indented once
+    more, one per line with a trailing comma (with ``inner_line``: all on one line, no trailing
+    comma, when that fits), then ``tail`` (starting with the closing bracket). An item may span
+    lines (a broken-out item, its first line unindented)."""
+    inner = f"{indent}    {', '.join(items)}"
+    if inner_line and fits(inner):
+        body = [inner]
+    else:
+        body = [f"{indent}    {item}," for item in items]
+    return [f"{indent}{head}", *body, f"{indent}{tail}"]
+
+
+def fit(
+    head: str,
+    items: list[str],
+    tail: str,
+    indent: str,
+    *,
+    inner_line: bool = False,
+    comment: str = "",
+    one_tuple: bool = False,
+) -> list[str]:
+    """``{indent}{head}{items}{tail}`` on one line when it fits, else :func:`broken`.
+
+    ``comment`` (a trailing ``  # type: ignore[...]``) goes at the end of the first line and does
+    not count towards its length; with ``one_tuple`` a lone item is written ``(x,)``."""
+    joined = ", ".join(items) + ("," if one_tuple and len(items) == 1 else "")
+    one = f"{indent}{head}{joined}{tail}"
+    lines = [one] if fits(one) else broken(head, items, tail, indent, inner_line=inner_line)
+    lines[0] += comment
+    return lines
+
+
+def filled(head: str, items: list[str], tail: str) -> list[str]:
+    """``head`` + items + ``tail`` on one line when it fits, else the items filled into rows
+    indented by four (each with a trailing comma), between ``head`` and ``tail`` lines."""
+    one = f"{head}{', '.join(items)}{tail}"
+    if fits(one):
+        return [one]
+    out = [head]
+    row = "   "
+    for item in items:
+        if len(row) + len(item) + 2 > LINE_LENGTH:
+            out.append(row)
+            row = "   "
+        row += f" {item},"
+    return [*out, row, tail]
+
+
+def docstring_lines(text: str, indent: str) -> list[str]:
+    """A docstring as source lines (escaped, trailing spaces stripped): on one line when it is
+    one line and fits, else opening and closing quotes on lines of their own."""
+    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip("\n")
+    raw = [line.rstrip() for line in body.splitlines()] or [""]
+    while raw and not raw[-1]:
+        raw.pop()
+    if len(raw) == 1 and fits(f'{indent}"""{raw[0]}"""'):
+        return [f'{indent}"""{raw[0]}"""']
+    out = [f'{indent}"""{raw[0]}']
+    out += [f"{indent}{line}" if line else "" for line in raw[1:]]
+    out.append(f'{indent}"""')
+    return out
