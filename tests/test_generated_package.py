@@ -54,6 +54,23 @@ def test_basedpyright_default_mode_reports_nothing() -> None:
     assert problems == 0, report
 
 
+def test_pyright_itself_accepts_the_package(tmp_path: Path) -> None:
+    """pyright (and Pylance, built on it) report a ``# pyright: rule=false`` naming a rule only
+    basedpyright has as an error, in every mode: the package must name none. Needs Microsoft's
+    pyright (``pip install pyright``, which fetches it from npm), so it is optional."""
+    import json
+    import shutil
+
+    exe = shutil.which("pyright")
+    if exe is None or "basedpyright" in Path(exe).resolve().parts[-1]:
+        pytest.skip("pyright is not installed (pip install pyright); basedpyright is checked above")
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict", "include": [str(PKG)]}))
+    proc = subprocess.run([exe, "--outputjson", "--pythonpath", sys.executable, "--project", str(tmp_path)],
+                          capture_output=True, text=True, cwd=GENERATED)
+    diagnostics = json.loads(proc.stdout)["generalDiagnostics"]
+    assert [d["message"] for d in diagnostics if d["severity"] == "error"] == []
+
+
 def test_every_file_has_the_generated_header() -> None:
     for path in PKG.rglob("*.py"):
         head = path.read_text().splitlines()[0]

@@ -191,21 +191,30 @@ def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
         prefix = "# pyright: "
         return [line[len(prefix):] for line in files[rel].splitlines() if line.startswith(prefix)]
 
-    assert rules_off("ir/__init__.py") == [
-        "reportAny=false", "reportImportCycles=false", "reportMissingSuperCall=false",
-        "reportUnannotatedClassAttribute=false", "reportUnusedParameter=false",
-    ]
+    assert rules_off("ir/__init__.py") == ["reportImportCycles=false", "reportMissingSuperCall=false"]
     assert "reportImplicitOverride=false" in rules_off("tir/__init__.py")
     # tir.Stmt.show(int) -> int overrides ir.Node.show() -> str: mypy's ignore is on its line
     assert "reportIncompatibleMethodOverride=false" in rules_off("tir/__init__.py")
     assert "reportImportCycles=false" not in rules_off("tir/ext/__init__.py")
     assert "reportImportCycles=false" not in rules_off("__init__.py")
-    assert rules_off("visitors.py") == ["reportAny=false", "reportUnusedParameter=false"]
+    assert rules_off("visitors.py") == []
+    for rel, text in files.items():  # pyright and Pylance report a rule they do not know as an error
+        for rule in rules_off(rel):
+            assert rule.split("=")[0] in PYRIGHT_OWN_RULES, (rel, rule)
     for rule in PYRIGHT_RULES_OFF:  # each directive follows the reason the file gives for it
         text = files["tir/__init__.py"]
         if f"# pyright: {rule}=false" in text:
             before = text.split(f"# pyright: {rule}=false", 1)[0].rstrip().splitlines()[-1]
             assert before.endswith(":") and before.startswith("# "), (rule, before)
+
+
+#: Rules pyright itself has among those generated files may turn off (checked against pyright
+#: 1.1.414's "unknown diagnostic rule" error, which it also reports for reportAny and the other
+#: basedpyright-only rules).
+PYRIGHT_OWN_RULES = {
+    "reportImplicitOverride", "reportIncompatibleMethodOverride", "reportIncompatibleVariableOverride",
+    "reportImportCycles", "reportMissingSuperCall",
+}
 
 
 def test_synthetic_package_is_clean_in_basedpyright_default_mode(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Python names for registry names: one deterministic rule, stated in the README.
+"""Python names for registry names: one deterministic rule, stated in docs/generated-packages.md.
 
 1. Sanitise: the name is NFKC-normalised (as Python reads identifiers); every character
    ``str.isidentifier()`` does not accept inside a name becomes ``_``; a name that cannot start

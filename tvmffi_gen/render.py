@@ -434,7 +434,7 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)
     files["_lib.py"] = render_lib(env, pkg, libdir, out_dir)
-    files["visitors.py"] = render_visitors(env, pkg)  # every package has one (README), types or not
+    files["visitors.py"] = render_visitors(env, pkg)  # every package has one (docs/generated-packages.md), types or not
     files["py.typed"] = ""
     return dict(sorted(files.items()))
 

@@ -37,11 +37,12 @@ def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
 
 
 #: Rules of basedpyright's default ("recommended") mode that cannot apply to generated code, with
-#: the reason a module that turns one off states for it.
+#: the reason a module that turns one off states for it. Only rules pyright itself has: a file's
+#: ``# pyright: rule=false`` naming a rule only basedpyright knows (``reportAny``,
+#: ``reportUnusedParameter``, ``reportUnannotatedClassAttribute``) is an error in pyright and
+#: Pylance, in every mode, so those stay on (warnings in basedpyright's default mode, see
+#: ``verify.BASEDPYRIGHT_ONLY_RULES``).
 PYRIGHT_RULES_OFF = {
-    "reportAny": "Any is what the registry types as Any, what a field or enum entry declaration"
-    " is assigned (checkers use its declared type) and what a namespace's module __getattr__"
-    " returns (a subpackage imported on first use)",
     "reportImplicitOverride": "Members override where the library's types do (typing.override"
     " needs Python 3.12)",
     "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
@@ -52,19 +53,11 @@ PYRIGHT_RULES_OFF = {
     " imports for type checking close cycles the run-time imports do not have",
     "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
     " __ffi_init__, not with the base class's __init__",
-    "reportUnannotatedClassAttribute": "Classes declare ``__slots__ = ()`` only to keep their"
-    " instances free of a __dict__, and ``__match_args__`` and ``__replace__`` as dataclasses do"
-    " (pattern matching reads the inferred literal types)",
-    "reportUnusedParameter": "Native functions and methods (and ``replace``) are declared by"
-    " stubs: their decorators supply the bodies",
 }
 
 #: The reasons ``visitors.py`` gives (its hooks, not native functions).
 VISITORS_RULES_OFF = {
-    "reportAny": "A map or mutate hook returns any value, and the ``any`` hooks take any value",
     "reportImplicitOverride": "The hooks override those of the used packages' bases",
-    "reportUnusedParameter": "Hooks are declared by stubs: ``dispatch_base`` supplies their default"
-    " bodies",
 }
 
 
@@ -103,26 +96,13 @@ def modules_on_import_cycles(pkg: PackageModel) -> set[tuple[str, ...]]:
 def pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tuple[str, ...]]) -> list[str]:
     """The keys of ``PYRIGHT_RULES_OFF`` that apply to ``mod``, in that table's order."""
     methods = [m for c in mod.classes for m in c.methods]
-    signatures = [p.annotation for f in mod.functions for p in f.params] + [f.ret for f in mod.functions]
-    signatures += [p.annotation for m in methods for p in m.params] + [m.ret for m in methods]
-    signatures += [p.annotation for c in mod.classes if c.init for p in c.init.params]
-    uses_any = (
-        any(c.fields or c.enum_entries for c in mod.classes)
-        or any("_t.Any" in text for text in signatures)
-        or any(not f.typed for f in mod.functions) or any(not m.typed for m in methods)
-        or bool(mod.subpackages)  # the module __getattr__ that imports them
-    )
     rules = {
-        "reportAny": uses_any,
         "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
         "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods)
         or any(c.replace.override_ignore for c in mod.classes if c.replace),
         "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
-        "reportUnannotatedClassAttribute": bool(mod.classes),
-        "reportUnusedParameter": bool(mod.functions or methods)
-        or any(c.replace.params for c in mod.classes if c.replace),
     }
     return [rule for rule in PYRIGHT_RULES_OFF if rules[rule]]
 

@@ -2,22 +2,11 @@
 # Do not edit generated members by hand: regenerate with tvmffi-gen instead.
 # mypy: disable-error-code="empty-body"
 # basedpyright's default mode: rules that cannot apply to generated code, and why.
-# Any is what the registry types as Any, what a field or enum entry declaration is assigned
-# (checkers use its declared type) and what a namespace's module __getattr__ returns (a subpackage
-# imported on first use):
-# pyright: reportAny=false
 # Members override where the library's types do (typing.override needs Python 3.12):
 # pyright: reportImplicitOverride=false
 # Each __init__ builds its object with the type's native __ffi_init__, not with the base class's
 # __init__:
 # pyright: reportMissingSuperCall=false
-# Classes declare ``__slots__ = ()`` only to keep their instances free of a __dict__, and
-# ``__match_args__`` and ``__replace__`` as dataclasses do (pattern matching reads the inferred
-# literal types):
-# pyright: reportUnannotatedClassAttribute=false
-# Native functions and methods (and ``replace``) are declared by stubs: their decorators supply the
-# bodies:
-# pyright: reportUnusedParameter=false
 """Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
 
 from __future__ import annotations
