@@ -17,7 +17,6 @@ from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
 from ._errors import init_result_error
 from ._fields import (
-    FIELD_KINDS,
     IN_PLACE_FIELD_KINDS,
     Field,
     FieldAccess,
@@ -25,26 +24,13 @@ from ._fields import (
     RegistryField,
     UnboundField,
     field,
-    read_any,
-    read_bool,
-    read_f32,
-    read_f64,
-    read_i32,
-    read_i64,
-    read_object,
     registry_field,
-    write_bool,
-    write_f64,
-    write_i64,
 )
 from ._functions import (
     GlobalFunction,
     ModuleFunction,
     TypeMethod,
     exported_function,
-    global_function,
-    method,
-    module_function,
     registry_function,
     registry_method,
 )
@@ -56,25 +42,20 @@ if TYPE_CHECKING:
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
-#: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
-#: Level 3: functions and methods are decorated defs (``registry_function``,
-#: ``registry_method``, ``exported_function``).
-#: Level 4: ``replace`` methods (``replace_method``, ``KEEP``); ``register`` records the fields;
-#: ``registry_function``/``exported_function`` take ``result=`` (a named tuple class).
+#: Level 4 (the only one supported: earlier levels were never published): fields bound by
+#: ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are decorated
+#: defs (``registry_function``, ``registry_method``, ``exported_function``, which take
+#: ``result=``, a named tuple class); ``replace`` methods (``replace_method``, ``KEEP``).
 API_LEVEL = 4
 
 __all__ = [
     "API_LEVEL",
-    "FIELD_KINDS",
     "IN_PLACE_FIELD_KINDS",
     "MISSING",
     "KEEP",
     "replace_method",
     "GlobalFunction",
     "TypeMethod",
-    "global_function",
-    "method",
-    "module_function",
     "registry_function",
     "registry_method",
     "exported_function",
@@ -96,16 +77,6 @@ __all__ = [
     "load_package_module",
     "ModuleFunction",
     "register_lazy_types",
-    "read_i64",
-    "read_i32",
-    "read_f64",
-    "read_f32",
-    "read_bool",
-    "read_object",
-    "read_any",
-    "write_i64",
-    "write_f64",
-    "write_bool",
 ]
 
 
@@ -265,15 +236,12 @@ class _InitSignature:
         return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
-def register(
-    type_key: str, offsets: dict[str, int] | None = None, constructible: bool = True
-) -> Callable[[_ClsT], _ClsT]:
+def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _ClsT]:
     """Register a generated class for ``type_key``; check that fields read straight from memory
     are still where the package was generated to look (else the package is stale).
 
     The class's :func:`field` declarations are bound here: each offset is checked, then the
-    field's runtime descriptor replaces the declaration. (``offsets`` is the API level 1 form:
-    name -> offset of fields that were bound at once.)
+    field's runtime descriptor replaces the declaration.
 
     A class that is not ``constructible`` refuses construction with a TypeError naming the type
     (the runtime itself makes wrappers without calling the class)."""
@@ -283,8 +251,6 @@ def register(
             f"type {type_key!r} is not registered by {_loaded_library_of(type_key)}; the generated"
             " package is out of date for it (regenerate it with tvmffi-gen)"
         )
-    if offsets:
-        _check_offsets(type_key, index, offsets)
     registrar = _core.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:
