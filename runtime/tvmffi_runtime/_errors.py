@@ -376,6 +376,25 @@ def no_keywords_error(name: str) -> TypeError:
     return TypeError(f"{name}() takes no keyword arguments")
 
 
+def not_constructible_error(class_name: str, type_key: str) -> TypeError:
+    """Construction of a type that registers no ``__ffi_init__``."""
+    return TypeError(
+        f"{class_name} ({type_key}) cannot be constructed from Python: the type registers no __ffi_init__"
+    )
+
+
+def no_init_in_library_error(type_key: str) -> TypeError:
+    """A generated class's type has no ``__ffi_init__`` in the library loaded now."""
+    return TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
+
+
+def function_not_constructible_error() -> TypeError:
+    """``Function()``: functions come from the library or from Python callables."""
+    return TypeError(
+        "Function cannot be constructed directly; use Function.get_global, Function.from_typed or Function.from_packed"
+    )
+
+
 def init_result_error(type_key: str, value: object) -> TypeError:
     """A type's ``__ffi_init__`` returned something other than an object."""
     return TypeError(f"{type_key}.__ffi_init__ returned {type(value).__name__}, not an object")

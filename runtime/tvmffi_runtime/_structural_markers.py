@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _core, _lib
 from ._core import Object, TypeIndex
+from ._object import _adopt
 
 __all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInterrupt", "WalkOrder", "WalkResult", "move", "_KINDS", "_MODES", "_call", "_unmove"]
 
@@ -109,8 +110,7 @@ class VisitInterrupt(Object):
 
     def __init__(self, value: object = None) -> None:
         made = _call("ffi.VisitInterrupt", value)
-        self._h, self._t = made._h, made._t
-        made._h = 0
+        _adopt(self, made)
 
     @property
     def value(self) -> Any:

@@ -60,6 +60,7 @@ _SPARE: dict[type, Any] = {}
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 _QQ = struct.Struct("=qq")
+_INT = TypeIndex.INT
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -157,7 +158,7 @@ def _value_trampoline(
                         obj._h = 0
                         if not cls.__dictoffset__ and obj.__weakref__ is None:
                             _SPARE[cls] = obj
-            elif t == 1:
+            elif t == _INT:
                 r = fn(args[1], kind) if kinded else fn(args[1])
             else:
                 r = fn(_slow_view(args, 0), kind) if kinded else fn(_slow_view(args, 0))
@@ -214,7 +215,7 @@ def _context_trampoline(mutate: bool) -> Callable[[int, Any, int, Any], int]:
                     else:
                         obj._h = 0
             else:
-                value = args[1] if t == 1 else _slow_view(args, 0)
+                value = args[1] if t == _INT else _slow_view(args, 0)
                 r = adapter(
                     value,
                     MutateContext(value, t, run.state, engine, mode, run, False)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
-from ._errors import init_result_error
+from ._errors import init_result_error, no_init_in_library_error, not_constructible_error
+from ._object import _adopt
 from ._fields import (
     IN_PLACE_FIELD_KINDS,
     Field,
@@ -108,7 +109,7 @@ def _init_entry(type_key: str) -> tuple[int, str]:
     # type_method finds an explicit refl::init method or the auto-init type attribute
     f = None if index is None else type_method(index, "__ffi_init__")
     if f is None:
-        raise TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
+        raise no_init_in_library_error(type_key)
     _INIT_KEEP.append(f)
     entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
     return entry
@@ -120,8 +121,7 @@ def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str
     if not isinstance(made, Object):
         raise init_result_error(type_key, made)
     old = getattr(self, "_h", 0)  # unset on a new pure-ctypes wrapper
-    self._h, self._t = made._h, made._t
-    made._h = 0
+    _adopt(self, made)
     if old:
         _core._DecRef(old)
 
@@ -203,20 +203,14 @@ def _keyword_only(self: Object, type_key: str, key: str) -> bool:
 
 
 def not_constructible(self: Object, type_key: str) -> NoReturn:
-    raise TypeError(
-        f"{type(self).__name__} ({type_key}) cannot be constructed from Python: the type registers"
-        " no __ffi_init__"
-    )
+    raise not_constructible_error(type(self).__name__, type_key)
 
 
 _ClsT = TypeVar("_ClsT", bound=type)
 
 
 def _refuse_new(cls: type, *args: Any, **kwargs: Any) -> NoReturn:
-    raise TypeError(
-        f"{cls.__name__} ({getattr(cls, '_type_key', '?')}) cannot be constructed from Python:"
-        " the type registers no __ffi_init__"
-    )
+    raise not_constructible_error(cls.__name__, getattr(cls, "_type_key", "?"))
 
 
 def _plain_new(cls: type[Any], *args: Any, **kwargs: Any) -> Any:
