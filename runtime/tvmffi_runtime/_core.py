@@ -69,7 +69,6 @@ from ._errors import (
     _released_object_error,
     register_error,
 )
-from ._fastpath import accel as _accel
 from ._fastpath import accelerated
 from ._object import (
     _CLASS_CACHE,
@@ -135,7 +134,6 @@ __all__ = [
     "_PY_ERRORS",
     "_PY_ERRORS_LIMIT",
     "_TYPE_CLASSES",
-    "_accel",
     "_c_void_p",
     "_check",
     "_dtype_from_packed",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, cas
 
 from . import _core, _lib
 from ._core import Object, _c_void_p
+from ._fastpath import accel as _accel
 from ._errors import (
     field_delete_error,
     field_in_place_error,
@@ -310,7 +311,7 @@ def _ctypes_field(qualname: str, kind: str, offset: int, setter: Any, doc: Any) 
 
 #: How a field descriptor is made, chosen once: the compiled ``_accel.Field`` when the fast
 #: path is in use (same behaviour, same messages), else the ctypes classes above.
-_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _core._accel is None else _core._accel.Field
+_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _accel is None else _accel.Field
 
 
 def field(kind: str, offset: int, *, write: str | None = None, name: str | None = None) -> Any:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
+from ._fastpath import accel as _accel
 from ._errors import init_result_error, no_init_in_library_error, not_constructible_error
 from ._object import _adopt
 from ._fields import (
@@ -127,7 +128,7 @@ def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str
 
 
 _construct_into: Callable[[Object, int, tuple[object, ...], str, str], None] = (
-    _construct_py if _core._accel is None else _core._accel.construct
+    _construct_py if _accel is None else _accel.construct
 )
 
 
