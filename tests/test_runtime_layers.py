@@ -68,7 +68,7 @@ def test_no_import_cycle() -> None:
 
 def test_core_layers_import_only_lower_layers() -> None:
     order = ["_platform", "_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
-             "_accel_setup", "_env", "_core"]  # fmt: skip
+             "_backend_hooks", "_env", "_core"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])

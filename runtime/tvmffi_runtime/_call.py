@@ -439,7 +439,7 @@ def _repr(obj: Object) -> str:
 
 
 if _accel is not None:
-    # the compiled call; _accel_setup.py hands it the Python fallbacks before any call runs
+    # the compiled call; _backend_hooks.py hands it the Python fallbacks before any call runs
     ffi_call: Callable[..., Any] = _accel.call
 else:
     ffi_call = _ffi_call_py

@@ -4,7 +4,7 @@ callback's result or exception crosses back.
 
 A callback runs in one of three modes: plain (``f(*args)``), packed (``f(args)``) and walk (the
 structural engines' handlers, whose result is written by the hook ``set_walk_result`` installs
-in ``_accel_setup``).
+in ``_backend_hooks``).
 """
 
 from __future__ import annotations

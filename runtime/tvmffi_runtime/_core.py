@@ -12,7 +12,7 @@ function; a lower layer that needs a higher one gets a hook the higher one insta
     _convert      Python values <-> TVMFFIAny (packers, unpacking)
     _call         Function, calling, global functions, reflected methods
     _callback     Python callables as native Functions
-    _accel_setup  hands the compiled backend its Python fallbacks
+    _backend_hooks  the Python fallbacks the compiled backend calls (C imports it by name)
     _env          signal-check and GIL hooks for native code
 
 Conventions:
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import _accel_setup as _accel_setup  # wires the compiled backend
+from . import _backend_hooks as _backend_hooks  # wires the compiled backend
 from . import _env as _env  # registers the env hooks
 from . import _lib
 from ._call import (
