@@ -19,7 +19,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT
-from tvmffi_runtime import _core
+from tvmffi_runtime import _core, _fastpath
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:
@@ -43,8 +43,30 @@ def test_compiled_path_is_built_and_used() -> None:
     )
     from tvmffi_runtime import gen
 
-    assert type(gen.global_function("testing.nop")).__name__ == "LazyFunction"
-    assert isinstance(rt.Array([1]), _core._accel.ObjectBase)
+    assert type(gen.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
+    assert isinstance(rt.Array([1]), _fastpath.accel.ObjectBase)  # type: ignore[union-attr]
+
+
+def _stub_names() -> set[str]:
+    """The names ``_accel.pyi`` declares: the backend contract."""
+    import ast
+    from pathlib import Path
+
+    stub = Path(_fastpath.__file__).with_name("_accel.pyi")
+    return {n.name for n in ast.parse(stub.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+def test_backend_contract_is_the_stub() -> None:
+    """``_accel.pyi`` is the statement of the compiled backend: ``_fastpath.Backend`` (what the
+    runtime types its uses against) declares exactly its names, and the built module exports them."""
+    declared = set(_fastpath.Backend.__annotations__) | {
+        n for n in vars(_fastpath.Backend) if not n.startswith("_")
+    }
+    assert declared == _stub_names()
+    if not PURE:
+        from tvmffi_runtime import _accel
+
+        assert _stub_names() <= set(dir(_accel))
 
 
 def test_pure_switch_turns_the_compiled_path_off() -> None:

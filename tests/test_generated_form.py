@@ -159,38 +159,6 @@ def test_registry_names_and_registry_fields(pure: bool) -> None:
 
 
 @PATHS
-def test_fields_in_the_api_level_1_form_still_work(pure: bool) -> None:
-    # packages generated before API level 2 call field(type_key, name, kind, offset) and pass
-    # register(..., offsets=...): both keep working
-    proc = _run(
-        """
-        import tvmffi_runtime as _rt
-        from tvmffi_runtime import gen as _gen
-        import tvmffi_testing.testing as T
-
-        @_gen.register("testing.TestIntPair", offsets={"a": 24, "b": 32})
-        class Old(_rt.Object):
-            __slots__ = ()
-            a = _gen.field("testing.TestIntPair", "a", "i64", 24)
-            b = _gen.field("testing.TestIntPair", "b", "i64", 32)
-        assert Old.__dict__["a"].qualname == "testing.TestIntPair.a"
-        pair = _rt.Function.get_global("testing.echo")(T.TestIntPair(7, 8))
-        assert type(pair) is Old and (pair.a, pair.b) == (7, 8)
-        try:
-            _gen.register("testing.TestIntPair", offsets={"a": 0})
-        except ImportError as exc:
-            assert "field testing.TestIntPair.a moved (offset 24, generated for 0)" in str(exc), exc
-        else:
-            raise SystemExit("a moved field was accepted")
-        print("OK")
-        """,
-        pure,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip() == "OK"
-
-
-@PATHS
 def test_declared_hooks_are_the_default_behaviour(pure: bool) -> None:
     # visitors.py declares hooks as one-line stubs; dispatch_base makes each the default, so a
     # subclass's super() call does what the engine does for an unmatched value

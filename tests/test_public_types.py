@@ -76,10 +76,8 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime._call:Function.__call__:return": _NATIVE,
     "tvmffi_runtime._functions:GlobalFunction.__call__:return": _NATIVE,
     "tvmffi_runtime._fields:FieldAccess.get:return": _NATIVE,
-    "tvmffi_runtime._fields:read_any:return": _NATIVE,
     "tvmffi_runtime._fields:field:return": "a class-body declaration: the annotation it is assigned to types it",
     "tvmffi_runtime._fields:registry_field:return": "a class-body declaration: the annotation it is assigned to types it",
-    "tvmffi_runtime._fields:read_object:return": _NATIVE + " (an ObjectRef field may hold a String or Bytes object, read as str or bytes)",
     "tvmffi_runtime.gen:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
     # protocols and overridable hooks
     "tvmffi_runtime:DLPackExporter.__dlpack__:args": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",

@@ -15,23 +15,33 @@ from conftest import ROOT, accel_source
 PACKAGE = ROOT / "runtime" / "tvmffi_runtime"
 
 
+def _module_name(path: Path) -> str:
+    """``_call``, or ``structural._hooks`` for a module of the ``structural`` subpackage."""
+    rel = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+
+
 def _imports(path: Path) -> set[str]:
-    """Sibling modules ``path`` imports anywhere (top level, functions, TYPE_CHECKING blocks)."""
+    """Package modules ``path`` imports anywhere (top level, functions, TYPE_CHECKING blocks)."""
+    me = _module_name(path)
+    pkg = list(path.relative_to(PACKAGE).parent.parts)  # the (sub)package of a level-1 import
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
             if node.module:
-                found.add(node.module.split(".")[0])
+                found.add(".".join([*base, node.module]))
             else:
-                found.update(alias.name for alias in node.names)
+                found.update(".".join([*base, alias.name]) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tvmffi_runtime."):
-            found.add((node.module or "").split(".")[1])
-    modules = {p.stem for p in PACKAGE.glob("*.py")}
-    return {m for m in found if m in modules and m != path.stem}
+            found.add((node.module or "").split(".", 1)[1])
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    found = {m if m in modules else m.rsplit(".", 1)[0] for m in found}  # from .x import name
+    return {m for m in found if m in modules and m != me}
 
 
 def _graph() -> dict[str, set[str]]:
-    return {p.stem: _imports(p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py") if _module_name(p)}
 
 
 def test_no_import_cycle() -> None:
@@ -58,7 +68,7 @@ def test_no_import_cycle() -> None:
 
 def test_core_layers_import_only_lower_layers() -> None:
     order = ["_platform", "_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
-             "_accel_setup", "_env", "_core"]  # fmt: skip
+             "_backend_hooks", "_env", "_core"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
@@ -88,7 +98,7 @@ def test_callback_modes_match_the_compiled_backend() -> None:
 def test_one_table_of_field_kinds() -> None:
     """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
     (indexed by its F_* enum) and the generator's layout rules must agree with it."""
-    from tvmffi_runtime import gen
+    from tvmffi_runtime import _fields as gen
     from tvmffi_gen import members
 
     source = accel_source()

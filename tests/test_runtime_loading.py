@@ -169,14 +169,6 @@ def test_throwing_static_initialiser_kills_the_loading_process(have_gxx):
     assert "LOADED" not in proc.stdout
 
 
-def test_throwing_static_initialiser_clean_error_in_process():
-    pytest.skip(
-        "a C++ exception escaping a static initialiser calls std::terminate inside dlopen and "
-        "aborts the process before load_library can report anything; tvmffi-gen probes libraries "
-        "in a child process instead (see test_throwing_static_initialiser_kills_the_loading_process)"
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Finding libtvm_ffi.so
 # --------------------------------------------------------------------------------------------

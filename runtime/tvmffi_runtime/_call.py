@@ -15,11 +15,43 @@ from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
 from . import _lib
-from ._convert import _PACKERS, _pod_from, release_temps, _resolve_packer, set_container_builder, _type_of, view_from_buffer
-from ._errors import ReleasedObjectError, _check, _fetch_error, _python_error_set_in_native
+from ._convert import (
+    _FLOAT,
+    _INT,
+    _INT64_MAX,
+    _INT64_MIN,
+    _NONE,
+    _OBJECT,
+    _PACKERS,
+    _pack_float,
+    _pack_int,
+    _pod_from,
+    _resolve_packer,
+    _type_of,
+    release_temps,
+    set_container_builder,
+    view_from_buffer,
+)
+from ._errors import (
+    ReleasedObjectError,
+    _check,
+    _fetch_error,
+    _python_error_set_in_native,
+    function_not_constructible_error,
+    init_result_error,
+    not_constructible_error,
+)
 from ._fastpath import accel as _accel
-from ._lib import ANY_FLOAT, ANY_INT
-from ._object import Object, _type_key_of_index, _wrap, register_class, set_object_service, type_key_to_index
+from ._object import (
+    Object,
+    _adopt,
+    _release_into,
+    _type_key_of_index,
+    _wrap,
+    register_class,
+    set_object_service,
+    type_key_to_index,
+)
 from ._values import TypeIndex
 
 __all__ = [
@@ -36,12 +68,8 @@ __all__ = [
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
 _string_at = ctypes.string_at
-_pack_int = ANY_INT.pack_into
-_pack_float = ANY_FLOAT.pack_into
 _IncRef = _lib.ObjectIncRef
 _FunctionCall = _lib.FunctionCall
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
 _REGISTRY_LOCK = threading.RLock()  # Function.register_global's updates of the global table
 
 
@@ -134,9 +162,9 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
                 t = _type_of(a)
                 # the commonest kinds inline (no table lookup, no call); the rest by table
                 if t is int and _INT64_MIN <= a <= _INT64_MAX:
-                    _pack_int(buf, off, 1, 0, a)
+                    _pack_int(buf, off, _INT, 0, a)
                 elif t is float:
-                    _pack_float(buf, off, 3, 0, a)
+                    _pack_float(buf, off, _FLOAT, 0, a)
                 else:
                     p = _PACKERS.get(t) or _resolve_packer(t)
                     if p is None:
@@ -146,7 +174,7 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
         except (TypeError, ValueError, OverflowError, _struct_error) as exc:
             raise _pack_error(name, args[off // 16], off // 16, exc)  # noqa: B904 (cause set there)
         res = bufs.result
-        res.type_index = 0
+        res.type_index = _NONE
         try:
             rc = _FunctionCall(handle, buf, n, bufs.result_ptr)
         except SystemError as exc:
@@ -154,11 +182,11 @@ def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "")
         if rc:
             raise _fetch_error()
         tindex = res.type_index
-        if tindex == 1:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
+        if tindex == _INT:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
             return res.v_int64
-        if tindex >= 64:
+        if tindex >= _OBJECT:
             return _wrap(res.v_uint64, tindex)
-        if tindex == 0:
+        if tindex == _NONE:
             return None
         return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
     finally:
@@ -178,10 +206,7 @@ class Function(Object):
     _name: str
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        raise TypeError(
-            "Function cannot be constructed directly; use Function.get_global, "
-            "Function.from_typed or Function.from_packed"
-        )
+        raise function_not_constructible_error()
 
     # the backend is chosen once, here: no per-call test of which path runs
     if _accel is not None:
@@ -392,10 +417,7 @@ def _kwargs_marker() -> Any:
 
 def _new_container(ctor: str, items: Any) -> int:
     """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
-    made = ffi_call(global_func(ctor).c_handle, list(items), ctor)
-    h = made._h
-    made._h = 0
-    return h  # type: ignore[no-any-return]
+    return _release_into(ffi_call(global_func(ctor).c_handle, list(items), ctor))
 
 
 def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -403,17 +425,13 @@ def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
     cls = type(obj)
     init = _ffi_init_of(cls)
     if init is None:
-        raise TypeError(
-            f"{cls.__name__} ({cls._type_key}) cannot be constructed from Python:"
-            " the type registers no __ffi_init__"
-        )
+        raise not_constructible_error(cls.__name__, cls._type_key)
     if kwargs:
         args = (*args, _kwargs_marker(), *[x for kv in kwargs.items() for x in kv])
     made = init(*args)
     if not isinstance(made, Object):
-        raise TypeError(f"{cls._type_key}.__ffi_init__ returned {type(made).__name__}")
-    obj._h, obj._t = made._h, made._t
-    made._h = 0
+        raise init_result_error(cls._type_key, made)
+    _adopt(obj, made)
 
 
 def _repr(obj: Object) -> str:
@@ -421,7 +439,7 @@ def _repr(obj: Object) -> str:
 
 
 if _accel is not None:
-    # the compiled call; _accel_setup.py hands it the Python fallbacks before any call runs
+    # the compiled call; _backend_hooks.py hands it the Python fallbacks before any call runs
     ffi_call: Callable[..., Any] = _accel.call
 else:
     ffi_call = _ffi_call_py

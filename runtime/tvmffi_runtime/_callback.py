@@ -4,7 +4,7 @@ callback's result or exception crosses back.
 
 A callback runs in one of three modes: plain (``f(*args)``), packed (``f(args)``) and walk (the
 structural engines' handlers, whose result is written by the hook ``set_walk_result`` installs
-in ``_accel_setup``).
+in ``_backend_hooks``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,21 @@ from typing import Any, Callable
 
 from . import _lib
 from ._call import Function, set_callback_maker
-from ._convert import _KeepAlive, pack_value, release_temps, set_callable_converter, _type_of, view_from_buffer
+from ._convert import (
+    _INT64_MAX,
+    _INT64_MIN,
+    _PLAIN_PACKERS,
+    _KeepAlive,
+    _pack_uint,
+    _type_of,
+    pack_value,
+    release_temps,
+    set_callable_converter,
+    view_from_buffer,
+)
 from ._errors import conversion_failed, _check, _fetch_error, _raise_into_native, _released_object_error, not_callable_error
 from ._fastpath import Backend
 from ._fastpath import accel as _accel
-from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _ref_counts, _wrap
 from ._values import TypeIndex
 
@@ -28,14 +38,9 @@ __all__ = ["live_callbacks", "trampoline_function", "compiled_function", "fail_i
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
-_pack_int = ANY_INT.pack_into
-_pack_float = ANY_FLOAT.pack_into
-_pack_uint = ANY_UINT.pack_into
 _IncRef = _lib.ObjectIncRef
 _DecRef = _lib.ObjectDecRef
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
 
 # The callback modes, as ``_accel.c`` numbers them (tests/test_runtime_layers.py checks):
 # plain ``f(*args)``, packed ``f(args)``, walk (result written by the walk-result hook), and the
@@ -144,6 +149,7 @@ def _create_function(key: int) -> int:
 
 
 _OWNED_SCRATCH = threading.local()
+_NO_TEMPS: list[Any] = []  # plain values need no temporaries
 
 
 def _py_to_owned_any(value: Any, out_addr: int) -> None:
@@ -153,17 +159,9 @@ def _py_to_owned_any(value: Any, out_addr: int) -> None:
     else goes through a view and ``TVMFFIAnyViewToOwnedAny``.
     """
     t = _type_of(value)
-    if t is int and _INT64_MIN <= value <= _INT64_MAX:
-        _pack_int(_out_view(out_addr), 0, 1, 0, value)
-        return
-    if value is None:
-        _pack_int(_out_view(out_addr), 0, 0, 0, 0)
-        return
-    if t is float:
-        _pack_float(_out_view(out_addr), 0, 3, 0, value)
-        return
-    if t is bool:
-        _pack_int(_out_view(out_addr), 0, 2, 0, 1 if value else 0)
+    plain = _PLAIN_PACKERS.get(t)
+    if plain is not None and (t is not int or _INT64_MIN <= value <= _INT64_MAX):  # a big int: below
+        plain(_out_view(out_addr), 0, value, _NO_TEMPS)
         return
     if isinstance(value, Object) and not isinstance(value, _KeepAlive):
         h = value._h

@@ -47,6 +47,8 @@ _type_of: Callable[[object], type[Any]] = type
 _BYTES_DATA = bytes.__basicsize__ - 1
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
+# the type indices packed and unpacked on every call, as module constants (no attribute lookup)
+_NONE, _INT, _BOOL, _FLOAT, _OBJECT = TypeIndex.NONE, TypeIndex.INT, TypeIndex.BOOL, TypeIndex.FLOAT, TypeIndex.OBJECT
 _SMALL_STR_PACK = struct.Struct("=iI8s").pack_into
 
 
@@ -98,16 +100,16 @@ Packer = Callable[[Any, int, Any, list[Any]], None]
 
 
 def _pack_none(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_int(buf, off, 0, 0, 0)
+    _pack_int(buf, off, _NONE, 0, 0)
 
 
 def _pack_bool(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_int(buf, off, 2, 0, 1 if v else 0)
+    _pack_int(buf, off, _BOOL, 0, 1 if v else 0)
 
 
 def _pack_pyint(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     if _INT64_MIN <= v <= _INT64_MAX:
-        _pack_int(buf, off, 1, 0, v)
+        _pack_int(buf, off, _INT, 0, v)
     else:
         h = _bigint_handle(int(v))
         temps.append(h)
@@ -115,7 +117,7 @@ def _pack_pyint(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_float_(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_float(buf, off, 3, 0, v)
+    _pack_float(buf, off, _FLOAT, 0, v)
 
 
 def _pack_str(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -191,6 +193,9 @@ def _pack_dlpack(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 
+
+#: The packers of values an Any holds in place (no object, no temporary), for callback results.
+_PLAIN_PACKERS: dict[type, Packer] = {type(None): _pack_none, bool: _pack_bool, int: _pack_pyint, float: _pack_float_}
 
 _PACKERS: dict[type, Packer] = {
     type(None): _pack_none,
@@ -270,7 +275,7 @@ def _pack_index(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_real(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_float(buf, off, 3, 0, float(v))
+    _pack_float(buf, off, _FLOAT, 0, float(v))
 
 
 def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -278,7 +283,7 @@ def _pack_chandle(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     if h:
         _pack_uint(buf, off, _read_type_index(h), 0, h)
     else:
-        _pack_int(buf, off, 0, 0, 0)
+        _pack_int(buf, off, _NONE, 0, 0)
 
 
 def _pack_ffi_object_protocol(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -353,9 +358,9 @@ def _owned_any_to_py(any_: _lib.TVMFFIAny) -> Any:
 def owned_from_buffer(buf: Any, off: int) -> Any:
     """Convert the owned Any at ``off`` of ``buf`` into a Python value (takes over its reference)."""
     tindex, small_len, v = _unpack_int(buf, off)
-    if tindex == 1:
+    if tindex == _INT:
         return v
-    if tindex >= 64:
+    if tindex >= _OBJECT:
         return _wrap(v & 0xFFFFFFFFFFFFFFFF, tindex)
     return _pod_from(buf, off, tindex, small_len, v)
 
@@ -363,46 +368,55 @@ def owned_from_buffer(buf: Any, off: int) -> Any:
 def view_from_buffer(buf: Any, off: int) -> Any:
     """Convert a borrowed Any view (callback arguments, container items) into a Python value."""
     tindex, small_len, v = _unpack_int(buf, off)
-    if tindex == 1:
+    if tindex == _INT:
         return v
-    if tindex >= 64:
+    if tindex >= _OBJECT:
         h = v & 0xFFFFFFFFFFFFFFFF
         _IncRef(h)
         return _wrap(h, tindex)
-    if tindex == TypeIndex.RAW_STR:
-        return ctypes.string_at(v).decode("utf-8", "surrogateescape")
-    if tindex == TypeIndex.BYTE_ARRAY_PTR:
-        return _lib.read_byte_array(_lib.TVMFFIByteArray.from_address(v))
-    if tindex == TypeIndex.OBJECT_RVALUE_REF:
-        h = ctypes.c_void_p.from_address(v).value or 0
-        _IncRef(h)
-        return _wrap(h, _read_type_index(h))
     return _pod_from(buf, off, tindex, small_len, v)
 
 
+def _device_from(buf: Any, off: int, n: int, v: int) -> Device:
+    u = v & 0xFFFFFFFFFFFFFFFF
+    dev: Device = _new(Device)
+    dev.device_type = u & 0xFFFFFFFF
+    dev.index = ctypes.c_int32(u >> 32).value
+    return dev
+
+
+def _object_rvalue_from(buf: Any, off: int, n: int, v: int) -> Any:
+    h = ctypes.c_void_p.from_address(v).value or 0
+    _IncRef(h)
+    return _wrap(h, _read_type_index(h))
+
+
+_Reader = Callable[[Any, int, int, int], Any]
+
+#: The one unpack table: how a value that is not an object (type index below ``OBJECT``) is read
+#: out of the Any at ``buf[off:off+16]``, given its small length ``n`` and 64-bit payload ``v``.
+#: Owned Anys, borrowed views and call results all read through it (the last three kinds appear
+#: only in borrowed views).
+_UNPACK: dict[int, _Reader] = {
+    TypeIndex.NONE: lambda buf, off, n, v: None,
+    TypeIndex.INT: lambda buf, off, n, v: v,
+    TypeIndex.BOOL: lambda buf, off, n, v: v != 0,
+    TypeIndex.FLOAT: lambda buf, off, n, v: _unpack_float(buf, off)[2],
+    TypeIndex.SMALL_STR: lambda buf, off, n, v: bytes(buf[off + 8 : off + 8 + n]).decode("utf-8", "surrogateescape"),
+    TypeIndex.SMALL_BYTES: lambda buf, off, n, v: bytes(buf[off + 8 : off + 8 + n]),
+    TypeIndex.DATA_TYPE: lambda buf, off, n, v: _dtype_from_packed(v & 0xFFFFFFFF),
+    TypeIndex.DEVICE: _device_from,
+    TypeIndex.OPAQUE_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF) if v else None,
+    TypeIndex.UNCHANGED: lambda buf, off, n, v: _UNCHANGED[0],
+    TypeIndex.DL_TENSOR_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF),
+    TypeIndex.RAW_STR: lambda buf, off, n, v: ctypes.string_at(v).decode("utf-8", "surrogateescape"),
+    TypeIndex.BYTE_ARRAY_PTR: lambda buf, off, n, v: _lib.read_byte_array(_lib.TVMFFIByteArray.from_address(v)),
+    TypeIndex.OBJECT_RVALUE_REF: _object_rvalue_from,
+}
+
+
 def _pod_from(buf: Any, off: int, tindex: int, small_len: int, v: int) -> Any:
-    if tindex == 0:
-        return None
-    if tindex == 2:
-        return v != 0
-    if tindex == 3:
-        return _unpack_float(buf, off)[2]
-    if tindex == TypeIndex.SMALL_STR:
-        return bytes(buf[off + 8 : off + 8 + small_len]).decode("utf-8", "surrogateescape")
-    if tindex == TypeIndex.SMALL_BYTES:
-        return bytes(buf[off + 8 : off + 8 + small_len])
-    if tindex == TypeIndex.DATA_TYPE:
-        return _dtype_from_packed(v & 0xFFFFFFFF)
-    if tindex == TypeIndex.DEVICE:
-        u = v & 0xFFFFFFFFFFFFFFFF
-        dev = _new(Device)
-        dev.device_type = u & 0xFFFFFFFF
-        dev.index = ctypes.c_int32(u >> 32).value
-        return dev
-    if tindex == TypeIndex.OPAQUE_PTR:
-        return _c_void_p(v & 0xFFFFFFFFFFFFFFFF) if v else None
-    if tindex == TypeIndex.UNCHANGED:
-        return _UNCHANGED[0]
-    if tindex == TypeIndex.DL_TENSOR_PTR:
-        return _c_void_p(v & 0xFFFFFFFFFFFFFFFF)
-    raise TypeError(f"cannot convert a TVM FFI value of type index {tindex} to Python")
+    read = _UNPACK.get(tindex)
+    if read is None:
+        raise TypeError(f"cannot convert a TVM FFI value of type index {tindex} to Python")
+    return read(buf, off, small_len, v)

@@ -12,7 +12,7 @@ function; a lower layer that needs a higher one gets a hook the higher one insta
     _convert      Python values <-> TVMFFIAny (packers, unpacking)
     _call         Function, calling, global functions, reflected methods
     _callback     Python callables as native Functions
-    _accel_setup  hands the compiled backend its Python fallbacks
+    _backend_hooks  the Python fallbacks the compiled backend calls (C imports it by name)
     _env          signal-check and GIL hooks for native code
 
 Conventions:
@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import ctypes
 
-from . import _accel_setup as _accel_setup  # wires the compiled backend
+from . import _backend_hooks as _backend_hooks  # wires the compiled backend
 from . import _env as _env  # registers the env hooks
 from . import _lib
 from ._call import (
     Function,
-    _ffi_call_py,
-    _ffi_init_of,
     _kwargs_marker,
-    _named,
     _new_container,
     _pack_error,
     ffi_call,
@@ -48,23 +45,13 @@ from ._call import (
     type_method,
 )
 from ._callback import (
-    _MODE_PACKED,
-    _MODE_PLAIN,
-    _MODE_WALK,
-    _callback_function,
-    _function_handle_from_callable,
     _py_to_owned_any,
     live_callbacks,
     set_walk_result,
 )
 from ._convert import (
-    _PACKERS,
-    Packer,
-    _KeepAlive,
-    _bigint_handle,
     _pack_int,
     _pack_uint,
-    _resolve_packer,
     owned_from_buffer,
     pack_value,
     register_packer,
@@ -79,13 +66,9 @@ from ._errors import (
     ReleasedObjectError,
     _check,
     _exception_from_error_handle,
-    _fetch_error,
-    _new_error_handle,
-    _raise_into_native,
     _released_object_error,
     register_error,
 )
-from ._fastpath import accel as _accel
 from ._fastpath import accelerated
 from ._object import (
     _CLASS_CACHE,
@@ -96,10 +79,8 @@ from ._object import (
     _new,
     _read_type_index,
     _ref_counts,
-    _type_key_of_index,
     _wrap,
     class_for_index,
-    register_class,
     register_object,
     set_class_loader,
     set_object_return,
@@ -113,18 +94,16 @@ _c_void_p = ctypes.c_void_p
 _DecRef = _lib.ObjectDecRef
 _IncRef = _lib.ObjectIncRef
 
-# Everything re-exported, private names included: the rest of the package and tests use them.
+# The names the rest of the package and tests use from here, private ones included.
 __all__ = [
     "DataType",
     "Device",
     "Error",
     "Function",
     "Object",
-    "Packer",
     "ReleasedObjectError",
     "TypeIndex",
     "accelerated",
-    "annotations",
     "class_for_index",
     "ffi_call",
     "get_global_func",
@@ -133,7 +112,6 @@ __all__ = [
     "live_callbacks",
     "owned_from_buffer",
     "pack_value",
-    "register_class",
     "register_error",
     "register_object",
     "register_packer",
@@ -151,41 +129,24 @@ __all__ = [
     "_CLASS_CACHE",
     "_DecRef",
     "_IncRef",
-    "_KeepAlive",
     "_LAZY_CLASS_LOADER",
-    "_MODE_PACKED",
-    "_MODE_PLAIN",
-    "_MODE_WALK",
     "_OBJECT_RETURN",
-    "_PACKERS",
     "_PY_ERRORS",
     "_PY_ERRORS_LIMIT",
     "_TYPE_CLASSES",
-    "_accel",
-    "_bigint_handle",
     "_c_void_p",
-    "_callback_function",
     "_check",
     "_dtype_from_packed",
     "_exception_from_error_handle",
-    "_fetch_error",
-    "_ffi_call_py",
-    "_ffi_init_of",
-    "_function_handle_from_callable",
     "_kwargs_marker",
-    "_named",
     "_new",
     "_new_container",
-    "_new_error_handle",
     "_pack_error",
     "_pack_int",
     "_pack_uint",
     "_py_to_owned_any",
-    "_raise_into_native",
     "_read_type_index",
     "_ref_counts",
     "_released_object_error",
-    "_resolve_packer",
-    "_type_key_of_index",
     "_wrap",
 ]

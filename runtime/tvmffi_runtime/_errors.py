@@ -254,7 +254,7 @@ class ReleasedObjectError(ValueError):
 # The messages both backends raise, defined once
 # =============================================================================================
 # The ctypes path raises these where it fails; the compiled path (``_accel.c``) gets the
-# builders at init (``_accel_setup``: ``BACKEND_ERRORS``, by name) and calls them on its error
+# builders at init (``_backend_hooks.errors``: ``BACKEND_ERRORS``, by name) and calls them on its error
 # paths, so neither words a message of its own.
 _E = TypeVar("_E", bound=BaseException)
 
@@ -374,6 +374,25 @@ def arity_error(name: str, arity: int, given: int) -> TypeError:
 def no_keywords_error(name: str) -> TypeError:
     """Keywords given to a native function whose parameters are positional-only."""
     return TypeError(f"{name}() takes no keyword arguments")
+
+
+def not_constructible_error(class_name: str, type_key: str) -> TypeError:
+    """Construction of a type that registers no ``__ffi_init__``."""
+    return TypeError(
+        f"{class_name} ({type_key}) cannot be constructed from Python: the type registers no __ffi_init__"
+    )
+
+
+def no_init_in_library_error(type_key: str) -> TypeError:
+    """A generated class's type has no ``__ffi_init__`` in the library loaded now."""
+    return TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
+
+
+def function_not_constructible_error() -> TypeError:
+    """``Function()``: functions come from the library or from Python callables."""
+    return TypeError(
+        "Function cannot be constructed directly; use Function.get_global, Function.from_typed or Function.from_packed"
+    )
 
 
 def init_result_error(type_key: str, value: object) -> TypeError:

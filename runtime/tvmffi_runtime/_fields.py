@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, TypeVar, cas
 
 from . import _core, _lib
 from ._core import Object, _c_void_p
+from ._fastpath import accel as _accel
 from ._errors import (
     field_delete_error,
     field_in_place_error,
@@ -34,11 +35,6 @@ __all__ = [
     "UnboundField",
     "field",
     "read_any",
-    "read_bool",
-    "read_f32",
-    "read_f64",
-    "read_i32",
-    "read_i64",
     "read_object",
     "registry_field",
     "write_bool",
@@ -119,11 +115,8 @@ _i64_at = ctypes.c_int64.from_address
 _f64_at = ctypes.c_double.from_address
 _bool_at = ctypes.c_bool.from_address
 
-read_i64 = ctypes.c_int64.from_address
-read_i32 = ctypes.c_int32.from_address
-read_f64 = ctypes.c_double.from_address
-read_f32 = ctypes.c_float.from_address
-read_bool = ctypes.c_bool.from_address
+_i32_at = ctypes.c_int32.from_address
+_f32_at = ctypes.c_float.from_address
 
 
 _G = TypeVar("_G")
@@ -169,23 +162,23 @@ _FieldT = TypeVar("_FieldT", bound="ReadOnlyField[Any]")
 
 
 def _read_i64(addr: int) -> int:
-    return read_i64(addr).value
+    return _i64_at(addr).value
 
 
 def _read_i32(addr: int) -> int:
-    return read_i32(addr).value
+    return _i32_at(addr).value
 
 
 def _read_f64(addr: int) -> float:
-    return read_f64(addr).value
+    return _f64_at(addr).value
 
 
 def _read_f32(addr: int) -> float:
-    return read_f32(addr).value
+    return _f32_at(addr).value
 
 
 def _read_bool(addr: int) -> bool:
-    return read_bool(addr).value
+    return _bool_at(addr).value
 
 
 #: How a field read from memory is laid out: int64, int32, double, float, bool, an ObjectRef
@@ -318,10 +311,10 @@ def _ctypes_field(qualname: str, kind: str, offset: int, setter: Any, doc: Any) 
 
 #: How a field descriptor is made, chosen once: the compiled ``_accel.Field`` when the fast
 #: path is in use (same behaviour, same messages), else the ctypes classes above.
-_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _core._accel is None else _core._accel.Field
+_new_field: Callable[[str, str, int, Any, Any], Any] = _ctypes_field if _accel is None else _accel.Field
 
 
-def field(*args: str | int, write: str | None = None, name: str | None = None) -> Any:
+def field(kind: str, offset: int, *, write: str | None = None, name: str | None = None) -> Any:
     """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
     ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
@@ -330,27 +323,10 @@ def field(*args: str | int, write: str | None = None, name: str | None = None) -
     which also checks the offset against the loaded library. ``write`` is None for a read-only
     field, ``"in_place"`` to store int64/double/bool values in memory (what the registry setter
     does), or ``"registry"`` to call the registry setter.
-
-    ``field(type_key, name, kind, offset)`` (packages generated for API level 1) gives the bound
-    descriptor at once.
     """
-    if len(args) == 2:
-        kind, offset = args
-        if not isinstance(kind, str) or not isinstance(offset, int):
-            raise TypeError(f"field(kind, offset): expected (str, int), got {_arg_types(args)}")
-        return UnboundField(kind, offset, write, name)
-    if len(args) in (4, 5) and name is None:
-        type_key, reg_name, kind, offset = args[:4]
-        legacy_write = args[4] if len(args) == 5 else write
-        if not (
-            isinstance(type_key, str) and isinstance(reg_name, str) and isinstance(kind, str)
-            and isinstance(offset, int) and (legacy_write is None or isinstance(legacy_write, str))
-        ):
-            raise TypeError(
-                f"field(type_key, name, kind, offset[, write]): expected (str, str, str, int[, str]), got {_arg_types(args)}"
-            )
-        return _bound_field(type_key, reg_name, kind, offset, legacy_write)
-    raise TypeError(f"field() takes (kind, offset) or (type_key, name, kind, offset), got {len(args)} arguments")
+    if not isinstance(kind, str) or not isinstance(offset, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"field(kind, offset): expected (str, int), got {_arg_types((kind, offset))}")
+    return UnboundField(kind, offset, write, name)
 
 
 def _arg_types(args: tuple[object, ...]) -> str:

@@ -28,9 +28,6 @@ __all__ = [
     "GlobalFunction",
     "TypeMethod",
     "ModuleFunction",
-    "global_function",
-    "method",
-    "module_function",
     "registry_function",
     "registry_method",
     "exported_function",
@@ -176,23 +173,7 @@ def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int
     return _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
 
 
-# -- handles (generated code of API level 2 calls these from its wrapper defs) ----------------
-def global_function(name: str) -> Callable[..., Any]:
-    """The global function ``name``, looked up on first call."""
-    return _fast(GlobalFunction(name))
-
-
-def method(type_key: str, name: str) -> Callable[..., Any]:
-    """The reflected method ``name`` of ``type_key``, looked up on first call."""
-    return _fast(TypeMethod(type_key, name))
-
-
-def module_function(lib_module: str, name: str) -> Callable[..., Any]:
-    """The function ``name`` that the library of ``lib_module`` exports, looked up on first call."""
-    return _fast(ModuleFunction(lib_module, name))
-
-
-# -- decorators (API level 3): the def is the signature, the native function is the body -----
+# -- decorators: the def is the signature, the native function is the body -----------------
 def _native(slow: GlobalFunction, f: _F, result: type[tuple[Any, ...]] | None = None) -> _F:
     code = f.__code__
     if f.__defaults__ or f.__kwdefaults__ or code.co_kwonlyargcount:

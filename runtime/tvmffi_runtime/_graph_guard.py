@@ -24,6 +24,7 @@ from typing import Any, Iterator, cast
 from . import _core, _lib
 from ._call import _repr as _printer_repr
 from ._core import Object, TypeIndex, set_object_service
+from ._fastpath import accel as _accel
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -343,7 +344,7 @@ def check_graph(value: object, what: str, *, cycles: bool = True, structural: bo
 
 def _check_object(h: int, tindex: int, what: str, cycles: bool, structural: bool) -> None:
     """The graph under one object, by the compiled walk when there is one."""
-    accel = _core._accel
+    accel = _accel
     if accel is None:
         _check_root(h, tindex, what, cycles, structural)
         return

@@ -17,7 +17,7 @@ from ._errors import _exception_from_error_handle, _fetch_error
 from ._fastpath import accel as _accel
 from ._values import TypeIndex, _bigint_from_handle, _bytes_from_handle, _str_from_handle
 
-__all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index", "_wrap", "_read_type_index", "_ref_counts"]
+__all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index", "_wrap", "_read_type_index", "_ref_counts", "_adopt", "_release_into"]
 
 _byref = ctypes.byref
 _DecRef = _lib.ObjectDecRef
@@ -235,6 +235,19 @@ _OBJECT_RETURN: dict[int, Callable[[int], Any]] = {}
 def set_object_return(index: int, convert: Callable[[int], Any]) -> None:
     """Return objects of type ``index`` as ``convert(owned_handle)`` instead of a wrapper."""
     _OBJECT_RETURN[index] = convert
+
+
+def _adopt(obj: Object, made: Object) -> None:
+    """``obj`` takes over the reference ``made`` owns (``made`` is left owning nothing)."""
+    obj._h, obj._t = made._h, made._t
+    made._h = 0
+
+
+def _release_into(made: Object) -> int:
+    """The handle ``made`` owns, handed to the caller (``made`` is left owning nothing)."""
+    h: int = made._h
+    made._h = 0
+    return h
 
 
 def _error_from_handle(handle: int) -> BaseException:

@@ -25,6 +25,7 @@ from operator import index as _index  # a TypeError, like list, for a non-intege
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
+from ._object import _adopt
 from ._fastpath import accel as _accel
 from ._lib import OBJECT_HEADER_SIZE
 
@@ -395,8 +396,7 @@ class Shape(Object, Sequence[int]):
 
     def __init__(self, dims: Iterable[int] = ()) -> None:
         made = _call("ffi.Shape", *list(dims))
-        self._h, self._t = made._h, made._t
-        made._h = 0
+        _adopt(self, made)
 
     def _dims(self) -> tuple[int, ...]:
         data = _c_void_p.from_address(self._h + OBJECT_HEADER_SIZE).value or 0

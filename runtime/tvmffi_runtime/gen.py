@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
 from ._core import Function, Object, ffi_call, type_key_to_index, type_method
-from ._errors import init_result_error
+from ._fastpath import accel as _accel
+from ._errors import init_result_error, no_init_in_library_error, not_constructible_error
+from ._object import _adopt
 from ._fields import (
-    FIELD_KINDS,
     IN_PLACE_FIELD_KINDS,
     Field,
     FieldAccess,
@@ -25,26 +26,13 @@ from ._fields import (
     RegistryField,
     UnboundField,
     field,
-    read_any,
-    read_bool,
-    read_f32,
-    read_f64,
-    read_i32,
-    read_i64,
-    read_object,
     registry_field,
-    write_bool,
-    write_f64,
-    write_i64,
 )
 from ._functions import (
     GlobalFunction,
     ModuleFunction,
     TypeMethod,
     exported_function,
-    global_function,
-    method,
-    module_function,
     registry_function,
     registry_method,
 )
@@ -56,25 +44,20 @@ if TYPE_CHECKING:
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
-#: Level 2: fields bound by ``register`` (``field(kind, offset)``), ``dispatch_base``.
-#: Level 3: functions and methods are decorated defs (``registry_function``,
-#: ``registry_method``, ``exported_function``).
-#: Level 4: ``replace`` methods (``replace_method``, ``KEEP``); ``register`` records the fields;
-#: ``registry_function``/``exported_function`` take ``result=`` (a named tuple class).
+#: Level 4 (the only one supported: earlier levels were never published): fields bound by
+#: ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are decorated
+#: defs (``registry_function``, ``registry_method``, ``exported_function``, which take
+#: ``result=``, a named tuple class); ``replace`` methods (``replace_method``, ``KEEP``).
 API_LEVEL = 4
 
 __all__ = [
     "API_LEVEL",
-    "FIELD_KINDS",
     "IN_PLACE_FIELD_KINDS",
     "MISSING",
     "KEEP",
     "replace_method",
     "GlobalFunction",
     "TypeMethod",
-    "global_function",
-    "method",
-    "module_function",
     "registry_function",
     "registry_method",
     "exported_function",
@@ -96,16 +79,6 @@ __all__ = [
     "load_package_module",
     "ModuleFunction",
     "register_lazy_types",
-    "read_i64",
-    "read_i32",
-    "read_f64",
-    "read_f32",
-    "read_bool",
-    "read_object",
-    "read_any",
-    "write_i64",
-    "write_f64",
-    "write_bool",
 ]
 
 
@@ -137,7 +110,7 @@ def _init_entry(type_key: str) -> tuple[int, str]:
     # type_method finds an explicit refl::init method or the auto-init type attribute
     f = None if index is None else type_method(index, "__ffi_init__")
     if f is None:
-        raise TypeError(f"{type_key} has no __ffi_init__ in the loaded library: it cannot be constructed")
+        raise no_init_in_library_error(type_key)
     _INIT_KEEP.append(f)
     entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
     return entry
@@ -149,14 +122,13 @@ def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str
     if not isinstance(made, Object):
         raise init_result_error(type_key, made)
     old = getattr(self, "_h", 0)  # unset on a new pure-ctypes wrapper
-    self._h, self._t = made._h, made._t
-    made._h = 0
+    _adopt(self, made)
     if old:
         _core._DecRef(old)
 
 
 _construct_into: Callable[[Object, int, tuple[object, ...], str, str], None] = (
-    _construct_py if _core._accel is None else _core._accel.construct
+    _construct_py if _accel is None else _accel.construct
 )
 
 
@@ -232,20 +204,14 @@ def _keyword_only(self: Object, type_key: str, key: str) -> bool:
 
 
 def not_constructible(self: Object, type_key: str) -> NoReturn:
-    raise TypeError(
-        f"{type(self).__name__} ({type_key}) cannot be constructed from Python: the type registers"
-        " no __ffi_init__"
-    )
+    raise not_constructible_error(type(self).__name__, type_key)
 
 
 _ClsT = TypeVar("_ClsT", bound=type)
 
 
 def _refuse_new(cls: type, *args: Any, **kwargs: Any) -> NoReturn:
-    raise TypeError(
-        f"{cls.__name__} ({getattr(cls, '_type_key', '?')}) cannot be constructed from Python:"
-        " the type registers no __ffi_init__"
-    )
+    raise not_constructible_error(cls.__name__, getattr(cls, "_type_key", "?"))
 
 
 def _plain_new(cls: type[Any], *args: Any, **kwargs: Any) -> Any:
@@ -265,15 +231,12 @@ class _InitSignature:
         return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 
-def register(
-    type_key: str, offsets: dict[str, int] | None = None, constructible: bool = True
-) -> Callable[[_ClsT], _ClsT]:
+def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _ClsT]:
     """Register a generated class for ``type_key``; check that fields read straight from memory
     are still where the package was generated to look (else the package is stale).
 
     The class's :func:`field` declarations are bound here: each offset is checked, then the
-    field's runtime descriptor replaces the declaration. (``offsets`` is the API level 1 form:
-    name -> offset of fields that were bound at once.)
+    field's runtime descriptor replaces the declaration.
 
     A class that is not ``constructible`` refuses construction with a TypeError naming the type
     (the runtime itself makes wrappers without calling the class)."""
@@ -283,8 +246,6 @@ def register(
             f"type {type_key!r} is not registered by {_loaded_library_of(type_key)}; the generated"
             " package is out of date for it (regenerate it with tvmffi-gen)"
         )
-    if offsets:
-        _check_offsets(type_key, index, offsets)
     registrar = _core.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:

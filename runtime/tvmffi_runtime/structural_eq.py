@@ -13,6 +13,7 @@ from enum import IntEnum
 from typing import Any, cast
 
 from ._core import Function, Object, get_global_func, register_object, type_key_to_index
+from ._object import _adopt
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
 from .reflection import get_field
 
@@ -174,8 +175,7 @@ class StructuralKey(Object):
     def __init__(self, key: object) -> None:
         check_graph(key, "StructuralKey", structural=True)
         made = _engine("ffi.StructuralKey")(key)
-        self._h, self._t = made._h, made._t
-        made._h = 0
+        _adopt(self, made)
 
     @property
     def key(self) -> Any:

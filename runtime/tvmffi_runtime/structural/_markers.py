@@ -10,8 +10,9 @@ import functools
 from enum import IntEnum
 from typing import Any
 
-from . import _core, _lib
-from ._core import Object, TypeIndex
+from .. import _core, _lib
+from .._core import Object, TypeIndex
+from .._object import _adopt
 
 __all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInterrupt", "WalkOrder", "WalkResult", "move", "_KINDS", "_MODES", "_call", "_unmove"]
 
@@ -109,8 +110,7 @@ class VisitInterrupt(Object):
 
     def __init__(self, value: object = None) -> None:
         made = _call("ffi.VisitInterrupt", value)
-        self._h, self._t = made._h, made._t
-        made._h = 0
+        _adopt(self, made)
 
     @property
     def value(self) -> Any:
@@ -123,7 +123,7 @@ class VisitInterrupt(Object):
 
 @functools.lru_cache(maxsize=None)
 def _interrupt_value_field() -> Any:
-    from .reflection import FieldAccessor
+    from ..reflection import FieldAccessor
 
     return FieldAccessor("ffi.VisitInterrupt", "value")
 

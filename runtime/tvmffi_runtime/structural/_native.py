@@ -9,8 +9,8 @@ import struct
 import sys
 from typing import Any, Callable, TypeAlias
 
-from . import _core, _lib
-from ._callback import (
+from .. import _core, _lib
+from .._callback import (
     _CALLBACKS,
     _MODE_HOOK,
     _MODE_PLAIN,
@@ -21,11 +21,11 @@ from ._callback import (
     fail_into_native,
     trampoline_function,
 )
-from ._core import Function, Object, TypeIndex
-from ._errors import moved_result_error, walk_result_error
-from ._structural_markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
-from ._structural_match import _Entry, _overlap
-from ._structural_context import HookCall, HookFrame, MutateContext, VisitContext
+from .._core import Function, Object, TypeIndex
+from .._errors import moved_result_error, walk_result_error
+from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
+from ._match import _Entry, _overlap
+from ._context import HookCall, HookFrame, MutateContext, VisitContext
 
 __all__ = [
     "_T_MAP_KIND", "_T_MAP_PLAIN", "_T_MUTATE", "_T_VISIT", "_T_WALK_KIND", "_T_WALK_PLAIN", "_links", "_native", "_split",
@@ -60,6 +60,7 @@ _SPARE: dict[type, Any] = {}
 _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 _QQ = struct.Struct("=qq")
+_INT = TypeIndex.INT
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -157,7 +158,7 @@ def _value_trampoline(
                         obj._h = 0
                         if not cls.__dictoffset__ and obj.__weakref__ is None:
                             _SPARE[cls] = obj
-            elif t == 1:
+            elif t == _INT:
                 r = fn(args[1], kind) if kinded else fn(args[1])
             else:
                 r = fn(_slow_view(args, 0), kind) if kinded else fn(_slow_view(args, 0))
@@ -214,7 +215,7 @@ def _context_trampoline(mutate: bool) -> Callable[[int, Any, int, Any], int]:
                     else:
                         obj._h = 0
             else:
-                value = args[1] if t == 1 else _slow_view(args, 0)
+                value = args[1] if t == _INT else _slow_view(args, 0)
                 r = adapter(
                     value,
                     MutateContext(value, t, run.state, engine, mode, run, False)

@@ -10,9 +10,9 @@ import types
 import warnings
 from typing import Any, Callable, ClassVar, Mapping, NamedTuple, TypeVar
 
-from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
-from ._structural_match import Handlers, _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
-from ._structural_context import HookFrame, MutateContext, Policy, VisitContext
+from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
+from ._match import Handlers, _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
+from ._context import HookFrame, MutateContext, Policy, VisitContext
 
 __all__ = ["HookNameWarning", "MapperBase", "MutateCallbacks", "MutatorBase", "VisitCallbacks", "VisitorBase", "WalkerBase", "default_hook", "_HookBase"]
 

@@ -22,9 +22,9 @@ Public names: ``structural_walk``, ``structural_visit``, ``structural_map``,
 ``WalkerBase``, ``VisitorBase``, ``MapperBase``, ``MutatorBase``, ``walk_count_nodes``.
 
 This module holds the four engine entry points and re-exports the rest, which lives in layers
-that import one way: ``_structural_markers`` (markers, enums) → ``_structural_match``
-(annotations to type indices) → ``_structural_context`` (contexts, policies) →
-``_structural_native`` (trampolines) → ``_structural_hooks`` (hook bases) → here.
+that import one way: ``_markers`` (markers, enums) → ``_match``
+(annotations to type indices) → ``_context`` (contexts, policies) →
+``_native`` (trampolines) → ``_hooks`` (hook bases) → here.
 """
 
 
@@ -32,13 +32,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from ._core import Object
-from ._errors import walk_result_error
-from ._graph_guard import check_graph
-from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
-from ._structural_match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
-from ._structural_context import ContextPolicy, HookCall, MutateContext, Policy, VisitContext, _Policies, _Run, _policies, _refcounts
-from ._structural_native import (
+from .._core import Object
+from .._errors import walk_result_error
+from .._graph_guard import check_graph
+from ._markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
+from ._match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
+from ._context import ContextPolicy, HookCall, MutateContext, Policy, VisitContext, _Policies, _Run, _policies, _refcounts
+from ._native import (
     _T_MAP_KIND,
     _T_MAP_PLAIN,
     _T_MUTATE,
@@ -50,7 +50,7 @@ from ._structural_native import (
     _split,
     hook_frame,
 )
-from ._structural_hooks import HookNameWarning, MapperBase, MutateCallbacks, MutatorBase, VisitCallbacks, VisitorBase, WalkerBase, _HookBase, default_hook
+from ._hooks import HookNameWarning, MapperBase, MutateCallbacks, MutatorBase, VisitCallbacks, VisitorBase, WalkerBase, _HookBase, default_hook
 
 __all__ = [
     "UNCHANGED",
@@ -105,7 +105,7 @@ def _order(order: WalkOrder | str | int, what: str) -> WalkOrder:
 
 
 # Handler, Handlers (typed handlers) and Policy (context policies) are defined where the layers
-# below need them (_structural_match, _structural_context).
+# below need them (_match, _context).
 
 _ENTRY_OF_BASE = {
     "WalkerBase": "structural_walk", "VisitorBase": "structural_visit",

@@ -9,10 +9,10 @@ import ctypes
 import functools
 from typing import Any, Callable, TypeAlias
 
-from . import _core, _lib
-from ._core import Object, TypeIndex
-from ._structural_markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KINDS, _call
-from ._structural_match import _annotation_indices, _flatten, _matches, _same, _tindex_of
+from .. import _core, _lib
+from .._core import Object, TypeIndex
+from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KINDS, _call
+from ._match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
 __all__ = [
     "ContextPolicy", "HookCall", "HookFrame", "MutateContext", "Policy", "VisitContext", "_Policies", "_Run",
