@@ -12,7 +12,9 @@ Three steps, each in its own function:
    reflected methods, the ``__ffi_init__`` constructor of a class without a Python ``__init__``,
    members attached to a class after its body, and the ``_ffi_api`` functions, all typed from the
    registry's schemas (``typemap.Annotator``); a parameter or result the sources leave unannotated
-   becomes ``Incomplete`` so the stubs pass ``mypy --strict``.
+   becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is written ``...``.
+4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
+   package's own declarations still get reported for the narrowest ``# type: ignore[code]``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import libcst as cst
 from ..docparams import documented_param_names
 from ..snapshot import SnapshotError, summarise_failure
 from ..typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from .selfcheck import silence_own_errors
 
 __all__ = ["StubsError", "take_collection", "python_stubs", "augment", "build_stubs", "public_path",
            "STUB_HEADER"]
@@ -461,9 +464,6 @@ def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.Ba
     return expr, False
 
 
-_NONE_OK = re.compile(r"\b(None|Optional|Any|Incomplete|object)\b")
-
-
 class _FillAnnotations(cst.CSTTransformer):
     """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None)."""
 
@@ -497,10 +497,11 @@ class _FillAnnotations(cst.CSTTransformer):
         ps = updated.params
 
         def fill(p: cst.Param) -> cst.Param:
+            if p.default is not None:
+                # a stub says that a default exists, not its value (which may contradict the
+                # annotation: ``strides: int | tuple[int, int] = (1, 1, 1)``, an implicit Optional)
+                p = p.with_changes(default=cst.Ellipsis())
             if p.annotation is not None:
-                if isinstance(p.default, cst.Name) and p.default.value == "None" and not _NONE_OK.search(
-                        cst.Module([]).code_for_node(p.annotation.annotation)):
-                    return p.with_changes(default=cst.Ellipsis())  # the source's implicit Optional
                 return p
             self.used = True
             spaced = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(" "),
@@ -851,6 +852,10 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         is_pkg = data["modules"][mod].endswith("__init__.py") or mod == package and len(parts) == 1
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
+    try:
+        silence_own_errors(files, root, top)
+    except RuntimeError as exc:
+        raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
     if project:
         from .project import render_project
