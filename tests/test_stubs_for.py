@@ -82,6 +82,11 @@ def _package(lib: Path) -> dict[str, str]:
                     return x
 
 
+            @tvm_ffi.register_global_func("tinyir_py.greet")
+            def greet(name: str, times: int = 1) -> str:  # a packed function at run time
+                return name * times
+
+
             @tvm_ffi.register_object("tinyir.Expr")
             class Expr(Node):
                 def kind(self) -> int:  # an incompatible override
@@ -174,6 +179,10 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     assert "def kind(self) -> int: ...  # type: ignore[override]" in nodes
     assert "def fast(self, mode: Mode.FAST) -> None: ...  # type: ignore[valid-type]" in nodes
     assert "def highlight(self) -> pygments.Token: ...  # type: ignore[name-defined]" in nodes
+    # a function a decorator replaced by a packed function takes no keywords; stubtest may skip it
+    assert "def greet(name: str, times: int = ..., /) -> str: ..." in nodes
+    allowlist = (out / "stubtest-allowlist.txt").read_text()
+    assert "tinyir_py\\.nodes\\.greet\n" in allowlist and "tinyir_py\\._ffi_api\\.\\w+\n" in allowlist
     # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing
     shutil.copytree(out / "tinyir_py-stubs", tmp_path / "tinyir_py")
     (tmp_path / "mypy.ini").write_text("[mypy]\n")

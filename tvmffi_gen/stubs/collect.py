@@ -185,6 +185,14 @@ def _runtime_names(mod: Any) -> list[str]:
     return sorted(set(out))
 
 
+def _packed_functions(mod: Any) -> list[str]:
+    """Names of a module bound to a ``tvm_ffi.Function`` (a Python function registered as a global
+    function by a decorator is replaced by the packed function, which takes no keywords)."""
+    import tvm_ffi
+
+    return sorted(attr for attr, value in list(vars(mod).items()) if isinstance(value, tvm_ffi.Function))
+
+
 def _renamed_imports(mod: Any) -> dict[str, str]:
     """Public names bound to a class imported under another name
     (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
@@ -315,6 +323,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
                                 | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
+    packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
@@ -342,6 +351,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "submodules": bound,
         "runtime_names": runtime_names,
         "aliases": aliases,
+        "packed": packed,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
