@@ -778,8 +778,13 @@ def packed_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
     lines = [STUB_HEADER,
              "# Packed functions (tvm_ffi.Function): the stubs declare them as functions to give their\n",
              "# signature, which stubtest cannot compare with a packed function. The functions of an\n",
-             "# _ffi_api module are the registry's: which exist depends on the libraries loaded.\n"]
+             "# _ffi_api module are the registry's: which exist depends on the libraries loaded.\n",
+             "# Classes whose metaclass is tvm_ffi's private _ObjectSlotsMeta, which tvm_ffi's own\n",
+             "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n"]
     for mod in sorted(stubs):
+        classes = _class_attributes(stubs[mod])
+        lines += [f"{re.escape(mod + '.' + q)}\n" for q in data.get("private_metaclass", {}).get(mod, [])
+                  if q in classes]
         if mod in data["ffi_api"]:
             lines.append(f"{re.escape(mod)}\\.\\w+\n")
             continue

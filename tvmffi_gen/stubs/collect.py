@@ -193,6 +193,25 @@ def _packed_functions(mod: Any) -> list[str]:
     return sorted(attr for attr, value in list(vars(mod).items()) if isinstance(value, tvm_ffi.Function))
 
 
+def _private_metaclass(mod: Any) -> list[str]:
+    """Classes a module defines (paths from the module, nested ones included; a class a decorator
+    replaced by another made in the module counts) whose metaclass is a private class of tvm_ffi
+    (``_ObjectSlotsMeta``), which no stub can name."""
+    out: list[str] = []
+
+    def walk(owner: Any, prefix: str) -> None:
+        for attr, value in list(vars(owner).items()):
+            if inspect.isclass(value) and value.__module__ == mod.__name__:
+                meta = type(value)
+                if meta.__module__.split(".")[0] == "tvm_ffi" and meta.__name__.startswith("_"):
+                    out.append(prefix + attr)
+                if value.__qualname__ == prefix + attr:
+                    walk(value, prefix + attr + ".")
+
+    walk(mod, "")
+    return sorted(out)
+
+
 def _renamed_imports(mod: Any) -> dict[str, str]:
     """Public names bound to a class imported under another name
     (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
@@ -324,6 +343,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
     packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
+    private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
@@ -352,6 +372,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "runtime_names": runtime_names,
         "aliases": aliases,
         "packed": packed,
+        "private_metaclass": private_meta,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
