@@ -58,6 +58,19 @@ def _package(lib: Path) -> dict[str, str]:
                 FAST = 1
 
 
+            def _wrapped(cls):
+                class _Wrapper:
+                    pass
+
+                return _Wrapper
+
+
+            @_wrapped
+            class Visitor:  # replaced by a wrapper class at run time
+                def visit(self, node: "Node") -> None:
+                    pass
+
+
             @tvm_ffi.register_object("tinyir.Node")
             class Node(tvm_ffi.Object):
                 """Base of every node."""
@@ -67,6 +80,9 @@ def _package(lib: Path) -> dict[str, str]:
 
                 def kind(self) -> str:
                     return "node"
+
+                def rename(self, new: str = None) -> None:  # an implicit Optional
+                    pass
 
                 def scale(self, factor: int | tuple[int, int] = (1, 1, 1)) -> None:  # contradicting default
                     pass
@@ -175,6 +191,7 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     _, out, _ = stubs
     nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
     assert "def scale(self, factor: int | tuple[int, int] = ...) -> None: ..." in nodes
+    assert "def rename(self, new: str | None = ...) -> None: ..." in nodes
     assert "    @_hook  # type: ignore[untyped-decorator]\n" in nodes
     assert "def kind(self) -> int: ...  # type: ignore[override]" in nodes
     assert "def fast(self, mode: Mode.FAST) -> None: ...  # type: ignore[valid-type]" in nodes
@@ -185,6 +202,8 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     assert "tinyir_py\\.nodes\\.greet\n" in allowlist and "tinyir_py\\._ffi_api\\.\\w+\n" in allowlist
     # classes whose metaclass is tvm_ffi's private one (the class alone; its members are checked)
     assert "tinyir_py\\.nodes\\.Var\n" in allowlist and "tinyir_py\\.nodes\\.Mode\n" not in allowlist
+    # the members of a class a decorator replaced by a wrapper class
+    assert "tinyir_py\\.nodes\\.Visitor\\..+\n" in allowlist
     # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing
     shutil.copytree(out / "tinyir_py-stubs", tmp_path / "tinyir_py")
     (tmp_path / "mypy.ini").write_text("[mypy]\n")

@@ -464,6 +464,9 @@ def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.Ba
     return expr, False
 
 
+_NONE_OK = re.compile(r"\b(None|Optional|Any|Incomplete|object)\b")
+
+
 class _FillAnnotations(cst.CSTTransformer):
     """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None)."""
 
@@ -497,6 +500,11 @@ class _FillAnnotations(cst.CSTTransformer):
         ps = updated.params
 
         def fill(p: cst.Param) -> cst.Param:
+            if p.annotation is not None and isinstance(p.default, cst.Name) and p.default.value == "None" \
+                    and not _NONE_OK.search(cst.Module([]).code_for_node(p.annotation.annotation)):
+                # the source's implicit Optional: None is accepted, it is the default
+                optional = cst.BinaryOperation(p.annotation.annotation, cst.BitOr(), cst.Name("None"))
+                p = p.with_changes(annotation=p.annotation.with_changes(annotation=optional))
             if p.default is not None:
                 # a stub says that a default exists, not its value (which may contradict the
                 # annotation: ``strides: int | tuple[int, int] = (1, 1, 1)``, an implicit Optional)
@@ -780,10 +788,14 @@ def packed_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
              "# signature, which stubtest cannot compare with a packed function. The functions of an\n",
              "# _ffi_api module are the registry's: which exist depends on the libraries loaded.\n",
              "# Classes whose metaclass is tvm_ffi's private _ObjectSlotsMeta, which tvm_ffi's own\n",
-             "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n"]
+             "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n",
+             "# Members of classes a class decorator replaced by a wrapper class: the stubs declare the\n",
+             "# class as its source writes it.\n"]
     for mod in sorted(stubs):
         classes = _class_attributes(stubs[mod])
         lines += [f"{re.escape(mod + '.' + q)}\n" for q in data.get("private_metaclass", {}).get(mod, [])
+                  if q in classes]
+        lines += [f"{re.escape(mod + '.' + q)}\\..+\n" for q in data.get("replaced_classes", {}).get(mod, [])
                   if q in classes]
         if mod in data["ffi_api"]:
             lines.append(f"{re.escape(mod)}\\.\\w+\n")

@@ -212,6 +212,15 @@ def _private_metaclass(mod: Any) -> list[str]:
     return sorted(out)
 
 
+def _replaced_classes(mod: Any) -> list[str]:
+    """Module-level names bound to a class with another name, made in a function: where the
+    stub declares a class by that name, a class decorator replaced it by a wrapper class
+    (``@relax.expr_functor.mutator``)."""
+    return sorted(attr for attr, value in list(vars(mod).items())
+                  if inspect.isclass(value) and "<locals>" in value.__qualname__
+                  and value.__qualname__.rsplit(".", 1)[-1] != attr)
+
+
 def _renamed_imports(mod: Any) -> dict[str, str]:
     """Public names bound to a class imported under another name
     (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
@@ -344,6 +353,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
     packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
     private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
+    replaced = {m: names for m in ok if m in sys.modules and (names := _replaced_classes(sys.modules[m]))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
@@ -373,6 +383,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "aliases": aliases,
         "packed": packed,
         "private_metaclass": private_meta,
+        "replaced_classes": replaced,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
