@@ -98,6 +98,15 @@ def _package(lib: Path) -> dict[str, str]:
                     return x
 
 
+            def _register(f):
+                return None  # a registering decorator that returns nothing
+
+
+            @_register
+            def on_token(x: int) -> None:  # None at run time
+                pass
+
+
             @tvm_ffi.register_global_func("tinyir_py.greet")
             def greet(name: str, times: int = 1) -> str:  # a packed function at run time
                 return name * times
@@ -196,12 +205,16 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     assert "def kind(self) -> int: ...  # type: ignore[override]" in nodes
     assert "def fast(self, mode: Mode.FAST) -> None: ...  # type: ignore[valid-type]" in nodes
     assert "def highlight(self) -> pygments.Token: ...  # type: ignore[name-defined]" in nodes
+    # a function a decorator replaced by None is None
+    assert "\non_token: None  # a decorator returned None\n" in nodes and "def on_token" not in nodes
     # a function a decorator replaced by a packed function takes no keywords; stubtest may skip it
     assert "def greet(name: str, times: int = ..., /) -> str: ..." in nodes
     allowlist = (out / "stubtest-allowlist.txt").read_text()
     assert "tinyir_py\\.nodes\\.greet\n" in allowlist and "tinyir_py\\._ffi_api\\.\\w+\n" in allowlist
     # classes whose metaclass is tvm_ffi's private one (the class alone; its members are checked)
     assert "tinyir_py\\.nodes\\.Var\n" in allowlist and "tinyir_py\\.nodes\\.Mode\n" not in allowlist
+    # a constructor made from registry fields with defaults (tvm_ffi's MISSING sentinel at run time)
+    assert "tinyir_py\\.nodes\\.Var\\.__init__\n" in allowlist
     # the members of a class a decorator replaced by a wrapper class
     assert "tinyir_py\\.nodes\\.Visitor\\..+\n" in allowlist
     # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing

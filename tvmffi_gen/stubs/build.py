@@ -743,6 +743,9 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
             line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
             module = module.with_changes(body=[cst.parse_statement(line), *module.body])
+        nones = set(data.get("none_names", {}).get(mod, []))
+        if nones:
+            module = module.visit(_NoneDefs(nones))
         packed = set(data.get("packed", {}).get(mod, [])) - {f["name"] for f in funcs}
         if packed:
             module = module.visit(_PositionalOnly(packed))
@@ -758,6 +761,25 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         warnings += ctx.warnings
     _drop_missing_imports(out, {m for m, p in data["modules"].items() if p.endswith("__init__.py")})
     return out, sorted(set(warnings))
+
+
+class _NoneDefs(cst.CSTTransformer):
+    """Module-level functions whose name the running module binds to None (a registering
+    decorator that returns nothing) become ``name: None``."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.BaseStatement:
+        if updated.name.value not in self.names:
+            return updated
+        return cst.parse_statement(f"{updated.name.value}: None  # a decorator returned None\n")
 
 
 class _PositionalOnly(cst.CSTTransformer):
@@ -780,9 +802,9 @@ class _PositionalOnly(cst.CSTTransformer):
         return updated.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
 
 
-def packed_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
-    """A stubtest allowlist naming the module-level functions the stubs declare as ``def`` that
-    are packed functions at run time (stubtest reports them as "not a function")."""
+def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
+    """The stubtest allowlist of what the stubs declare differently from the running package on
+    purpose, by group, each with its reason (see the comments it writes)."""
     lines = [STUB_HEADER,
              "# Packed functions (tvm_ffi.Function): the stubs declare them as functions to give their\n",
              "# signature, which stubtest cannot compare with a packed function. The functions of an\n",
@@ -790,7 +812,15 @@ def packed_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
              "# Classes whose metaclass is tvm_ffi's private _ObjectSlotsMeta, which tvm_ffi's own\n",
              "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n",
              "# Members of classes a class decorator replaced by a wrapper class: the stubs declare the\n",
-             "# class as its source writes it.\n"]
+             "# class as its source writes it.\n",
+             "# Constructors made from registry fields: a defaulted field's run-time default is tvm_ffi's\n",
+             "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type.\n"]
+    for key, info in sorted(data["classes"].items()):
+        init = data["types"][key].get("init")
+        if info["module"] in stubs and init is not None and init["kind"] != "method" and not info["python_init"] \
+                and info["qualname"] in _class_attributes(stubs[info["module"]]) \
+                and any(f["has_default"] for f in _all_init_fields(data, key)):
+            lines.append(f"{re.escape(info['module'] + '.' + info['qualname'] + '.__init__')}\n")
     for mod in sorted(stubs):
         classes = _class_attributes(stubs[mod])
         lines += [f"{re.escape(mod + '.' + q)}\n" for q in data.get("private_metaclass", {}).get(mod, [])
@@ -913,7 +943,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
     except RuntimeError as exc:
         raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
-    files["stubtest-allowlist.txt"] = packed_allowlist(data, final)
+    files["stubtest-allowlist.txt"] = stubtest_allowlist(data, final)
     if project:
         from .project import render_project
 

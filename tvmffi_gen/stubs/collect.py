@@ -354,6 +354,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
     private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
     replaced = {m: names for m in ok if m in sys.modules and (names := _replaced_classes(sys.modules[m]))}
+    none_names = {m: names for m in ok if m in sys.modules
+                  and (names := sorted(a for a, v in list(vars(sys.modules[m]).items()) if v is None))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
@@ -384,6 +386,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "packed": packed,
         "private_metaclass": private_meta,
         "replaced_classes": replaced,
+        "none_names": none_names,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
