@@ -20,6 +20,7 @@ Three steps, each in its own function:
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -50,6 +51,13 @@ _RT_NAMES = {
     "DataType": "_tvm_ffi.dtype", "DLPackExporter": "_t.Any", "Unchanged": "_t.Any",
 }  # fmt: skip
 _RT_REF = re.compile(r"\b_rt\.(\w+)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _tree(text: str) -> ast.Module:
+    """``ast.parse`` of a stub text, once per text (the same text is read by several questions;
+    the trees are only read)."""
+    return ast.parse(text)
 
 
 class StubsError(RuntimeError):
@@ -171,7 +179,7 @@ def exported_names(text: str) -> set[str]:
     """Names a stub module exports: its classes, functions and assignments, ``X as X`` imports,
     and ``__all__``."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError:
         return set()
     names: set[str] = set()
@@ -415,7 +423,7 @@ def stdlib_generic_names(text: str) -> set[str]:
     """The names in a stub that denote a generic of ``_BARE_GENERICS``: the builtins, names
     imported from the standard modules defining the others, and those modules' dotted forms."""
     names = {"list", "set", "frozenset", "dict", "tuple", "type"}
-    tree = ast.parse(text)
+    tree = _tree(text)
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in _STDLIB_GENERIC_MODULES:
             names.update((a.asname or a.name) for a in node.names if a.name in _BARE_GENERICS)
@@ -549,7 +557,7 @@ class _FillAnnotations(cst.CSTTransformer):
 def _class_attributes(text: str) -> dict[str, set[str]]:
     """Per class (qualname) of a stub, the names its body declares as annotated attributes."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError:
         return {}
     out: dict[str, set[str]] = {}
@@ -830,7 +838,7 @@ def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
         if mod in data["ffi_api"]:
             lines.append(f"{re.escape(mod)}\\.\\w+\n")
             continue
-        defs = {n.name for n in ast.parse(stubs[mod]).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defs = {n.name for n in _tree(stubs[mod]).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         lines += [f"{re.escape(mod)}\\.{name}\n" for name in data.get("packed", {}).get(mod, []) if name in defs]
     return "".join(lines)
 
@@ -870,7 +878,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
     exports = {m: exported_names(t) for m, t in stubs.items()}
     top = next(iter(stubs)).split(".")[0] if stubs else ""
     for mod, text in list(stubs.items()):
-        tree = ast.parse(text)
+        tree = _tree(text)
         missing: set[tuple[int, str]] = set()
         for i, node in enumerate(tree.body):
             if not isinstance(node, ast.ImportFrom):
@@ -897,7 +905,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
 
 def _defines(text: str, name: str) -> bool:
     """Whether a stub binds ``name`` at module level at all (imported without ``as`` included)."""
-    tree = ast.parse(text)
+    tree = _tree(text)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
