@@ -42,7 +42,33 @@ def _package(lib: Path) -> dict[str, str]:
             __all__ = ["Expr", "Node", "Var", "_ffi_api"]
         ''',
         "nodes.py": '''
+            import enum
+
             import tvm_ffi
+
+
+            def _make_hook():
+                return lambda f: f
+
+
+            _hook = _make_hook()  # a decorator whose type nothing declares
+
+
+            class Mode(enum.Enum):
+                FAST = 1
+
+
+            def _wrapped(cls):
+                class _Wrapper:
+                    pass
+
+                return _Wrapper
+
+
+            @_wrapped
+            class Visitor:  # replaced by a wrapper class at run time
+                def visit(self, node: "Node") -> None:
+                    pass
 
 
             @tvm_ffi.register_object("tinyir.Node")
@@ -52,10 +78,44 @@ def _package(lib: Path) -> dict[str, str]:
                 def describe(self, verbose: bool = False) -> str:
                     return "node"
 
+                def kind(self) -> str:
+                    return "node"
+
+                def rename(self, new: str = None) -> None:  # an implicit Optional
+                    pass
+
+                def scale(self, factor: int | tuple[int, int] = (1, 1, 1)) -> None:  # contradicting default
+                    pass
+
+                def fast(self, mode: Mode.FAST) -> None:  # an enum member used as a type
+                    pass
+
+                def highlight(self) -> "pygments.Token":  # a module it never imports
+                    raise NotImplementedError
+
+                @_hook
+                def hooked(self, x: int) -> int:
+                    return x
+
+
+            def _register(f):
+                return None  # a registering decorator that returns nothing
+
+
+            @_register
+            def on_token(x: int) -> None:  # None at run time
+                pass
+
+
+            @tvm_ffi.register_global_func("tinyir_py.greet")
+            def greet(name: str, times: int = 1) -> str:  # a packed function at run time
+                return name * times
+
 
             @tvm_ffi.register_object("tinyir.Expr")
             class Expr(Node):
-                pass
+                def kind(self) -> int:  # an incompatible override
+                    return 1
 
 
             @tvm_ffi.register_object("tinyir.Var")
@@ -118,8 +178,8 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
 def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
     _, out, proc = stubs
     nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
-    # Python's own method, with its own annotations
-    assert "def describe(self, verbose: bool = False) -> str: ..." in nodes
+    # Python's own method, with its own annotations; a stub gives no default's value
+    assert "def describe(self, verbose: bool = ...) -> str: ..." in nodes
     # registry fields: writable ones as attributes, read-only ones as properties
     assert "    version: int\n" in nodes and "    frozen: bool\n" in nodes
     assert "    @property\n    def name(self) -> str: ..." in nodes
@@ -133,6 +193,36 @@ def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.C
     assert "tinyir_py.tool: not covered (it exits at import" in proc.stderr
     assert not (out / "tinyir_py-stubs" / "tool.pyi").exists()
     assert (out / "tinyir_py-stubs" / "py.typed").read_text() == "partial\n"
+
+
+def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_declare(
+        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    _, out, _ = stubs
+    nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
+    assert "def scale(self, factor: int | tuple[int, int] = ...) -> None: ..." in nodes
+    assert "def rename(self, new: str | None = ...) -> None: ..." in nodes
+    assert "    @_hook  # type: ignore[untyped-decorator]\n" in nodes
+    assert "def kind(self) -> int: ...  # type: ignore[override]" in nodes
+    assert "def fast(self, mode: Mode.FAST) -> None: ...  # type: ignore[valid-type]" in nodes
+    assert "def highlight(self) -> pygments.Token: ...  # type: ignore[name-defined]" in nodes
+    # a function a decorator replaced by None is None
+    assert "\non_token: None  # a decorator returned None\n" in nodes and "def on_token" not in nodes
+    # a function a decorator replaced by a packed function takes no keywords; stubtest may skip it
+    assert "def greet(name: str, times: int = ..., /) -> str: ..." in nodes
+    allowlist = (out / "stubtest-allowlist.txt").read_text()
+    assert "tinyir_py\\.nodes\\.greet\n" in allowlist and "tinyir_py\\._ffi_api\\.\\w+\n" in allowlist
+    # classes whose metaclass is tvm_ffi's private one (the class alone; its members are checked)
+    assert "tinyir_py\\.nodes\\.Var\n" in allowlist and "tinyir_py\\.nodes\\.Mode\n" not in allowlist
+    # a constructor made from registry fields with defaults (tvm_ffi's MISSING sentinel at run time)
+    assert "tinyir_py\\.nodes\\.Var\\.__init__\n" in allowlist
+    # the members of a class a decorator replaced by a wrapper class
+    assert "tinyir_py\\.nodes\\.Visitor\\..+\n" in allowlist
+    # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing
+    shutil.copytree(out / "tinyir_py-stubs", tmp_path / "tinyir_py")
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tinyir_py"],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env([]))
+    assert proc.returncode == 0, proc.stdout
 
 
 def test_check_reports_up_to_date_then_a_change(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
@@ -237,6 +327,13 @@ def test_stubs_for_apache_tvm(tmp_path: Path) -> None:
     assert "    def functions(self) -> _tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]: ..." in module
     # prim.Ramp lives in tvm.ir.prim.expr, its public path is tvm.tirx.Ramp
     assert (out / "tvm-stubs" / "ir" / "prim" / "expr.pyi").read_text().count("class Ramp(") == 1
+    # mypy --strict over the whole stub package (as a package named tvm) finds nothing
+    check = tmp_path / "check"
+    shutil.copytree(out / "tvm-stubs", check / "tvm")
+    (check / "mypy.ini").write_text("[mypy]\n")
+    mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tvm"],
+                          capture_output=True, text=True, cwd=check, env=_env([]))
+    assert mypy.returncode == 0, mypy.stdout[-3000:]
 
 
 def test_exclude_globs_drop_whole_subtrees() -> None:

@@ -12,12 +12,15 @@ Three steps, each in its own function:
    reflected methods, the ``__ffi_init__`` constructor of a class without a Python ``__init__``,
    members attached to a class after its body, and the ``_ffi_api`` functions, all typed from the
    registry's schemas (``typemap.Annotator``); a parameter or result the sources leave unannotated
-   becomes ``Incomplete`` so the stubs pass ``mypy --strict``.
+   becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is written ``...``.
+4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
+   package's own declarations still get reported for the narrowest ``# type: ignore[code]``.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -33,6 +36,7 @@ import libcst as cst
 from ..docparams import documented_param_names
 from ..snapshot import SnapshotError, summarise_failure
 from ..typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from .selfcheck import silence_own_errors
 
 __all__ = ["StubsError", "take_collection", "python_stubs", "augment", "build_stubs", "public_path",
            "STUB_HEADER"]
@@ -47,6 +51,13 @@ _RT_NAMES = {
     "DataType": "_tvm_ffi.dtype", "DLPackExporter": "_t.Any", "Unchanged": "_t.Any",
 }  # fmt: skip
 _RT_REF = re.compile(r"\b_rt\.(\w+)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _tree(text: str) -> ast.Module:
+    """``ast.parse`` of a stub text, once per text (the same text is read by several questions;
+    the trees are only read)."""
+    return ast.parse(text)
 
 
 class StubsError(RuntimeError):
@@ -168,7 +179,7 @@ def exported_names(text: str) -> set[str]:
     """Names a stub module exports: its classes, functions and assignments, ``X as X`` imports,
     and ``__all__``."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError:
         return set()
     names: set[str] = set()
@@ -412,7 +423,7 @@ def stdlib_generic_names(text: str) -> set[str]:
     """The names in a stub that denote a generic of ``_BARE_GENERICS``: the builtins, names
     imported from the standard modules defining the others, and those modules' dotted forms."""
     names = {"list", "set", "frozenset", "dict", "tuple", "type"}
-    tree = ast.parse(text)
+    tree = _tree(text)
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in _STDLIB_GENERIC_MODULES:
             names.update((a.asname or a.name) for a in node.names if a.name in _BARE_GENERICS)
@@ -497,10 +508,16 @@ class _FillAnnotations(cst.CSTTransformer):
         ps = updated.params
 
         def fill(p: cst.Param) -> cst.Param:
+            if p.annotation is not None and isinstance(p.default, cst.Name) and p.default.value == "None" \
+                    and not _NONE_OK.search(cst.Module([]).code_for_node(p.annotation.annotation)):
+                # the source's implicit Optional: None is accepted, it is the default
+                optional = cst.BinaryOperation(p.annotation.annotation, cst.BitOr(), cst.Name("None"))
+                p = p.with_changes(annotation=p.annotation.with_changes(annotation=optional))
+            if p.default is not None:
+                # a stub says that a default exists, not its value (which may contradict the
+                # annotation: ``strides: int | tuple[int, int] = (1, 1, 1)``, an implicit Optional)
+                p = p.with_changes(default=cst.Ellipsis())
             if p.annotation is not None:
-                if isinstance(p.default, cst.Name) and p.default.value == "None" and not _NONE_OK.search(
-                        cst.Module([]).code_for_node(p.annotation.annotation)):
-                    return p.with_changes(default=cst.Ellipsis())  # the source's implicit Optional
                 return p
             self.used = True
             spaced = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(" "),
@@ -540,7 +557,7 @@ class _FillAnnotations(cst.CSTTransformer):
 def _class_attributes(text: str) -> dict[str, set[str]]:
     """Per class (qualname) of a stub, the names its body declares as annotated attributes."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError:
         return {}
     out: dict[str, set[str]] = {}
@@ -734,6 +751,12 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
             line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
             module = module.with_changes(body=[cst.parse_statement(line), *module.body])
+        nones = set(data.get("none_names", {}).get(mod, []))
+        if nones:
+            module = module.visit(_NoneDefs(nones))
+        packed = set(data.get("packed", {}).get(mod, [])) - {f["name"] for f in funcs}
+        if packed:
+            module = module.visit(_PositionalOnly(packed))
         filler = _FillAnnotations(stdlib_generic_names(stubs[mod]))
         module = module.visit(filler)
         head = [STUB_HEADER]
@@ -746,6 +769,78 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         warnings += ctx.warnings
     _drop_missing_imports(out, {m for m, p in data["modules"].items() if p.endswith("__init__.py")})
     return out, sorted(set(warnings))
+
+
+class _NoneDefs(cst.CSTTransformer):
+    """Module-level functions whose name the running module binds to None (a registering
+    decorator that returns nothing) become ``name: None``."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.BaseStatement:
+        if updated.name.value not in self.names:
+            return updated
+        return cst.parse_statement(f"{updated.name.value}: None  # a decorator returned None\n")
+
+
+class _PositionalOnly(cst.CSTTransformer):
+    """The module-level functions in ``names`` (packed functions at run time, which take no
+    keywords) get positional-only parameters."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        ps = updated.params
+        if updated.name.value not in self.names or not ps.params:
+            return updated
+        return updated.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
+
+
+def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
+    """The stubtest allowlist of what the stubs declare differently from the running package on
+    purpose, by group, each with its reason (see the comments it writes)."""
+    lines = [STUB_HEADER,
+             "# Packed functions (tvm_ffi.Function): the stubs declare them as functions to give their\n",
+             "# signature, which stubtest cannot compare with a packed function. The functions of an\n",
+             "# _ffi_api module are the registry's: which exist depends on the libraries loaded.\n",
+             "# Classes whose metaclass is tvm_ffi's private _ObjectSlotsMeta, which tvm_ffi's own\n",
+             "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n",
+             "# Members of classes a class decorator replaced by a wrapper class: the stubs declare the\n",
+             "# class as its source writes it.\n",
+             "# Constructors made from registry fields: a defaulted field's run-time default is tvm_ffi's\n",
+             "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type.\n"]
+    for key, info in sorted(data["classes"].items()):
+        init = data["types"][key].get("init")
+        if info["module"] in stubs and init is not None and init["kind"] != "method" and not info["python_init"] \
+                and info["qualname"] in _class_attributes(stubs[info["module"]]) \
+                and any(f["has_default"] for f in _all_init_fields(data, key)):
+            lines.append(f"{re.escape(info['module'] + '.' + info['qualname'] + '.__init__')}\n")
+    for mod in sorted(stubs):
+        classes = _class_attributes(stubs[mod])
+        lines += [f"{re.escape(mod + '.' + q)}\n" for q in data.get("private_metaclass", {}).get(mod, [])
+                  if q in classes]
+        lines += [f"{re.escape(mod + '.' + q)}\\..+\n" for q in data.get("replaced_classes", {}).get(mod, [])
+                  if q in classes]
+        if mod in data["ffi_api"]:
+            lines.append(f"{re.escape(mod)}\\.\\w+\n")
+            continue
+        defs = {n.name for n in _tree(stubs[mod]).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        lines += [f"{re.escape(mod)}\\.{name}\n" for name in data.get("packed", {}).get(mod, []) if name in defs]
+    return "".join(lines)
 
 
 class _DropImports(cst.CSTTransformer):
@@ -783,7 +878,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
     exports = {m: exported_names(t) for m, t in stubs.items()}
     top = next(iter(stubs)).split(".")[0] if stubs else ""
     for mod, text in list(stubs.items()):
-        tree = ast.parse(text)
+        tree = _tree(text)
         missing: set[tuple[int, str]] = set()
         for i, node in enumerate(tree.body):
             if not isinstance(node, ast.ImportFrom):
@@ -810,7 +905,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
 
 def _defines(text: str, name: str) -> bool:
     """Whether a stub binds ``name`` at module level at all (imported without ``as`` included)."""
-    tree = ast.parse(text)
+    tree = _tree(text)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
@@ -851,7 +946,12 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         is_pkg = data["modules"][mod].endswith("__init__.py") or mod == package and len(parts) == 1
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
+    try:
+        silence_own_errors(files, root, top)
+    except RuntimeError as exc:
+        raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
+    files["stubtest-allowlist.txt"] = stubtest_allowlist(data, final)
     if project:
         from .project import render_project
 

@@ -185,6 +185,42 @@ def _runtime_names(mod: Any) -> list[str]:
     return sorted(set(out))
 
 
+def _packed_functions(mod: Any) -> list[str]:
+    """Names of a module bound to a ``tvm_ffi.Function`` (a Python function registered as a global
+    function by a decorator is replaced by the packed function, which takes no keywords)."""
+    import tvm_ffi
+
+    return sorted(attr for attr, value in list(vars(mod).items()) if isinstance(value, tvm_ffi.Function))
+
+
+def _private_metaclass(mod: Any) -> list[str]:
+    """Classes a module defines (paths from the module, nested ones included; a class a decorator
+    replaced by another made in the module counts) whose metaclass is a private class of tvm_ffi
+    (``_ObjectSlotsMeta``), which no stub can name."""
+    out: list[str] = []
+
+    def walk(owner: Any, prefix: str) -> None:
+        for attr, value in list(vars(owner).items()):
+            if inspect.isclass(value) and value.__module__ == mod.__name__:
+                meta = type(value)
+                if meta.__module__.split(".")[0] == "tvm_ffi" and meta.__name__.startswith("_"):
+                    out.append(prefix + attr)
+                if value.__qualname__ == prefix + attr:
+                    walk(value, prefix + attr + ".")
+
+    walk(mod, "")
+    return sorted(out)
+
+
+def _replaced_classes(mod: Any) -> list[str]:
+    """Module-level names bound to a class with another name, made in a function: where the
+    stub declares a class by that name, a class decorator replaced it by a wrapper class
+    (``@relax.expr_functor.mutator``)."""
+    return sorted(attr for attr, value in list(vars(mod).items())
+                  if inspect.isclass(value) and "<locals>" in value.__qualname__
+                  and value.__qualname__.rsplit(".", 1)[-1] != attr)
+
+
 def _renamed_imports(mod: Any) -> dict[str, str]:
     """Public names bound to a class imported under another name
     (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
@@ -315,6 +351,11 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
                                 | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
+    packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
+    private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
+    replaced = {m: names for m in ok if m in sys.modules and (names := _replaced_classes(sys.modules[m]))}
+    none_names = {m: names for m in ok if m in sys.modules
+                  and (names := sorted(a for a, v in list(vars(sys.modules[m]).items()) if v is None))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
@@ -342,6 +383,10 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "submodules": bound,
         "runtime_names": runtime_names,
         "aliases": aliases,
+        "packed": packed,
+        "private_metaclass": private_meta,
+        "replaced_classes": replaced,
+        "none_names": none_names,
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
