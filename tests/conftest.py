@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,27 +41,40 @@ def cxx_flags() -> list[str]:
     return flags
 
 
+@contextlib.contextmanager
+def _build_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``<out>.lock``: parallel workers wanting the same library wait
+    for the first one's build instead of compiling it again."""
+    with open(f"{out}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def build_shared(name: str, source: str, extra: list[str] | None = None, link_tvm_ffi: bool = True) -> Path:
-    """Compile C++ ``source`` into ``tests/_build/<name>-<hash>.so`` (cached by content)."""
+    """Compile C++ ``source`` into ``tests/_build/<name>-<hash>.so`` (cached by content, built once)."""
     extra = extra or []
     digest = hashlib.sha256((source + repr(extra) + repr(link_tvm_ffi)).encode()).hexdigest()[:12]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     out = BUILD_DIR / f"{name}-{digest}.so"
     if out.exists():
         return out
-    # Parallel test workers may build the same library at once: each writes and compiles its
-    # own copy of the source, and the last rename wins (the results are the same bytes).
-    tag = f"{os.getpid()}"
-    src = BUILD_DIR / f"{name}-{digest}.{tag}.cc"
-    src.write_text(source)
-    cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", f"{out}.{tag}.tmp", *extra]
-    if link_tvm_ffi:
-        cmd += [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"g++ failed for {name}:\n{proc.stderr}")
-    os.replace(f"{out}.{tag}.tmp", out)
-    src.unlink()
+    # Parallel test workers may want the same library at once: the first builds it under the
+    # lock, the others wait and reuse it. Each build writes its own copy of the source and
+    # renames the result into place, so a reader never sees a half-written library.
+    with _build_lock(out):
+        if out.exists():
+            return out
+        tag = f"{os.getpid()}"
+        src = BUILD_DIR / f"{name}-{digest}.{tag}.cc"
+        src.write_text(source)
+        cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", f"{out}.{tag}.tmp", *extra]
+        if link_tvm_ffi:
+            cmd += [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"g++ failed for {name}:\n{proc.stderr}")
+        os.replace(f"{out}.{tag}.tmp", out)
+        src.unlink()
     return out
 
 
@@ -69,16 +85,19 @@ def build_executable(name: str, source: str, c: bool = True) -> Path:
     out = BUILD_DIR / f"{name}-{digest}"
     if out.exists():
         return out
-    tag = f"{os.getpid()}"
-    src = BUILD_DIR / f"{name}-{digest}.{tag}.{'c' if c else 'cc'}"
-    src.write_text(source)
-    flags = [f for f in cxx_flags() if not f.startswith("-std=")]
-    compiler = "gcc" if c else "g++"
-    proc = subprocess.run([compiler, *flags, str(src), "-o", f"{out}.{tag}.tmp"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{compiler} failed for {name}:\n{proc.stderr}")
-    os.replace(f"{out}.{tag}.tmp", out)
-    src.unlink()
+    with _build_lock(out):
+        if out.exists():
+            return out
+        tag = f"{os.getpid()}"
+        src = BUILD_DIR / f"{name}-{digest}.{tag}.{'c' if c else 'cc'}"
+        src.write_text(source)
+        flags = [f for f in cxx_flags() if not f.startswith("-std=")]
+        compiler = "gcc" if c else "g++"
+        proc = subprocess.run([compiler, *flags, str(src), "-o", f"{out}.{tag}.tmp"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{compiler} failed for {name}:\n{proc.stderr}")
+        os.replace(f"{out}.{tag}.tmp", out)
+        src.unlink()
     return out
 
 

@@ -28,7 +28,7 @@ from tvmffi_gen.binfmt.macho import macho_exports
 from tvmffi_gen.binfmt.pe import pe_exports
 from tvmffi_gen.cli import main
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "binfmt"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "binfmt"
 FEW = [ExportedFunction("add_one", True, True), ExportedFunction("no_meta", False, False)]
 # what llvm-objdump / llvm-readobj list for few.c, with Mach-O's leading underscore removed
 # (a dylib exports every visible function, and the linker's __dso_handle and __mh_dylib_header;

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_shared
+from conftest import build_shared
 from tvmffi_gen.stubs.build import STUB_HEADER
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _package(lib: Path) -> dict[str, str]:

@@ -14,7 +14,7 @@ import pytest
 
 from tvmffi_gen.verify import find_pyright
 
-RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 
 
 def test_runtime_is_mypy_strict_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

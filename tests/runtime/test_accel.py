@@ -78,7 +78,7 @@ def test_pure_switch_turns_the_compiled_path_off() -> None:
 
 # Values whose conversion both paths must agree on, through a native echo, as (repr, type),
 # and failures both must take the same branch for. (The failures' messages are defined once, in
-# _errors, for both paths: tests/test_runtime_messages.py checks each against its definition.)
+# _errors, for both paths: tests/runtime/test_runtime_errors.py checks each against its definition.)
 PARITY_SCRIPT = r"""
 import json, math
 import tvmffi_runtime as rt
@@ -160,16 +160,17 @@ def test_function_from_callable_holds_its_callable_on_the_wrapper() -> None:
 @pytest.mark.skipif(PURE, reason="already on pure ctypes")
 def test_runtime_suite_passes_on_pure_ctypes() -> None:
     tests = [
-        "tests/test_runtime_values.py",
-        "tests/test_runtime_objects.py",
-        "tests/test_runtime_errors.py",
-        "tests/test_runtime_messages.py",
-        "tests/test_runtime_fixes.py",
-        "tests/test_containers.py",
-        "tests/test_generated_functions.py",
-        "tests/test_structural.py",
-        "tests/test_visitors.py",
-        "tests/test_runtime_leaks.py",
+        "tests/runtime/test_runtime_values.py",
+        "tests/runtime/test_runtime_objects.py",
+        "tests/runtime/test_runtime_errors.py",
+        "tests/runtime/test_runtime_edge_cases.py",
+        "tests/runtime/test_containers.py",
+        "tests/e2e/test_generated_functions.py",
+        "tests/runtime/test_structural.py",
+        "tests/e2e/test_visitors.py",
+        # the in-process leak cases (the child-process suite in the same file runs either path)
+        "tests/runtime/test_runtime_leaks.py::test_no_leak_in_process",
+        "tests/runtime/test_runtime_leaks.py::test_use_counts_balanced_after_loops",
     ]
     env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
     proc = subprocess.run(

@@ -226,7 +226,7 @@ def test_missing_library_is_an_import_error_that_says_where_it_looked(tmp_path: 
     code = "import tvmffi_testing"
     env = {"PYTHONPATH": f"{GENERATED}:{ROOT / 'runtime'}", "PATH": "/usr/bin:/bin"}
     # Point the recorded path nowhere by copying the package and editing _lib.py (a missing
-    # file named by $TVMFFI_TESTING_LIBRARY is refused at once: tests/test_library_override.py).
+    # file named by $TVMFFI_TESTING_LIBRARY is refused at once: tests/e2e/test_library_override.py).
     import shutil
 
     copy = tmp_path / "pkgs" / "tvmffi_testing"

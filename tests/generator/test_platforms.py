@@ -19,7 +19,7 @@ from tvmffi_gen.snapshot import SnapshotError
 
 P = platform_module()
 Platform, OsCalls = P.Platform, P.OsCalls
-FIX = Path(__file__).resolve().parent / "fixtures" / "binfmt"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "binfmt"
 LINUX, MACOS, WINDOWS = (Platform.named(n) for n in ("linux", "darwin", "win32"))
 
 

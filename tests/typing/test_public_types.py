@@ -8,7 +8,7 @@ class-level attribute annotations, every parameter and return annotated as plain
 stays ``Any``. The list must also stay current: an entry whose annotation is no longer ``Any``
 fails too.
 
-``python tests/test_public_types.py`` prints the plain-``Any`` annotations per module.
+``python tests/typing/test_public_types.py`` prints the plain-``Any`` annotations per module.
 """
 
 from __future__ import annotations
