@@ -36,7 +36,7 @@ POD_KINDS = {
     (2, 1, "bool"): "bool",
 }
 # written in memory by the runtime (others: through the registry); the runtime's
-# tvmffi_runtime.gen.IN_PLACE_FIELD_KINDS, checked equal by tests/test_runtime_layers.py (the
+# tvmffi_runtime._fields.IN_PLACE_FIELD_KINDS, checked equal by tests/runtime/test_runtime_layers.py (the
 # generator does not import the runtime, which would load libtvm_ffi)
 IN_PLACE_KINDS = ("i64", "f64", "bool")
 SETTER_IS_FUNCTION = 1 << 11

@@ -42,7 +42,7 @@ _IncRef = _lib.ObjectIncRef
 _DecRef = _lib.ObjectDecRef
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 
-# The callback modes, as ``_accel.c`` numbers them (tests/test_runtime_layers.py checks):
+# The callback modes, as ``_accel.c`` numbers them (tests/runtime/test_runtime_layers.py checks):
 # plain ``f(*args)``, packed ``f(args)``, walk (result written by the walk-result hook), and the
 # structural engines' raw modes ``f(value, type_index, raw...)`` (plain and walk result), and
 # (compiled path only) a Visitor/Mutator hook ``hook(value)`` with its context in a frame list.

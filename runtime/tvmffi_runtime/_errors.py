@@ -364,7 +364,7 @@ def conversion_failed(failure: BaseException) -> tuple[bytes, bytes]:
     return RECURSION_IN_CALLBACK if isinstance(failure, RecursionError) else CONVERSION_FAILED
 
 #: The builders the compiled path calls, by the names ``_accel.c`` asks ``init`` for (each one
-#: must be given; tests/test_runtime_messages.py checks the two lists are the same).
+#: must be given; tests/runtime/test_runtime_errors.py checks the two lists are the same).
 def arity_error(name: str, arity: int, given: int) -> TypeError:
     """A native function called with the wrong number of arguments, in Python's words."""
     plural = "" if arity == 1 else "s"

@@ -184,7 +184,7 @@ def _read_bool(addr: int) -> bool:
 #: How a field read from memory is laid out: int64, int32, double, float, bool, an ObjectRef
 #: pointer, or a TVMFFIAny (Any, String, Bytes). The one table of field kinds: the generator's
 #: layout rules and ``_accel.c``'s table (same order) are checked against it by
-#: tests/test_runtime_layers.py.
+#: tests/runtime/test_runtime_layers.py.
 FIELD_KINDS = ("i64", "i32", "f64", "f32", "bool", "object", "any")
 #: The kinds a descriptor writes in place (what the registry setter would do); others go
 #: through the registry setter.

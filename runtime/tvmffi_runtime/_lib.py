@@ -105,7 +105,7 @@ LIB = _dlopen(LIB_PATH)
 
 
 # ---------------------------------------------------------------------------------------------
-# Struct mirrors (checked against the C headers by tests/test_abi_layout.py)
+# Struct mirrors (checked against the C headers by tests/runtime/test_abi_layout.py)
 # ---------------------------------------------------------------------------------------------
 class TVMFFIByteArray(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
