@@ -309,3 +309,14 @@ def test_another_platforms_library_is_named_as_such_before_loading(
     assert status == 2 and "few.dll is a Windows library (PE)" in text, text
     assert f"tvmffi-gen --list-exports {dll}" in text and "LibraryLoadError" not in text, text
     assert not (tmp_path / "pkg").exists()
+
+
+def test_stubs_are_not_written_into_a_package_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--stubs-for PKG -o DIR`` where DIR is a package (a generated one here) is refused before
+    PKG is imported, so stubs never land inside another package."""
+    pkg = tmp_path / "pkg"
+    assert run(capsys, str(TESTING_LIB), "-o", str(pkg), "-q")[0] == 0
+    before = sorted(p.relative_to(pkg) for p in pkg.rglob("*"))
+    status, text = run(capsys, "--stubs-for", "tvm_ffi", "-o", str(pkg))
+    assert status == 2 and f"-o {pkg}: a Python package folder (it has __init__.py)" in text, text
+    assert sorted(p.relative_to(pkg) for p in pkg.rglob("*")) == before

@@ -28,8 +28,12 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
     """Write (or with ``check``, compare) the stubs of ``package`` under ``output``; 1 when
     ``check`` finds a difference."""
     start = time.perf_counter()
-    result = build_stubs(package, exclude, preload, timeout, project)
     out = Path(output)
+    marker = next((m for m in ("__init__.py", ".tvmffi-gen.json") if (out / m).is_file()), None)
+    if marker is not None and not force:
+        raise StubsError(f"-o {out}: a Python package folder (it has {marker}): stubs go in a folder of"
+                         " their own (--force to write there anyway)")
+    result = build_stubs(package, exclude, preload, timeout, project)
     root = out / f"{package.split('.')[0]}-stubs"
     for name, reason in sorted(result.data["failed"].items()):
         warn(f"{name}: not covered ({reason})")
