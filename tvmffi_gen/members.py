@@ -56,15 +56,18 @@ def _literal(value: object) -> str | None:
 
 
 def _claim(
-    reg_names: list[str], reserved: frozenset[str], inherited: Mapping[str, object], scope: Scope, member_names: set[str]
+    reg_names: list[str], reserved: frozenset[str], inherited: Mapping[str, object], scope: Scope, member_names: set[str],
+    class_name: str,
 ) -> list[str]:
     """Python names for members of one kind (fields, or methods), in order: one named like an
     inherited member of the same kind overrides it (keeps the name); only the first one does,
-    the rest are claimed like any other name. Each is added to ``member_names``."""
+    the rest are claimed like any other name. Each is added to ``member_names``. No member takes
+    ``class_name``, not even as an override: in the class body it would hide the class, which
+    annotations there (``replace``'s result) name."""
     names: list[str] = []
     for reg_name in reg_names:
         name = py_name(reg_name, reserved)
-        if name in inherited and name not in member_names:
+        if name in inherited and name not in member_names and name != class_name:
             scope.taken.add(name)
         else:
             name = scope.claim(reg_name)
@@ -117,8 +120,8 @@ class ClassBodies:
         member_names: set[str] = set()
         # Rule 3, class scope: fields, then methods, then enum entries.
         # A member named like an inherited member of the same kind overrides it (_claim).
-        field_py = _claim([f.name for f in t.fields], reserved, inherited_fields, scope, member_names)
-        method_py = _claim([m.name for m in t.methods], reserved, inherited_methods, scope, member_names)
+        field_py = _claim([f.name for f in t.fields], reserved, inherited_fields, scope, member_names, cls.name)
+        method_py = _claim([m.name for m in t.methods], reserved, inherited_methods, scope, member_names, cls.name)
         entries = [(scope.claim(e), e) for e in (t.enum_entries or [])]
         member_names.update(n for n, _ in entries)
         cls.enum_entries = entries

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
@@ -446,6 +446,188 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
 @given(safe_registry)
+@example(
+    snap=Snapshot(
+        library="libx.so",
+        library_path="/nonexistent/libx.so",
+        tvm_ffi_version=[0, 1, 16],
+        types=[
+            TypeSnap(
+                type_key=".b.x-y.\\-\\ ",
+                ancestors=["ffi.Object"],
+                doc="Doc.",
+                fields=[
+                    FieldSnap(
+                        name="\\.  ",
+                        doc="",
+                        schema={"type": "ffi.Bytes"},
+                        writable=True,
+                        has_default=True,
+                        default=None,
+                        default_repr=None,
+                        default_is_factory=False,
+                        init=False,
+                        kw_only=False,
+                        offset=32,
+                        size=0,
+                        static_type_index=1,
+                        flags=0,
+                    ),
+                    FieldSnap(
+                        name="_",
+                        doc="",
+                        schema=None,
+                        writable=False,
+                        has_default=True,
+                        default=None,
+                        default_repr="<factory>",
+                        default_is_factory=False,
+                        init=True,
+                        kw_only=False,
+                        offset=24,
+                        size=4,
+                        static_type_index=1,
+                        flags=0,
+                    ),
+                ],
+                methods=[],
+                init="auto",
+                init_schema={
+                    "type": "ffi.Function",
+                    "args": [
+                        {
+                            "type": "ffi.Map",
+                            "args": [{"type": "Optional"}, {"type": "const char*"}],
+                        }
+                    ],
+                },
+                init_doc="",
+                init_excluded=[],
+                enum_entries=None,
+                final=False,
+            ),
+            TypeSnap(
+                type_key=".b.x-y.__",
+                ancestors=["ffi.Object", "ext.Base"],
+                doc="back\\slash",
+                fields=[],
+                methods=[
+                    MethodSnap(
+                        name="é",
+                        doc="",
+                        schema={
+                            "type": "ffi.Function",
+                            "args": [
+                                {
+                                    "type": "ffi.Map",
+                                    "args": [{"type": ""}, {"type": "weird key"}],
+                                }
+                            ],
+                        },
+                        is_static=False,
+                    ),
+                    MethodSnap(
+                        name="\n.b_", doc="", schema={"type": "int"}, is_static=False
+                    ),
+                    MethodSnap(
+                        name='a"ba', doc="", schema={"type": "int"}, is_static=False
+                    ),
+                ],
+                init="auto",
+                init_schema=None,
+                init_doc="",
+                init_excluded=[],
+                enum_entries=None,
+                final=False,
+            ),
+            TypeSnap(
+                type_key='int.class.x-y. "',
+                ancestors=["ffi.Object", ".b.x-y.\\-\\ "],
+                doc='ends with "quote"',
+                fields=[
+                    FieldSnap(
+                        name="",
+                        doc="",
+                        schema={"type": "Any"},
+                        writable=True,
+                        has_default=False,
+                        default=None,
+                        default_repr=None,
+                        default_is_factory=False,
+                        init=True,
+                        kw_only=False,
+                        offset=0,
+                        size=8,
+                        static_type_index=64,
+                        flags=0,
+                    ),
+                    FieldSnap(
+                        name='"X1-',
+                        doc="",
+                        schema={"type": "ffi.Array", "args": [{"type": "ffi.Tensor"}]},
+                        writable=True,
+                        has_default=False,
+                        default=None,
+                        default_repr=None,
+                        default_is_factory=False,
+                        init=True,
+                        kw_only=True,
+                        offset=24,
+                        size=16,
+                        static_type_index=2,
+                        flags=0,
+                    ),
+                    FieldSnap(
+                        name='"',
+                        doc="",
+                        schema={
+                            "type": "ffi.Map",
+                            "args": [{"type": "ffi.SmallStr"}, {"type": "Any"}],
+                        },
+                        writable=False,
+                        has_default=True,
+                        default=None,
+                        default_repr="<factory>",
+                        default_is_factory=False,
+                        init=True,
+                        kw_only=False,
+                        offset=24,
+                        size=4,
+                        static_type_index=2,
+                        flags=0,
+                    ),
+                ],
+                methods=[
+                    MethodSnap(
+                        name='\n".', doc="", schema={"type": "int"}, is_static=False
+                    ),
+                    MethodSnap(
+                        name="b-\n1", doc="", schema={"type": "int"}, is_static=True
+                    ),
+                ],
+                init="method",
+                init_schema={"type": "int"},
+                init_doc="",
+                init_excluded=[],
+                enum_entries=None,
+                final=False,
+            ),
+        ],
+        functions=[
+            FunctionSnap(name=".b.x-y.__", doc="", schema="{bad", exported=True),
+            FunctionSnap(
+                name='int.class.x-y.a"\\', doc="", schema="{bad", exported=True
+            ),
+        ],
+        external_types={
+            "ffi.Object": [],
+            "ext.Base": ["ffi.Object"],
+            "ffi.Enum": ["ffi.Object"],
+        },
+        external_fields={},
+        format=1,
+    )
+).via("discovered failure")
 def test_random_registries_pass_mypy_strict(snap: Snapshot) -> None:
     built = _build_and_render(snap)
     assume(built is not None)
