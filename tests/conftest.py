@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,55 +50,51 @@ def _build_lock(out: Path) -> Iterator[None]:
         yield
 
 
+def _compiled_once(out: Path, source: str, suffix: str, command: Callable[[str, str], list[str]]) -> Path:
+    """``out``, compiled from ``source`` by ``command(source_path, output_path)`` unless it exists.
+
+    Parallel test workers may want the same file at once: the first compiles it under the lock,
+    the others wait and reuse it. The source is written beside it and the result renamed into
+    place, so a reader never sees a half-written file."""
+    if out.exists():
+        return out
+    with _build_lock(out):
+        if out.exists():
+            return out
+        tag = f"{os.getpid()}"
+        src = out.with_name(f"{out.stem}.{tag}{suffix}")
+        src.write_text(source)
+        cmd = command(str(src), f"{out}.{tag}.tmp")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd[0]} failed for {out.name}:\n{proc.stderr}")
+        os.replace(f"{out}.{tag}.tmp", out)
+        src.unlink()
+    return out
+
+
 def build_shared(name: str, source: str, extra: list[str] | None = None, link_tvm_ffi: bool = True) -> Path:
     """Compile C++ ``source`` into ``tests/_build/<name>-<hash>.so`` (cached by content, built once)."""
     extra = extra or []
     digest = hashlib.sha256((source + repr(extra) + repr(link_tvm_ffi)).encode()).hexdigest()[:12]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    out = BUILD_DIR / f"{name}-{digest}.so"
-    if out.exists():
-        return out
-    # Parallel test workers may want the same library at once: the first builds it under the
-    # lock, the others wait and reuse it. Each build writes its own copy of the source and
-    # renames the result into place, so a reader never sees a half-written library.
-    with _build_lock(out):
-        if out.exists():
-            return out
-        tag = f"{os.getpid()}"
-        src = BUILD_DIR / f"{name}-{digest}.{tag}.cc"
-        src.write_text(source)
-        cmd = ["g++", "-shared", *cxx_flags(), str(src), "-o", f"{out}.{tag}.tmp", *extra]
-        if link_tvm_ffi:
-            cmd += [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"g++ failed for {name}:\n{proc.stderr}")
-        os.replace(f"{out}.{tag}.tmp", out)
-        src.unlink()
-    return out
+    link = [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"] if link_tvm_ffi else []
+    return _compiled_once(
+        BUILD_DIR / f"{name}-{digest}.so", source, ".cc",
+        lambda src, tmp: ["g++", "-shared", *cxx_flags(), src, "-o", tmp, *extra, *link],
+    )
 
 
 def build_executable(name: str, source: str, c: bool = True) -> Path:
     """Compile a small C (or C++) program against the apache-tvm-ffi headers."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    out = BUILD_DIR / f"{name}-{digest}"
-    if out.exists():
-        return out
-    with _build_lock(out):
-        if out.exists():
-            return out
-        tag = f"{os.getpid()}"
-        src = BUILD_DIR / f"{name}-{digest}.{tag}.{'c' if c else 'cc'}"
-        src.write_text(source)
-        flags = [f for f in cxx_flags() if not f.startswith("-std=")]
-        compiler = "gcc" if c else "g++"
-        proc = subprocess.run([compiler, *flags, str(src), "-o", f"{out}.{tag}.tmp"], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{compiler} failed for {name}:\n{proc.stderr}")
-        os.replace(f"{out}.{tag}.tmp", out)
-        src.unlink()
-    return out
+    flags = [f for f in cxx_flags() if not f.startswith("-std=")]
+    compiler = "gcc" if c else "g++"
+    return _compiled_once(
+        BUILD_DIR / f"{name}-{digest}", source, ".c" if c else ".cc",
+        lambda src, tmp: [compiler, *flags, src, "-o", tmp],
+    )
 
 
 @pytest.fixture(scope="session")
