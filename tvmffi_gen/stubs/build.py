@@ -771,9 +771,9 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
     return out, sorted(set(warnings))
 
 
-class _NoneDefs(cst.CSTTransformer):
-    """Module-level functions whose name the running module binds to None (a registering
-    decorator that returns nothing) become ``name: None``."""
+class _ModuleFunctions(cst.CSTTransformer):
+    """Rewrites the module-level functions named in ``names`` (``leave_FunctionDef``); class
+    bodies and nested functions are left as they are."""
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
@@ -783,6 +783,11 @@ class _NoneDefs(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
+
+
+class _NoneDefs(_ModuleFunctions):
+    """Module-level functions whose name the running module binds to None (a registering
+    decorator that returns nothing) become ``name: None``."""
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.BaseStatement:
         if updated.name.value not in self.names:
@@ -790,18 +795,9 @@ class _NoneDefs(cst.CSTTransformer):
         return cst.parse_statement(f"{updated.name.value}: None  # a decorator returned None\n")
 
 
-class _PositionalOnly(cst.CSTTransformer):
+class _PositionalOnly(_ModuleFunctions):
     """The module-level functions in ``names`` (packed functions at run time, which take no
     keywords) get positional-only parameters."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         ps = updated.params
