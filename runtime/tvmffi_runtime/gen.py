@@ -284,6 +284,8 @@ def _omitted_arguments_are_not_sent(init: Any) -> None:
     """Make an auto-init ``__init__`` pass ``MISSING`` for each argument the caller omits, so
     ``construct_auto`` leaves it out and the native default applies (also where the library's
     default changed since generation). Its signature still shows the registry's defaults."""
+    if not (init.__defaults__ or init.__kwdefaults__):
+        return  # nothing to replace: the signature stays the def's own, read when asked for
     import inspect
 
     init.__signature__ = inspect.signature(init)
