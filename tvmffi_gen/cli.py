@@ -309,7 +309,8 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
     if args.timeout <= 0:
         return f"--timeout {args.timeout:g}: give the seconds to wait, a number above 0"
     if args.list_exports is not None:
-        extra = [o for o in ("-o", "--stubs-for", "--project") if _given(args, "--output" if o == "-o" else o)]
+        extra = [o for o, value in (("-o", args.output), ("--stubs-for", args.stubs_for), ("--project", args.project))
+                 if value]
         if extra:
             return f"--list-exports LIB reads one library and writes nothing: {', '.join(extra)} does not apply"
         return None
