@@ -380,3 +380,51 @@ def test_bare_generics_get_explicit_any_arguments() -> None:
     assert spell("Callable") == "Callable[..., Incomplete]"
     assert spell("Type") == "Type"  # the package's own class named Type, not typing.Type
     assert spell("_tvm_ir.Type") == "_tvm_ir.Type"
+
+
+# --- --exclude that matches nothing, or everything (issue 19) ---------------------------------------
+
+
+def test_an_exclude_glob_matching_no_module_is_warned_about_by_name(
+        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    src, _, _ = stubs
+    env = {**_env([src]), "TVMFFI_GEN_CACHE_DIR": str(tmp_path / "cache")}
+    proc = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_py.tool",
+                 "--exclude", "tinyir_py.nodez", "--exclude", "tinyir.*"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "--exclude tinyir_py.nodez: matches no module of tinyir_py" in proc.stderr
+    assert "--exclude tinyir.*: matches no module of tinyir_py" in proc.stderr
+    assert "--exclude tinyir_py.tool:" not in proc.stderr  # it matched: the argparse module is left out
+    assert "tinyir_py.tool: not covered" not in proc.stderr
+    assert not (tmp_path / "out" / "tinyir_py-stubs" / "tool.pyi").exists()
+    assert (tmp_path / "out" / "tinyir_py-stubs" / "nodes.pyi").is_file()
+
+
+def test_excludes_that_drop_every_module_are_an_error_naming_them(
+        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    src, _, _ = stubs
+    one = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_*"],
+               _env([src]), tmp_path)
+    assert one.returncode == 2
+    assert "tinyir_py: --exclude 'tinyir_*': it drops every module of tinyir_py, so nothing is left to stub" \
+        in one.stderr, one.stderr
+    assert "registers no" not in one.stderr
+    two = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_py.nodes",
+                "--exclude", "tinyir_py"], _env([src]), tmp_path)
+    assert two.returncode == 2
+    assert "--exclude 'tinyir_py.nodes' --exclude 'tinyir_py': they drop every module of tinyir_py" in two.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: Path) -> None:
+    from tvmffi_gen.stubs.collect import unmatched_excludes
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub" / "deep").mkdir(parents=True)
+    (pkg / "data").mkdir()  # no __init__.py: not a package
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/x.py", "data/y.py"):
+        (pkg / rel).write_text("")
+    globs = ["pkg.a", "pkg.sub", "pkg.sub.deep.*", "pkg.data", "pkg.data.y", "pkg.b*", "other", "pkg"]
+    assert unmatched_excludes("pkg", [str(pkg)], globs) == ["pkg.data", "pkg.data.y", "pkg.b*", "other"]
+    # a package that is a single module: only its own name matches
+    assert unmatched_excludes("mod", [], ["mod", "mod.*", "m*"]) == ["mod.*"]

@@ -35,6 +35,8 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
                          " their own (--force to write there anyway)")
     result = build_stubs(package, exclude, preload, timeout, project)
     root = out / f"{package.split('.')[0]}-stubs"
+    for pat in result.data.get("exclude_unmatched", []):
+        warn(f"--exclude {pat}: matches no module of {package}")
     for name, reason in sorted(result.data["failed"].items()):
         warn(f"{name}: not covered ({reason})")
     for w in result.warnings:

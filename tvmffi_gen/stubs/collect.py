@@ -27,9 +27,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["collect", "module_files", "excluded"]
+__all__ = ["collect", "module_files", "excluded", "CollectError"]
 
 MODULE_TIMEOUT = 15.0
+
+
+class CollectError(Exception):
+    """A mistake in what the child was asked to do (its message is reported as it is)."""
 
 
 def excluded(module: str, patterns: list[str]) -> bool:
@@ -72,6 +76,45 @@ def module_files(package: str, roots: list[str], patterns: list[str]) -> dict[st
     for root in roots:
         walk(Path(root), package)
     return out
+
+
+def unmatched_excludes(package: str, roots: list[str], patterns: list[str]) -> list[str]:
+    """The ``--exclude`` globs that match no module of ``package`` (nor a package holding one)."""
+    every = module_files(package, roots, []) if roots else {package: ""}
+    return [pat for pat in patterns if not any(excluded(m, [pat]) for m in every)]
+
+
+def _quick_getmodule() -> Any:
+    """Put a memo in front of ``inspect.getmodule``; returns the original, to put back.
+
+    ``inspect.stack()`` (which TVMScript's ``@T.prim_func`` calls at import, 40 times in
+    ``tvm.s_tir.tensor_intrin.cuda``) asks ``getmodule`` about each frame; for a frame of a file
+    that is no module's (``<frozen importlib._bootstrap>``, ``<string>``), every call scans all of
+    ``sys.modules``, which here holds the whole package: thousands of scans, seconds of CPU, and
+    under load over the per-module timeout. The memo answers such a frame None again without the
+    scan while ``sys.modules`` has not changed size since it last found nothing — the answer the
+    scan would give, as no module's file is named ``<...>``.
+    """
+    import inspect
+
+    original = inspect.getmodule
+    misses: dict[str, int] = {}
+
+    def getmodule(obj: Any, _filename: str | None = None) -> Any:
+        if _filename is None or not (_filename.startswith("<") and _filename.endswith(">")) \
+                or _filename in inspect.modulesbyfile or inspect.ismodule(obj) \
+                or hasattr(obj, "__module__") or hasattr(obj, "__name__"):
+            return original(obj, _filename)
+        size = len(sys.modules)
+        if misses.get(_filename) == size:
+            return None
+        found = original(obj, _filename)
+        if found is None:
+            misses[_filename] = size
+        return found
+
+    inspect.getmodule = getmodule  # type: ignore[assignment]
+    return original
 
 
 class _Timeout(BaseException):
@@ -297,9 +340,20 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     if roots:
         files = module_files(package, roots, patterns)
     else:
-        files = {package: str(getattr(top, "__file__", ""))}
+        files = {} if excluded(package, patterns) else {package: str(getattr(top, "__file__", ""))}
+    if not files:
+        given = " ".join(f"--exclude {p!r}" for p in patterns)
+        raise CollectError(f"{given}: {'they drop' if len(patterns) > 1 else 'it drops'} every module of"
+                           f" {package}, so nothing is left to stub")
+    unmatched = unmatched_excludes(package, roots, patterns)
     bound: dict[str, list[str]] = {}
-    ok, failed = _import_all(package, files, bound)
+    import inspect
+
+    original_getmodule = _quick_getmodule()
+    try:
+        ok, failed = _import_all(package, files, bound)
+    finally:
+        inspect.getmodule = original_getmodule
     try:
         from importlib.metadata import packages_distributions, version
 
@@ -390,6 +444,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "types": types,
         "classes": classes,
         "ffi_api": ffi_api,
+        "exclude_unmatched": unmatched,
     }
 
 
@@ -407,7 +462,7 @@ def main(argv: list[str]) -> int:
     try:
         data = collect(args.package, args.exclude, args.preload)
     except Exception as exc:  # noqa: BLE001 - reported to the parent as text on stderr
-        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"{exc}\n" if isinstance(exc, CollectError) else f"{type(exc).__name__}: {exc}\n")
         sys.stderr.flush()
         os._exit(3)
     out.write(json.dumps(data, sort_keys=True))
