@@ -36,6 +36,7 @@ import libcst as cst
 from ..docparams import documented_param_names
 from ..snapshot import SnapshotError, summarise_failure
 from ..typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from .parallel import shared
 from .selfcheck import silence_own_errors
 
 __all__ = ["StubsError", "take_collection", "python_stubs", "augment", "build_stubs", "public_path",
@@ -694,7 +695,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
     out: dict[str, str] = {}
     warnings: list[str] = []
     attribute_names = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _class_attributes(t).items()}
-    for mod in sorted(stubs):
+    for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
         ctx = _Context(data, public, mod, attribute_names=attribute_names)
         module = parsed.get(mod) or cst.parse_module(stubs[mod])
         index = _class_index(module)
@@ -873,7 +874,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
     ``Incomplete`` attributes instead of import errors."""
     exports = {m: exported_names(t) for m, t in stubs.items()}
     top = next(iter(stubs)).split(".")[0] if stubs else ""
-    for mod, text in list(stubs.items()):
+    for mod, text in shared(list(stubs.items()), stubs, key=lambda item: item[0]):
         tree = _tree(text)
         missing: set[tuple[int, str]] = set()
         for i, node in enumerate(tree.body):

@@ -1,0 +1,140 @@
+"""A ``for`` loop whose body runs on every core: ``for x in shared(items, out, log): <body>``.
+
+The stubs' libcst phase is a loop over modules whose body reads what was computed before it and
+writes one entry of a dict (and appends to a list of warnings). ``shared`` forks a worker per
+extra core before the first item; each process runs the body for its share of the items (every
+Nth), the workers send what their body wrote (the dict's entries for their items, the list's
+additions item by item), and the parent, after its own share, puts everything in the serial
+loop's order: the dict's keys and the list's entries come out as a one-process loop makes them.
+
+The body may write only ``out[key(item)]`` (and append to ``log``); whatever else it changes stays
+in the process that ran it. It must not ``break``. A body that raises in a worker ends that worker (the generator is closed as the exception
+leaves the loop, and a worker never returns from there); the parent then runs that share itself,
+so the error, with its traceback, is raised where a serial loop would raise it. A body that raises
+in the parent kills the workers. Without ``os.fork``, with one core, with
+``TVMFFI_GEN_JOBS=1`` or with few items, it is the plain loop.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["jobs", "shared"]
+
+T = TypeVar("T")
+
+#: fewer items than this per process are not worth a fork
+MIN_ITEMS = 8
+
+
+def jobs() -> int:
+    """The processes to use: ``TVMFFI_GEN_JOBS`` when set, else the cores this process may run on."""
+    env = os.environ.get("TVMFFI_GEN_JOBS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"TVMFFI_GEN_JOBS={env!r}: give a number of processes (1 for no workers)") from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def shared(items: Sequence[T], out: dict[Any, Any], log: list[Any] | None = None,
+           key: Callable[[T], Hashable] = lambda item: item, n: int | None = None) -> Iterator[T]:
+    """Yield ``items`` for a loop body that sets ``out[key(item)]`` and may extend ``log``,
+    running the body for every Nth item in a worker process (see the module's doc)."""
+    items = list(items)
+    n = min(jobs() if n is None else n, len(items) // MIN_ITEMS)
+    if n < 2 or not hasattr(os, "fork"):
+        yield from items
+        return
+    base = len(log) if log is not None else 0
+    existing = set(out)
+    workers: list[tuple[int, int, int]] = []  # (pid, read end, share) of the workers not yet waited for
+    for w in range(1, n):
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a worker: run the body for share w, send what it wrote, and never return
+            os.close(r)
+            for _, other, _ in workers:
+                os.close(other)
+            status, payload = 1, b""
+            try:
+                notes: list[list[Any]] = []
+                for item in items[w::n]:
+                    start = len(log) if log is not None else 0
+                    yield item
+                    notes.append(log[start:] if log is not None else [])
+                wrote = {key(item): out[key(item)] for item in items[w::n] if key(item) in out}
+                payload = pickle.dumps((wrote, notes), protocol=pickle.HIGHEST_PROTOCOL)
+                status = 0
+            except BaseException:  # noqa: BLE001 - GeneratorExit: the body raised (or broke out)
+                pass
+            finally:
+                try:
+                    with os.fdopen(wfd, "wb") as f:
+                        f.write(payload)
+                finally:
+                    os._exit(status)
+        os.close(wfd)
+        workers.append((pid, r, w))
+    notes_of: dict[int, list[list[Any]]] = {0: []}
+    try:
+        for item in items[0::n]:
+            start = len(log) if log is not None else 0
+            yield item
+            notes_of[0].append(log[start:] if log is not None else [])
+        redo: list[int] = []
+        while workers:
+            pid, r, w = workers[0]
+            try:
+                data = _read_all(r)
+            finally:
+                os.close(r)
+                os.waitpid(pid, 0)
+                workers.pop(0)
+            try:
+                wrote, notes = pickle.loads(data)
+            except Exception:  # noqa: BLE001 - nothing (its body raised) or cut short
+                redo.append(w)
+                continue
+            out.update(wrote)
+            notes_of[w] = notes
+        for w in redo:  # a worker's body raised: run its share here, where the error is reported
+            notes_of[w] = []
+            for item in items[w::n]:
+                start = len(log) if log is not None else 0
+                yield item
+                notes_of[w].append(log[start:] if log is not None else [])
+    finally:
+        for pid, r, _ in workers:  # the parent's body raised: the workers' results are not wanted
+            os.close(r)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+    # the serial loop's order: keys it adds by item (keys it only rewrites keep their place), the
+    # log's additions item by item
+    added = [k for k in (key(item) for item in items) if k in out and k not in existing]
+    entries = {k: out.pop(k) for k in added}
+    out.update(entries)
+    if log is not None:
+        del log[base:]
+        for i in range(len(items)):
+            log.extend(notes_of[i % n][i // n])
