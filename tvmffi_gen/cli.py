@@ -122,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
                        " (tvm, tvm_ffi) instead of generating a package from a library")
     stubs.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                        help="with --stubs-for: skip the modules matching this glob and their subtrees")
+    stubs.add_argument("--no-cache", action="store_true",
+                       help="with --stubs-for: neither read nor write the cache of stubgen's and libcst's results"
+                       " (kept in $TVMFFI_GEN_CACHE_DIR, else $XDG_CACHE_HOME/tvmffi-gen or ~/.cache/tvmffi-gen)")
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
     return p
 
@@ -283,7 +286,7 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
         return 2
     try:
         return run_stubs(args.stubs_for, args.output, args.exclude, args.preload, args.project, args.check,
-                         args.timeout, log.info, log.warn, force=args.force)
+                         args.timeout, log.info, log.warn, force=args.force, use_cache=not args.no_cache)
     except StubsError as exc:
         log.error(str(exc))
         if exc.detail:
@@ -321,6 +324,8 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
         return None
     if args.exclude:
         return "--exclude chooses the modules of --stubs-for PKG: give --stubs-for too"
+    if args.no_cache:
+        return "--no-cache is for the cache of --stubs-for PKG: give --stubs-for too"
     if not args.project:
         extra = [o for o in _PROJECT_ONLY if _given(args, o)]
         if extra:

@@ -428,3 +428,9 @@ def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: 
     assert unmatched_excludes("pkg", [str(pkg)], globs) == ["pkg.data", "pkg.data.y", "pkg.b*", "other"]
     # a package that is a single module: only its own name matches
     assert unmatched_excludes("mod", [], ["mod", "mod.*", "m*"]) == ["mod.*"]
+
+
+def test_no_cache_without_stubs_for_is_refused(tmp_path: Path) -> None:
+    proc = _gen(["-o", str(tmp_path / "out"), "--no-cache"], _env([]), tmp_path)
+    assert proc.returncode == 2
+    assert "--no-cache is for the cache of --stubs-for PKG: give --stubs-for too" in proc.stderr

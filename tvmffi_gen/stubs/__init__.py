@@ -24,16 +24,20 @@ def _is_ours(path: Path) -> bool:
 
 def run_stubs(package: str, output: str, exclude: list[str], preload: list[str], project: bool,
               check: bool, timeout: float, info: Callable[[str], None], warn: Callable[[str], None],
-              force: bool = False) -> int:
+              force: bool = False, use_cache: bool = True) -> int:
     """Write (or with ``check``, compare) the stubs of ``package`` under ``output``; 1 when
-    ``check`` finds a difference."""
+    ``check`` finds a difference. ``use_cache``: use the user cache of stubgen and libcst results
+    (``cache.py``)."""
+    from .cache import disabled
+
     start = time.perf_counter()
     out = Path(output)
     marker = next((m for m in ("__init__.py", ".tvmffi-gen.json") if (out / m).is_file()), None)
     if marker is not None and not force:
         raise StubsError(f"-o {out}: a Python package folder (it has {marker}): stubs go in a folder of"
                          " their own (--force to write there anyway)")
-    result = build_stubs(package, exclude, preload, timeout, project)
+    with disabled(not use_cache):
+        result = build_stubs(package, exclude, preload, timeout, project)
     root = out / f"{package.split('.')[0]}-stubs"
     for pat in result.data.get("exclude_unmatched", []):
         warn(f"--exclude {pat}: matches no module of {package}")

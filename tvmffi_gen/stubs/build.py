@@ -921,7 +921,9 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
                 project: bool) -> StubResult:
     """Everything ``--stubs-for`` writes, relative to OUT."""
     on_disk = _modules_on_disk(package, exclude)
-    early = PythonStubs(on_disk) if on_disk else None  # runs while the package imports
+    from .cache import CachedPythonStubs, cached_augment
+
+    early = CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports
     try:
         data = take_collection(package, exclude, preload, timeout)
     except BaseException:
@@ -934,7 +936,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         if early is not None:
             early.cancel()
         stubs = python_stubs(data["modules"])
-    final, warnings = augment(data, stubs)
+    final, warnings = cached_augment(data, stubs)
     top = package.split(".")[0]
     root = f"{top}-stubs"
     files: dict[str, str] = {}

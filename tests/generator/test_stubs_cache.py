@@ -1,0 +1,88 @@
+"""``stubs.cache``: stubgen's and the libcst rewrite's results, reused only for the same inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tvmffi_gen.stubs import build, cache
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "cache"
+    monkeypatch.setenv("TVMFFI_GEN_CACHE_DIR", str(where))
+    monkeypatch.delenv("TVMFFI_GEN_NO_CACHE", raising=False)
+    return where
+
+
+def _package(where: Path) -> dict[str, str]:
+    pkg = where / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .a import f\n")
+    (pkg / "a.py").write_text("def f(x: int) -> int:\n    return x\n")
+    (pkg / "b.py").write_text("X = 1\n")
+    (pkg / "b.pyi").write_text("X: int\n")  # the package's own stub: read, not cached
+    return {"pkg": str(pkg / "__init__.py"), "pkg.a": str(pkg / "a.py"), "pkg.b": str(pkg / "b.py")}
+
+
+def test_stubgen_results_are_reused_until_a_source_changes(tmp_path: Path, cache_home: Path) -> None:
+    modules = _package(tmp_path)
+    first = cache.CachedPythonStubs(modules)
+    assert first._proc is not None  # nothing cached yet: stubgen runs
+    result = first.result({"pkg", "pkg.a", "pkg.b"})
+    assert "def f(x: int) -> int: ..." in result["pkg.a"] and result["pkg.b"] == "X: int\n"
+    again = cache.CachedPythonStubs(modules)
+    assert again._proc is None  # every source unchanged: no stubgen
+    assert again.result({"pkg", "pkg.a", "pkg.b"}) == result
+    assert list(cache.CachedPythonStubs(modules).result({"pkg.a", "pkg.b"})) == ["pkg.b", "pkg.a"]
+    Path(modules["pkg.a"]).write_text("def f(x: str) -> str:\n    return x\n")
+    changed = cache.CachedPythonStubs(modules)
+    assert changed._proc is not None
+    assert "def f(x: str) -> str: ..." in changed.result({"pkg.a"})["pkg.a"]
+    assert len(list((cache_home / "stubgen").glob("*.json"))) == 2
+
+
+def test_a_damaged_entry_is_a_miss(tmp_path: Path, cache_home: Path) -> None:
+    modules = _package(tmp_path)
+    expected = cache.CachedPythonStubs(modules).result(set(modules))
+    (entry,) = (cache_home / "stubgen").glob("*.json")
+    entry.write_text('{"key": "not this one", "value": {}}')
+    again = cache.CachedPythonStubs(modules)
+    assert again._proc is not None
+    assert again.result(set(modules)) == expected
+
+
+def test_off_by_option_or_environment(tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = _package(tmp_path)
+    with cache.disabled():
+        assert cache.cache_dir() is None
+        cache.CachedPythonStubs(modules).result(set(modules))
+    assert not cache_home.exists()
+    monkeypatch.setenv("TVMFFI_GEN_NO_CACHE", "1")
+    assert cache.cache_dir() is None
+    monkeypatch.setenv("TVMFFI_GEN_NO_CACHE", "0")
+    assert cache.cache_dir() == cache_home
+    monkeypatch.delenv("TVMFFI_GEN_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "tvmffi-gen"
+
+
+def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(cache_home: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, str]] = []
+
+    def fake_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+        calls.append(stubs)
+        return {m: f"# {data['n']}\n{t}" for m, t in stubs.items()}, [f"warning {data['n']}"]
+
+    monkeypatch.setattr(build, "augment", fake_augment)
+    stubs = {"p": "x: int\n", "p.a": "y: str\n"}
+    first = cache.cached_augment({"n": 1}, stubs)
+    assert cache.cached_augment({"n": 1}, dict(stubs)) == first and len(calls) == 1
+    assert list(first[0]) == ["p", "p.a"]
+    assert cache.cached_augment({"n": 2}, stubs)[1] == ["warning 2"] and len(calls) == 2
+    assert cache.cached_augment({"n": 1}, {**stubs, "p.a": "y: bytes\n"})[0]["p.a"] == "# 1\ny: bytes\n"
+    assert len(calls) == 3

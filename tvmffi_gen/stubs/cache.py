@@ -1,0 +1,178 @@
+"""A user cache for the two pure steps of ``--stubs-for``: mypy's stubgen and the libcst rewrite.
+
+Each entry is stored under a SHA-256 of everything its result is made from, so a stale entry is
+never used: for stubgen, the contents (and paths) of every source file it reads, mypy's version,
+the Python version and this tool's version; for the rewrite (``augment``), the complete
+collected data and stubgen's stubs, libcst's version, the Python version and this tool's
+version. "This tool's version" is its version string and a hash of every source file of the
+``tvmffi_gen`` package, so an edited checkout is a new version. Importing the package is never
+cached (it depends on everything installed), nor the ``mypy --strict`` self-check (it reads the
+installed ``tvm_ffi`` and numpy).
+
+Where: ``$TVMFFI_GEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/tvmffi-gen``, else
+``~/.cache/tvmffi-gen``; the last ``KEEP`` entries of each kind are kept. Off: ``--no-cache``
+or ``TVMFFI_GEN_NO_CACHE=1``. A cache that cannot be read or written is as if empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .build import PythonStubs
+
+__all__ = ["cache_dir", "disabled", "CachedPythonStubs", "cached_augment", "tool_version"]
+
+KEEP = 8
+_OFF: list[bool] = []  # the innermost ``disabled()`` in effect
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when caching is off."""
+    if (_OFF and _OFF[-1]) or os.environ.get("TVMFFI_GEN_NO_CACHE", "") not in ("", "0"):
+        return None
+    explicit = os.environ.get("TVMFFI_GEN_CACHE_DIR", "")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME", "") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "tvmffi-gen")
+
+
+@contextlib.contextmanager
+def disabled(off: bool = True) -> Iterator[None]:
+    """Within it, with ``off``, nothing is read from or written to the cache."""
+    _OFF.append(off)
+    try:
+        yield
+    finally:
+        _OFF.pop()
+
+
+@functools.lru_cache(maxsize=1)
+def tool_version() -> str:
+    """This tool's version string and a hash of all its source files."""
+    from .. import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _key(kind: str, *parts: bytes | str) -> str:
+    h = hashlib.sha256(f"tvmffi-gen {kind} cache 1\0{tool_version()}\0{sys.version}\0".encode())
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(str(len(data)).encode() + b":" + data)
+    return h.hexdigest()
+
+
+def _load(kind: str, key: str) -> Any:
+    where = cache_dir()
+    if where is None:
+        return None
+    path = where / kind / f"{key}.json"
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        os.utime(path)  # recently used: kept by the pruning
+    except (OSError, ValueError):
+        return None
+    return entry["value"] if isinstance(entry, dict) and entry.get("key") == key else None
+
+
+def _store(kind: str, key: str, value: Any) -> None:
+    where = cache_dir()
+    if where is None:
+        return
+    folder = where / kind
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "value": value}, f)
+        os.replace(tmp, folder / f"{key}.json")
+        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _mypy_version() -> str:
+    from mypy.version import __version__
+
+    return __version__
+
+
+def _stubgen_sources(modules: dict[str, str]) -> list[tuple[str, str]]:
+    """The modules stubgen reads (as ``PythonStubs`` chooses: a ``.py`` without a ``.pyi`` beside it)."""
+    out = []
+    for name, path in sorted(modules.items()):
+        p = Path(path)
+        if path.endswith(".py") and not (p.parent / (p.name.split(".")[0] + ".pyi")).is_file():
+            out.append((name, path))
+    return out
+
+
+class CachedPythonStubs(PythonStubs):
+    """``PythonStubs`` that takes stubgen's output from the cache when every source it reads is
+    unchanged, and stores it after a run."""
+
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._key: str | None = None
+        self._hit: dict[str, str] | None = None
+        sources = _stubgen_sources(modules)
+        if cache_dir() is not None and sources:
+            parts: list[bytes | str] = [_mypy_version()]
+            try:
+                for name, path in sources:
+                    parts += [name, path, Path(path).read_bytes()]
+                self._key = _key("stubgen", *parts)
+            except OSError:
+                self._key = None
+            hit = _load("stubgen", self._key) if self._key is not None else None
+            if isinstance(hit, dict) and set(hit) == {name for name, _ in sources}:
+                self._hit = hit
+        if self._hit is None:
+            super().__init__(modules)
+            return
+        # the package's own .pyi files as PythonStubs reads them; stubgen is not started
+        super().__init__({m: p for m, p in modules.items() if m not in self._hit})
+        self.modules = dict(modules)
+        self._hit_sources = sources
+
+    def result(self, keep: set[str]) -> dict[str, str]:
+        if self._hit is not None:
+            out = super().result(keep)
+            out.update((name, self._hit[name]) for name, _ in self._hit_sources if name in keep)
+            return out
+        everything = super().result(set(self.modules))
+        if self._key is not None:
+            _store("stubgen", self._key, {name: everything[name] for name, _ in self.sources})
+        return {m: t for m, t in everything.items() if m in keep}
+
+
+def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """``build.augment``, from the cache when the data and stubs are the same."""
+    from importlib.metadata import version
+
+    from .build import augment
+
+    if cache_dir() is None:
+        return augment(data, stubs)
+    key = _key("augment", version("libcst"), json.dumps(data, sort_keys=True), json.dumps(list(stubs.items())))
+    hit = _load("augment", key)
+    if isinstance(hit, dict) and isinstance(hit.get("final"), list) and isinstance(hit.get("warnings"), list):
+        return dict(hit["final"]), list(hit["warnings"])
+    final, warnings = augment(data, stubs)
+    _store("augment", key, {"final": list(final.items()), "warnings": warnings})
+    return final, warnings
