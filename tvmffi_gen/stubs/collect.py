@@ -23,13 +23,19 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 __all__ = ["collect", "module_files", "excluded", "CollectError"]
 
+#: a module whose import computes this many seconds of CPU, or makes no progress (less than
+#: ``IDLE_SHARE`` of a core) for this many seconds of wall time, is stopped and not covered
 MODULE_TIMEOUT = 15.0
+IDLE_SHARE = 0.05
+#: and one still importing after this many seconds of wall time, whatever it does
+MODULE_WALL_LIMIT = 8 * MODULE_TIMEOUT
 
 
 class CollectError(Exception):
@@ -121,8 +127,44 @@ class _Timeout(BaseException):
     pass
 
 
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise _Timeout()
+class _Watch:
+    """Stops a module's import that is stuck, not one that is slow because the machine is busy.
+
+    A wall-clock limit alone made the output depend on the load: on a busy machine
+    ``tvm.s_tir.tensor_intrin`` (a few seconds of CPU compiling TVMScript at import) ran past
+    15 s and was left out. SIGALRM each second compares the CPU the process used since the
+    import began (``MODULE_TIMEOUT`` of it: a loop that does not end) and over the last
+    ``MODULE_TIMEOUT`` seconds (less than ``IDLE_SHARE`` of a core: waiting on something that
+    does not come), with ``MODULE_WALL_LIMIT`` as the last resort.
+    """
+
+    def __init__(self) -> None:
+        self.start = (0.0, 0.0)
+        self.samples: list[tuple[float, float]] = []
+
+    def begin(self) -> None:
+        self.start = (time.monotonic(), time.process_time())
+        self.samples = [self.start]
+        signal.signal(signal.SIGALRM, self._tick)
+        signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
+
+    def end(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _tick(self, signum: int, frame: Any) -> None:
+        now = (time.monotonic(), time.process_time())
+        self.samples.append(now)
+        while len(self.samples) > 2 and self.samples[1][0] <= now[0] - MODULE_TIMEOUT:
+            self.samples.pop(0)
+        wall, cpu = now[0] - self.start[0], now[1] - self.start[1]
+        recent = now[1] - self.samples[0][1]
+        if cpu >= MODULE_TIMEOUT:
+            raise _Timeout(f"importing it computed for {MODULE_TIMEOUT:g} s of CPU without finishing")
+        if wall >= MODULE_TIMEOUT and now[0] - self.samples[0][0] >= MODULE_TIMEOUT \
+                and recent < IDLE_SHARE * MODULE_TIMEOUT:
+            raise _Timeout(f"importing it made no progress for {MODULE_TIMEOUT:g} s (it waits on something?)")
+        if wall >= MODULE_WALL_LIMIT:
+            raise _Timeout(f"importing it did not finish within {MODULE_WALL_LIMIT:g} s")
 
 
 def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
@@ -134,21 +176,21 @@ def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
 
     ok: list[str] = []
     failed: dict[str, str] = {}
-    signal.signal(signal.SIGALRM, _on_alarm)
+    watch = _Watch()
     for name in sorted(files):
         if any(name.startswith(f + ".") for f in failed):
             failed[name] = "its package failed to import"
             continue
         sys.argv = [name]  # a module running argparse at import sees no arguments of ours
-        signal.setitimer(signal.ITIMER_REAL, MODULE_TIMEOUT)
+        watch.begin()
         try:
             mod = importlib.import_module(name)
             ok.append(name)
             if files[name].endswith("__init__.py"):
                 bound[name] = sorted(a for a, v in vars(mod).items()
                                      if isinstance(v, types.ModuleType) and v.__name__ == f"{name}.{a}")
-        except _Timeout:
-            failed[name] = f"importing it did not finish within {MODULE_TIMEOUT:g} s"
+        except _Timeout as exc:
+            failed[name] = str(exc)
         except SystemExit as exc:
             failed[name] = f"it exits at import (SystemExit({exc.code!r}); argparse at import?)"
         except BaseException as exc:  # noqa: BLE001 - any failure of a package's module is reported
@@ -156,7 +198,7 @@ def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
             where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
             failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}"
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            watch.end()
     return ok, failed
 
 
