@@ -8,10 +8,11 @@ additions item by item), and the parent, after its own share, puts everything in
 loop's order: the dict's keys and the list's entries come out as a one-process loop makes them.
 
 The body may write only ``out[key(item)]`` (and append to ``log``); whatever else it changes stays
-in the process that ran it. It must not ``break``. A body that raises in a worker ends that worker (the generator is closed as the exception
-leaves the loop, and a worker never returns from there); the parent then runs that share itself,
+in the process that ran it. It must not ``break``. A body that raises in a worker ends that
+worker (the generator is closed as the exception leaves the loop, and a worker never returns from
+there); the parent then runs that share itself,
 so the error, with its traceback, is raised where a serial loop would raise it. A body that raises
-in the parent kills the workers. Without ``os.fork``, with one core, with
+in the parent kills the workers. Without ``os.fork``, with one idle core (``jobs``), with
 ``TVMFFI_GEN_JOBS=1`` or with few items, it is the plain loop.
 """
 
@@ -32,7 +33,9 @@ MIN_ITEMS = 8
 
 
 def jobs() -> int:
-    """The processes to use: ``TVMFFI_GEN_JOBS`` when set, else the cores this process may run on."""
+    """The processes to use: ``TVMFFI_GEN_JOBS`` when set, else the cores this process may run on
+    that nothing else is running on now (Linux's ``procs_running``; on a machine busy with other
+    work a worker only adds the cost of forking and merging, measured so)."""
     env = os.environ.get("TVMFFI_GEN_JOBS", "").strip()
     if env:
         try:
@@ -40,9 +43,15 @@ def jobs() -> int:
         except ValueError:
             raise ValueError(f"TVMFFI_GEN_JOBS={env!r}: give a number of processes (1 for no workers)") from None
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        cores = max(1, os.cpu_count() or 1)
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            running = next(int(line.split()[1]) for line in f if line.startswith("procs_running "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return cores
+    return max(1, min(cores, cores - (running - 1)))  # this process is one of the running
 
 
 def _read_all(fd: int) -> bytes:
