@@ -1,0 +1,189 @@
+"""Time ``tvmffi-gen --stubs-for PKG`` by phase: a baseline revision against this checkout.
+
+    python benchmarks/bench_stubs.py --baseline-rev 596b70b [--repeat 3] [--json results_stubs.json]
+
+For each package (``tvm`` with ``--project --exclude tvm.s_tir.meta_schedule.testing`` when
+apache-tvm is installed, and ``tvm_ffi``), runs, alternately and ``--repeat`` times each:
+
+* ``baseline``: the generator of ``--baseline-rev`` (exported with ``git archive``), as it was;
+* ``new, cold``: this checkout with its cache off (``TVMFFI_GEN_NO_CACHE=1``): a first run;
+* ``new, warm``: this checkout with a cache filled by an untimed run before: a rerun.
+
+Each run is a fresh process writing a fresh OUT; its phases are timed by wrapping the functions
+``build_stubs`` calls (wall seconds, and CPU seconds of the process and of the children it waited
+for in the phase): the import of PKG in the child (stubgen runs meanwhile), the wait for stubgen
+after it, the libcst rewrite, the ``mypy --strict`` self-check, and the total of ``run_stubs``.
+Every run's files are compared byte for byte with the first ``new, cold`` run's. Prints a table
+(medians, with min-max) and writes the JSON of every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASES = ["import (child)", "stubgen wait", "libcst rewrite", "mypy self-check", "other", "total"]
+
+
+def _drive(src: str, package: str, out: str, args: list[str]) -> None:
+    """In a fresh process: run ``run_stubs`` of the tree ``src`` with its phases timed; JSON on stdout."""
+    sys.path.insert(0, src)
+    from tvmffi_gen.stubs import build
+
+    times: dict[str, list[float]] = {}
+
+    def clock() -> tuple[float, float]:
+        t = os.times()
+        return time.perf_counter(), t.user + t.system + t.children_user + t.children_system
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            w0, c0 = clock()
+            try:
+                return fn(*a, **k)
+            finally:
+                w1, c1 = clock()
+                acc = times.setdefault(name, [0.0, 0.0])
+                acc[0] += w1 - w0
+                acc[1] += c1 - c0
+        return wrapper
+
+    build.take_collection = timed("import (child)", build.take_collection)
+    setattr(build, "silence_own_errors", timed("mypy self-check", getattr(build, "silence_own_errors")))
+    try:
+        from tvmffi_gen.stubs import cache
+    except ImportError:  # a revision before the cache
+        build.PythonStubs.result = timed("stubgen wait", build.PythonStubs.result)  # type: ignore[method-assign]
+        build.augment = timed("libcst rewrite", build.augment)
+    else:
+        cache.CachedPythonStubs.result = timed("stubgen wait", cache.CachedPythonStubs.result)  # type: ignore[method-assign]
+        cache.cached_augment = timed("libcst rewrite", cache.cached_augment)
+    from tvmffi_gen.stubs import run_stubs
+
+    notes: list[str] = []
+    run = timed("total", run_stubs)
+    project = "--project" in args
+    exclude = [args[i + 1] for i, a in enumerate(args) if a == "--exclude"]
+    code = run(package, out, exclude, [], project, False, 600.0, notes.append, lambda m: None)
+    total = times["total"]
+    inner = [times.get(p, [0.0, 0.0]) for p in PHASES[:4]]
+    times["other"] = [total[0] - sum(w for w, _ in inner), total[1] - sum(c for _, c in inner)]
+    print(json.dumps({"code": code, "times": times, "info": notes}))
+
+
+def _run(src: Path, package: str, out: Path, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    env = {**env, "PYTHONPATH": str(src)}  # the tree under test, for the driver and the importing child
+    proc = subprocess.run([sys.executable, __file__, "--drive", str(src), package, str(out), *args],
+                          capture_output=True, text=True, env=env, cwd=out.parent)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{src} --stubs-for {package} failed:\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _same(a: Path, b: Path) -> bool:
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    return not mismatch and not errors and all(_same(a / d, b / d) for d in cmp.common_dirs)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--baseline-rev", required=True, help="git revision of the generator to compare with")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--package", action="append", help="tvm and/or tvm_ffi (default: both, tvm when installed)")
+    p.add_argument("--json", help="write every run's timings here")
+    a = p.parse_args()
+    packages = a.package or (["tvm"] if subprocess.run([sys.executable, "-c", "import tvm"],
+                                                       capture_output=True).returncode == 0 else []) + ["tvm_ffi"]
+    args_of = {"tvm": ["--project", "--exclude", "tvm.s_tir.meta_schedule.testing"], "tvm_ffi": []}
+    work = Path(tempfile.mkdtemp(prefix="bench_stubs_"))
+    base_src = work / "baseline"
+    base_src.mkdir()
+    archive = subprocess.run(["git", "archive", a.baseline_rev], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base_src)], input=archive, check=True)
+    env0 = {k: v for k, v in os.environ.items() if k not in ("TVMFFI_GEN_NO_CACHE", "TVMFFI_GEN_CACHE_DIR")}
+    variants = {
+        "baseline": (base_src, {**env0, "TVMFFI_GEN_NO_CACHE": "1"}),
+        "new, cold": (ROOT, {**env0, "TVMFFI_GEN_NO_CACHE": "1"}),
+        "new, warm": (ROOT, {**env0, "TVMFFI_GEN_CACHE_DIR": str(work / "cache")}),
+    }
+    report: dict[str, Any] = {"baseline_rev": a.baseline_rev, "repeat": a.repeat, "cpus": os.cpu_count(),
+                              "load_before": os.getloadavg(), "runs": {}}
+    try:
+        for package in packages:
+            args = args_of.get(package, [])
+            _run(ROOT, package, work / "fill", args, variants["new, warm"][1])  # fills the warm cache
+            reference = work / f"{package}-ref"
+            runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+            for i in range(a.repeat):
+                for variant, (src, env) in variants.items():
+                    out = work / f"{package}-{variant.replace(', ', '-')}-{i}"
+                    r = _run(src, package, out, args, env)
+                    if not reference.exists() and variant == "new, cold":
+                        shutil.copytree(out, reference)
+                    r["load"] = os.getloadavg()[0]
+                    runs[variant].append(r)
+                    print(f"{package} {variant} #{i}: {r['times']['total'][0]:.1f} s wall,"
+                          f" {r['times']['total'][1]:.1f} s CPU (load {r['load']:.1f})", file=sys.stderr)
+            for variant in variants:
+                for i, r in enumerate(runs[variant]):
+                    out = work / f"{package}-{variant.replace(', ', '-')}-{i}"
+                    r["identical_to_new_cold"] = _same(out, reference) if reference.exists() else None
+                    shutil.rmtree(out, ignore_errors=True)
+            report["runs"][package] = runs
+    finally:
+        report["load_after"] = os.getloadavg()
+        shutil.rmtree(work, ignore_errors=True)
+    _print_table(report)
+    text = json.dumps(report, indent=1, sort_keys=True)
+    if a.json:
+        Path(a.json).write_text(text + "\n")
+    print(text)
+    return 0
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    for package, runs in report["runs"].items():
+        variants = list(runs)
+        print(f"\n{package}: median (min-max) of {report['repeat']} runs each, alternated;"
+              f" wall s / CPU s (process + waited children)")
+        print("| phase | " + " | ".join(variants) + " |")
+        print("|---|" + "---|" * len(variants))
+        for phase in PHASES:
+            cells = []
+            for v in variants:
+                walls = [r["times"].get(phase, [0.0, 0.0])[0] for r in runs[v]]
+                cpus = [r["times"].get(phase, [0.0, 0.0])[1] for r in runs[v]]
+                cells.append(f"{statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f}) /"
+                             f" {statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
+            print(f"| {phase} | " + " | ".join(cells) + " |")
+        same = {v: [r["identical_to_new_cold"] for r in runs[v]] for v in variants}
+        print("| output identical to the first new, cold run | "
+              + " | ".join(", ".join("yes" if s else "no" for s in same[v]) for v in variants) + " |")
+        base_total = statistics.median(r["times"]["total"][1] for r in runs["baseline"])
+        for v in variants[1:]:
+            ratio = [r["times"]["total"][1] / b["times"]["total"][1] for r, b in zip(runs[v], runs["baseline"])]
+            wall = [r["times"]["total"][0] / b["times"]["total"][0] for r, b in zip(runs[v], runs["baseline"])]
+            print(f"{v} / baseline, same round: CPU {', '.join(f'{x:.2f}' for x in ratio)};"
+                  f" wall {', '.join(f'{x:.2f}' for x in wall)} (baseline median CPU {base_total:.1f} s)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--drive":
+        _drive(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        sys.exit(0)
+    sys.exit(main())
