@@ -53,7 +53,7 @@ def disabled(off: bool = True) -> Iterator[None]:
     try:
         yield
     finally:
-        _OFF.pop()
+        _ = _OFF.pop()
 
 
 @functools.lru_cache(maxsize=1)
@@ -115,7 +115,7 @@ def _mypy_version() -> str:
 
 def _stubgen_sources(modules: dict[str, str]) -> list[tuple[str, str]]:
     """The modules stubgen reads (as ``PythonStubs`` chooses: a ``.py`` without a ``.pyi`` beside it)."""
-    out = []
+    out: list[tuple[str, str]] = []
     for name, path in sorted(modules.items()):
         p = Path(path)
         if path.endswith(".py") and not (p.parent / (p.name.split(".")[0] + ".pyi")).is_file():
@@ -147,8 +147,8 @@ class CachedPythonStubs(PythonStubs):
             return
         # the package's own .pyi files as PythonStubs reads them; stubgen is not started
         super().__init__({m: p for m, p in modules.items() if m not in self._hit})
-        self.modules = dict(modules)
-        self._hit_sources = sources
+        self.modules: dict[str, str] = dict(modules)
+        self._hit_sources: list[tuple[str, str]] = sources
 
     def result(self, keep: set[str]) -> dict[str, str]:
         if self._hit is not None:

@@ -97,7 +97,7 @@ def shared(items: Sequence[T], out: dict[Any, Any], log: list[Any] | None = None
             finally:
                 try:
                     with os.fdopen(wfd, "wb") as f:
-                        f.write(payload)
+                        _ = f.write(payload)
                 finally:
                     os._exit(status)
         os.close(wfd)
@@ -115,8 +115,8 @@ def shared(items: Sequence[T], out: dict[Any, Any], log: list[Any] | None = None
                 data = _read_all(r)
             finally:
                 os.close(r)
-                os.waitpid(pid, 0)
-                workers.pop(0)
+                _ = os.waitpid(pid, 0)
+                _ = workers.pop(0)
             try:
                 wrote, notes = pickle.loads(data)
             except Exception:  # noqa: BLE001 - nothing (its body raised) or cut short
@@ -137,7 +137,7 @@ def shared(items: Sequence[T], out: dict[Any, Any], log: list[Any] | None = None
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            os.waitpid(pid, 0)
+            _ = os.waitpid(pid, 0)
     # the serial loop's order: keys it adds by item (keys it only rewrites keep their place), the
     # log's additions item by item
     added = [k for k in (key(item) for item in items) if k in out and k not in existing]
