@@ -85,7 +85,7 @@ class ClassBodies:
     def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:
         fields: dict[str, FieldModel] = {}
         methods: dict[str, MethodModel] = {}
-        chain = []
+        chain: list[ClassModel] = []
         key = cls.base_key
         seen = {cls.type_key}
         while key is not None:

@@ -28,7 +28,7 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence, cast
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -227,7 +227,7 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
         for part in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, part, None)
             if isinstance(inner, list):
-                yield from _statements(inner)
+                yield from _statements(cast("list[ast.stmt]", inner))
         for handler in getattr(stmt, "handlers", ()):
             yield from _statements(handler.body)
         for case in getattr(stmt, "cases", ()):

@@ -6,6 +6,7 @@ templates arrange them. Output depends only on the model, so it is byte-identica
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from .model import (
     FunctionModel,
     MethodModel,
     ModuleModel,
+    Namespace,
     PackageModel,
     Param,
 )
@@ -305,7 +307,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         runtime_imports=runtime,
         type_imports=typing_only,
         all_lines=all_lines,
-        function_decorator=lambda fn: _function_decorator(fn, pkg.name),
+        function_decorator=functools.partial(_function_decorator, pkg_name=pkg.name),
         result_doc=_result_doc,
         uses_missing=uses_missing,
         import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
@@ -419,7 +421,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     # the level check, finding and loading the library; the Module of its exports
-    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set()) | _aliases_in(recorded) | _aliases_in(bundled)
+    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
     return env.get_template("lib.py.jinja").render(
         api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
@@ -498,7 +500,7 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     used = [u for u in pkg.used_packages if u.has_visitors]
     for u in used:  # hooks the bases from --use packages define keep their meaning
         scope.taken.update(u.hook_suffixes)
-    namespaces = set()
+    namespaces: set[Namespace] = set()
     # most-derived first reads best; the engine orders by depth anyway
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
         ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "FieldSnap",
@@ -122,10 +122,11 @@ class Snapshot:
     @staticmethod
     def from_json(text: str, source: str = "<snapshot>") -> Snapshot:
         try:
-            data = json.loads(text)
+            parsed: object = json.loads(text)
         except ValueError as exc:
             raise SnapshotError(f"{source}: not a JSON snapshot ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+        data = cast("dict[str, Any]", parsed) if isinstance(parsed, dict) else {}
+        if data.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
         try:
             types = [

@@ -13,6 +13,7 @@ import ast
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 __all__ = ["UsedClass", "UsedPackage", "UsedPackageError", "read_used_package"]
 
@@ -80,9 +81,9 @@ def _lazy_types(tree: ast.Module) -> dict[str, str]:
             and node.func.attr == "register_lazy_types"
             and node.args
         ):
-            value = ast.literal_eval(node.args[0])
+            value: object = ast.literal_eval(node.args[0])
             if isinstance(value, dict):
-                return {str(k): str(v) for k, v in value.items()}
+                return {str(k): str(v) for k, v in cast("dict[object, object]", value).items()}
     return {}
 
 

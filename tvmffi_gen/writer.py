@@ -18,7 +18,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .merge import (
     MergeConflict,
@@ -65,8 +65,8 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        files: object = data["files"]
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in cast("list[object]", files)):
             raise ValueError("files must be a list of strings")
         if not isinstance(data.get("generated", {}), dict):
             raise ValueError("generated must be an object")
