@@ -20,16 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .merge import (
-    MergeConflict,
-    UserImport,
-    fingerprints_current,
-    generated_names,
-    member_keys,
-    merge_source,
-    module_names,
-    text_hash,
-)
+from .bindings import module_names
+from .member_keys import fingerprints_current, generated_names, member_keys, text_hash
+from .merge import MergeConflict, UserImport, merge_source
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
 

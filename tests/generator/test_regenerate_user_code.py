@@ -180,7 +180,8 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     # Only a class's first string is its docstring; a string after an attribute documents that
     # attribute, a string after a method is the user's note on it: both are kept on regeneration,
     # and a user attribute that now conflicts is reported once (not its docstring as well).
-    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen1 = 'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n    def f(self) -> int:\n        return 1\n'
     user = gen1.replace(
@@ -248,7 +249,8 @@ GEN2 = GEN1.replace("    @staticmethod\n    def make_label", "    width: int = 0
          "function-class", "unpacking", "import-in-if"],
 )
 def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
-    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import MergeConflict, merge_source
 
     keys = member_keys(GEN1)
     if scope == "class":
