@@ -7,7 +7,7 @@ list on one line when it fits, else broken out (:func:`fit`); docstrings likewis
 
 from __future__ import annotations
 
-__all__ = ["LINE_LENGTH", "fits", "fit", "broken", "filled", "docstring_lines"]
+__all__ = ["LINE_LENGTH", "fits", "fit", "fit_value", "broken", "filled", "docstring_lines", "item_doc"]
 
 LINE_LENGTH = 99
 
@@ -51,6 +51,16 @@ def fit(
     return lines
 
 
+def fit_value(head: str, value: str, tail: str, indent: str) -> list[str]:
+    """``{indent}{head}{value}{tail}`` on one line when it fits, else ``value`` in parentheses on a
+    line of its own (as black splits the right-hand side of an assignment or a dict entry; no
+    trailing comma inside: that would make a tuple)."""
+    one = f"{indent}{head}{value}{tail}"
+    if fits(one):
+        return [one]
+    return [f"{indent}{head}(", f"{indent}    {value}", f"{indent}){tail}"]
+
+
 def filled(head: str, items: list[str], tail: str) -> list[str]:
     """``head`` + items + ``tail`` on one line when it fits, else the items filled into rows
     indented by four (each with a trailing comma), between ``head`` and ``tail`` lines."""
@@ -80,3 +90,18 @@ def docstring_lines(text: str, indent: str) -> list[str]:
     out += [f"{indent}{line}" if line else "" for line in raw[1:]]
     out.append(f'{indent}"""')
     return out
+
+
+def item_doc(text: str, registry_line: str) -> str:
+    """The registry's documentation of an item followed by where it comes from: on one line
+    when the documentation is one line and both fit (members are indented once), else as a
+    paragraph of its own."""
+    text = text.strip()
+    if not text:
+        return registry_line
+    if "\n" not in text:
+        sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
+        joined = f"{sentence} {registry_line}"
+        if fits(f'    """{joined}"""'):
+            return joined
+    return f"{text}\n\n{registry_line}"

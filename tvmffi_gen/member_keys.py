@@ -16,7 +16,8 @@ import hashlib
 import io
 import re
 import tokenize
-from typing import TYPE_CHECKING, Iterator, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 from .bindings import bound_names
 
@@ -109,10 +110,10 @@ def member_keys(text: str) -> list[str]:
     manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output)."""
     lines = text.splitlines()
     tree = ast.parse(text)
-    members = list(zip(_ast_keys(tree.body), tree.body))
+    members = list(zip(_ast_keys(tree.body), tree.body, strict=True))
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
-            members += [(f"{stmt.name}::{k}", n) for k, n in zip(_ast_keys(stmt.body), stmt.body)]
+            members += [(f"{stmt.name}::{k}", n) for k, n in zip(_ast_keys(stmt.body), stmt.body, strict=True)]
     _canonical(tree)  # only once every key is read: it rewrites strings the keys may show
     return [_entry(k, n, lines) for k, n in members]
 

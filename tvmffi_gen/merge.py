@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from .bindings import bound_names, listed_names, star_imported, used_names
 from .member_keys import (
@@ -127,7 +128,7 @@ class _Merge:
         new_keys = statement_keys(new)
         out_keys = list(new_keys)
         new_names: dict[str, str] = {}
-        for node, key in zip(new, new_keys):
+        for node, key in zip(new, new_keys, strict=True):
             for name in _bound_names(node):
                 new_names.setdefault(name, key)
         user_keys = statement_keys(user)
@@ -310,7 +311,7 @@ def merge_source(
             continue  # the user's own class: kept whole at module level below
         user_body = _body(user_cls)
         user_members = [
-            m for m, k in zip(user_body, statement_keys(user_body)) if f"{name}::{k}" not in merge.generated
+            m for m, k in zip(user_body, statement_keys(user_body), strict=True) if f"{name}::{k}" not in merge.generated
         ]
         if name not in new_classes:
             if user_members:

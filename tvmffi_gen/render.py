@@ -12,13 +12,13 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any, cast
-from importlib import resources
 
 import jinja2
 
-from .layout import broken, docstring_lines, filled, fit, fits
+from .layout import broken, docstring_lines, filled, fit, fit_value, fits
 from .model import (
     ClassModel,
     FieldModel,
@@ -67,23 +67,23 @@ def template_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    helpers: dict[str, Callable[..., object]] = dict(
-        doc=_docstring,
-        sig=_sig,
-        stub=_stub,
-        init_signature=_init_signature,
-        init_doc=_init_doc,
-        init_body=_init_body,
-        method_signature=_method_signature,
-        method_decorators=_method_decorators,
-        function_signature=_function_signature,
-        register_line=_register_line,
-        field_lines=_field_lines,
-        match_args_line=_match_args_line,
-        replace_signature=_replace_signature,
-        replace_doc=_replace_doc,
-        q=q,
-    )
+    helpers: dict[str, Callable[..., object]] = {
+        "doc": _docstring,
+        "sig": _sig,
+        "stub": _stub,
+        "init_signature": _init_signature,
+        "init_doc": _init_doc,
+        "init_body": _init_body,
+        "method_signature": _method_signature,
+        "method_decorators": _method_decorators,
+        "function_signature": _function_signature,
+        "register_line": _register_line,
+        "field_lines": _field_lines,
+        "match_args_line": _match_args_line,
+        "replace_signature": _replace_signature,
+        "replace_doc": _replace_doc,
+        "q": q,
+    }
     # jinja2 types its globals by its default ones: the helpers are just more of them
     cast(Any, env.globals).update(helpers)
     return env
@@ -479,12 +479,8 @@ _BASES = [
 
 
 def _hook_entry(hook: _Hook) -> list[str]:
-    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long
-    (no trailing comma there: that would make a tuple)."""
-    entry = f'    "{hook.suffix}": {hook.type_expr},'
-    if fits(entry):
-        return [entry]
-    return [f'    "{hook.suffix}": (', f"        {hook.type_expr}", "    ),"]
+    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long."""
+    return fit_value(f'"{hook.suffix}": ', hook.type_expr, ",", "    ")
 
 
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:

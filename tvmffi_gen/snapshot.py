@@ -263,7 +263,7 @@ def _init_takes(init: Any, name: str) -> bool:
         init(_core._kwargs_marker(), name, None)
     except TypeError as exc:
         return f"unexpected keyword argument '{name}'" not in str(exc)
-    except Exception:  # any other refusal came after the name was accepted
+    except Exception:  # noqa: BLE001 - any other refusal came after the name was accepted
         return True
     return True
 
@@ -300,7 +300,7 @@ def _child_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         snap = snapshot_in_process(args.library, args.preload)
-    except Exception as exc:  # reported to the parent as text on stderr
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as text on stderr
         sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         return 3
     sys.stdout.write(snap.to_json())

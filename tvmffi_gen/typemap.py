@@ -10,8 +10,9 @@ runtime's own classes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, cast
+from typing import Any, Literal, cast
 
 __all__ = ["TypeRef", "parse_schema", "SchemaError", "FunctionSig", "function_sig", "Annotator"]
 

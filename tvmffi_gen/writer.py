@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.process
+import contextlib
 import json
 import multiprocessing
 import os
@@ -116,7 +117,7 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
         else:
             to_parse.append((rel, digest))
     texts = [files[rel] for rel, _ in to_parse]
-    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts)):
+    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts), strict=True):
         generated[rel] = {"hash": digest, "members": keys}
     data = {"generator": generator, "files": sorted(files), "generated": generated}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -293,18 +294,14 @@ def apply_plan(plan: Plan) -> None:
             staged.append((stage_file(target, plan.files[rel], mode), target))
     except OSError as exc:
         for tmp, _ in staged:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
         raise OutputError(f"{root}: cannot write the output ({exc})") from None
     for tmp, target in staged:
         os.replace(tmp, target)
     for rel in plan.removed:
-        try:
+        with contextlib.suppress(OSError):
             (root / rel).unlink()
-        except OSError:
-            pass
         parent = (root / rel).parent
         while parent != root and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()
