@@ -349,9 +349,11 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
         for f in cls.fields:
-            texts += [f.getter_type, f.setter_type]
+            texts.append(f.getter_type)
             if f.write is None:
-                aliases.add("_t")  # Final
+                aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
+            else:
+                texts.append(f.setter_type)
         if cls.init is not None:
             if cls.init.kind == "none":
                 aliases.add("_t")  # NoReturn
