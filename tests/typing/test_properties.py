@@ -29,7 +29,7 @@ from tvmffi_gen.build import build_model
 from tvmffi_gen.model import GenerationError
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
-from tvmffi_gen.typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from tvmffi_gen.typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
 
 from conftest import BUILD_DIR
 from registry_checks import declared_fields, import_problems, mypy_errors
@@ -132,10 +132,11 @@ def test_schema_parse_and_annotate_never_crash(schema: Any) -> None:
         assert sig is None  # a function schema must be a function
     if ref is None:
         return
-    for pos in ("param", "return"):
+    positions: tuple[Position, ...] = ("param", "return")
+    for pos in positions:
         warnings: list[str] = []
         ann = Annotator(resolve_object=_resolve, warn=warnings.append, context="ctx")
-        text = ann.annotate(ref, pos)  # type: ignore[arg-type]
+        text = ann.annotate(ref, pos)
         ast.parse(text, mode="eval")  # a valid Python expression
         assert all(w.startswith("ctx: unknown type") for w in warnings), warnings
         if ref.key in ("int", "float", "bool", "ffi.String", "ffi.Bytes"):
@@ -396,8 +397,8 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
             assert m.name in literals, m.name
         for e in t.enum_entries or []:
             assert e in literals, e
-    for f in snap.functions:
-        assert f.name in literals and in_docs(f.name), f.name
+    for fn in snap.functions:
+        assert fn.name in literals and in_docs(fn.name), fn.name
     # Names are identifiers, not keywords, and unique in their module.
     for mod in model.modules.values():
         names = [c.name for c in mod.classes] + [f.name for f in mod.functions] + [s for s, _ in mod.subpackages]
