@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import jinja2
 
-from .layout import broken, docstring_lines, filled, fit, fit_value, fits
+from .layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, fit_value, tuple_text
 from .model import (
     ClassModel,
     FieldModel,
@@ -152,15 +152,7 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
         args.append(f"name={q(f.reg_name)}")
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
-    ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
-    head = f"{f.name}: {ann} = {call}"
-    if fits(f"    {head}"):
-        return fit(head, args, ")", "    ", inner_line=True, comment=ignore)
-    # the annotation alone is too long: its parameters go on their own line(s)
-    lines = broken(f"{f.name}: {ann_name}[", ann_args, f"]{ann_tail} = {call}", "    ", inner_line=True)
-    lines[0] += ignore
-    *lines, assign = lines
-    return [*lines, *fit(assign.strip(), args, ")", "    ", inner_line=True)]
+    return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "    ", ignore)
 
 
 def _match_args_line(cls: ClassModel) -> str:
@@ -212,14 +204,6 @@ def _init_doc(cls: ClassModel) -> str:
     return f"{text}\n\n{line}" if text else line
 
 
-def _tuple(items: list[str]) -> str:
-    if not items:
-        return "()"
-    if len(items) == 1:
-        return f"({items[0]},)"
-    return f"({', '.join(items)})"
-
-
 def _init_body(cls: ClassModel) -> str:
     assert cls.init is not None
     key = cls.type_key
@@ -229,13 +213,9 @@ def _init_body(cls: ClassModel) -> str:
     if params and params[0].kind == "varargs":
         return f"_gen.construct(self, {q(key)}, args)"
     if cls.init.kind == "method":
-        return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
+        return f"_gen.construct(self, {q(key)}, {tuple_text([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
-    body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
-    if fits(f"        {body}"):
-        return body
-    pairs_item = "\n".join(broken("(", pairs, ")", " " * 12)).strip()
-    return "\n".join(broken("_gen.construct_auto(", ["self", q(key), pairs_item], ")", " " * 8)).strip()
+    return "\n".join(fit_call_with_tuple("_gen.construct_auto(", ["self", q(key)], pairs, ")", " " * 8)).strip()
 
 
 def _method_signature(m: MethodModel) -> list[str]:
