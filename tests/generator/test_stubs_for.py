@@ -430,3 +430,16 @@ def test_bare_generics_get_explicit_any_arguments() -> None:
     assert spell("Callable") == "Callable[..., Incomplete]"
     assert spell("Type") == "Type"  # the package's own class named Type, not typing.Type
     assert spell("_tvm_ir.Type") == "_tvm_ir.Type"
+
+
+def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
+    from tvmffi_gen.stubs.build import stubtest_allowlist
+
+    field = {"name": "def", "doc": "", "schema": None, "writable": False, "has_default": False, "init": True,
+             "kw_only": False}
+    data = {"package": "pkg", "ffi_api": {}, "failed": {},
+            "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
+            "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}}}
+    text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
+    assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
+    assert "# Registry members whose names are Python keywords" in text
