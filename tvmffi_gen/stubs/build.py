@@ -35,7 +35,7 @@ import libcst as cst
 
 from ..docparams import documented_param_names
 from ..snapshot import SnapshotError, summarise_failure
-from ..typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from ..typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
 from .selfcheck import silence_own_errors
 
 __all__ = ["StubsError", "take_collection", "python_stubs", "augment", "build_stubs", "public_path",
@@ -216,6 +216,35 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
     return min(candidates)[2] if candidates else defined
 
 
+#: What a parameter of these Apache TVM types accepts beyond the type itself, by conversions
+#: tvm's C++ defines and the registry's schemas do not describe (checked at run time with
+#: apache-tvm 0.27): a Python number becomes an ``IntImm`` / ``FloatImm`` where an ``ir.Expr`` is
+#: expected (``prim._cast("float32", 1, None)``, ``shape=[16, n]``), a dtype string or
+#: ``tvm_ffi.dtype`` a ``PrimType``, and a
+#: ``Span`` is a nullable reference (None: no source location, what tvm's own wrappers pass).
+#: Other object types refuse what is not one of them (``ir.Type``, ``ir.Var``, ``target.Target``
+#: given a string).
+_ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "ir.Expr": ("int", "float"), "ir.PrimType": ("str", "_tvm_ffi.dtype"), "ir.Span": ("None",)}
+#: What reading a value of these types can give besides one: a null ``Span`` (every node built
+#: without one) reads as None.
+_ALSO_RETURNED: dict[str, tuple[str, ...]] = {"ir.Span": ("None",)}
+
+
+class _StubAnnotator(Annotator):
+    """``Annotator`` with what ``_ALSO_ACCEPTED`` and ``_ALSO_RETURNED`` add to an object type,
+    at every depth (``Sequence[Expr | int | float]``, a callback's result)."""
+
+    def annotate(self, t: TypeRef, pos: Position) -> str:
+        text = super().annotate(t, pos)
+        table = _ALSO_ACCEPTED if pos == "param" else _ALSO_RETURNED if pos == "return" else {}
+        extra = table.get(t.key, ())
+        if not extra or text == "_t.Any":
+            return text
+        parts = [text, *(e for e in extra if e not in (text, "None"))]
+        return " | ".join(parts + (["None"] if "None" in extra else []))
+
+
 @dataclass
 class _Context:
     """Naming and imports for one stub module."""
@@ -240,9 +269,9 @@ class _Context:
                 return f"{alias}.{name}"
         return None
 
-    def annotate(self, t: TypeRef, pos: str, where: str) -> str:
-        ann = Annotator(self.resolve, self.warnings.append, context=where)
-        text = ann.annotate(t, pos)  # type: ignore[arg-type]
+    def annotate(self, t: TypeRef, pos: Position, where: str) -> str:
+        ann = _StubAnnotator(self.resolve, self.warnings.append, context=where)
+        text = ann.annotate(t, pos)
         return _RT_REF.sub(lambda m: _RT_NAMES.get(m.group(1), "_t.Any"), text)
 
 
