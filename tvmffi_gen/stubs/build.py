@@ -219,11 +219,10 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
 #: What a parameter of these Apache TVM types accepts beyond the type itself, by conversions
 #: tvm's C++ defines and the registry's schemas do not describe (checked at run time with
 #: apache-tvm 0.27): a Python number becomes an ``IntImm`` / ``FloatImm`` where an ``ir.Expr`` is
-#: expected (``prim._cast("float32", 1, None)``, ``shape=[16, n]``), a dtype string or
-#: ``tvm_ffi.dtype`` a ``PrimType``, and a
-#: ``Span`` is a nullable reference (None: no source location, what tvm's own wrappers pass).
-#: Other object types refuse what is not one of them (``ir.Type``, ``ir.Var``, ``target.Target``
-#: given a string).
+#: expected (``prim._cast("float32", 1, None)``, an Array's elements alike), a dtype string or a
+#: ``tvm_ffi.dtype`` a ``PrimType``, and a ``Span`` is a nullable reference (None: no source
+#: location, what tvm's own wrappers pass). Other object types refuse what is not one of them
+#: (``ir.Type``, ``ir.Var``, ``target.Target`` given a string).
 _ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
     "ir.Expr": ("int", "float"), "ir.PrimType": ("str", "_tvm_ffi.dtype"), "ir.Span": ("None",)}
 #: What reading a value of these types can give besides one: a null ``Span`` (every node built
