@@ -443,3 +443,78 @@ def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
     text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
     assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
     assert "# Registry members whose names are Python keywords" in text
+
+
+class TestWhatTvmConvertsAtTheBoundary:
+    """Apache TVM's C++ converts Python numbers into an ``ir.Expr`` argument, a dtype string or
+    ``tvm_ffi.dtype`` into an ``ir.PrimType`` one, and reads a null ``ir.Span`` as None; the
+    registry's schemas say none of it, so the stubs add it by type key. A collection made by hand
+    (the keys and schemas as apache-tvm registers them), so CI needs no apache-tvm."""
+
+    @staticmethod
+    def _stubs() -> dict[str, str]:
+        from tvmffi_gen.stubs.build import augment
+
+        def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
+            return {"module": module, "qualname": name, "paths": [f"{module}.{name}"], "bases": bases,
+                    "inherited": [], "late": {}, "python_init": False, "hashable": True}
+
+        def fld(name: str, schema: dict[str, object]) -> dict[str, object]:
+            return {"name": name, "schema": schema, "writable": False, "doc": "", "init": True,
+                    "has_default": False, "kw_only": False}
+
+        expr: dict[str, object] = {"type": "ir.Expr"}
+        span: dict[str, object] = {"type": "ir.Span"}
+        prim: dict[str, object] = {"type": "ir.PrimType"}
+        obj = ["ffi.Object"]
+        data = {
+            "package": "tvm",
+            "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
+            "classes": {"ir.Expr": cls("tvm.ir", "Expr", []), "ir.Span": cls("tvm.ir", "Span", []),
+                        "ir.PrimType": cls("tvm.ir", "PrimType", []),
+                        "ir.Cast": cls("tvm.ir", "Cast", ["tvm.ir.Expr"]),
+                        "my.Expr": cls("tvm.ir", "MyExpr", [])},
+            "types": {
+                "ir.Expr": {"ancestors": obj, "fields": [fld("span", span)], "methods": [], "init": None},
+                "ir.Span": {"ancestors": obj, "fields": [], "methods": [], "init": None},
+                "ir.PrimType": {"ancestors": obj, "fields": [], "methods": [], "init": None},
+                "ir.Cast": {"ancestors": [*obj, "ir.Expr"], "fields": [fld("dtype", prim), fld("value", expr)],
+                            "methods": [], "init": {"kind": "auto"}},
+                "my.Expr": {"ancestors": obj, "fields": [fld("other", {"type": "my.Expr"})], "methods": [],
+                            "init": {"kind": "auto"}},
+            },
+            "ffi_api": {"tvm.ir._ffi_api": [
+                {"name": "cast", "global": "ir.cast", "doc": "", "schema": {
+                    "type": "ffi.Function", "args": [expr, prim, expr, span]}},
+                {"name": "shape", "global": "ir.shape", "doc": "", "schema": {
+                    "type": "ffi.Function", "args": [{"type": "ffi.Array", "args": [expr]},
+                                                     {"type": "ffi.Array", "args": [expr]},
+                                                     {"type": "Optional", "args": [expr]}]}},
+                {"name": "visit", "global": "ir.visit", "doc": "", "schema": {
+                    "type": "ffi.Function",
+                    "args": [{"type": "None"}, {"type": "ffi.Function", "args": [expr, expr]}]}},
+            ]},
+        }
+        stubs = {"tvm.ir": "class Expr: ...\nclass Span: ...\nclass PrimType: ...\nclass Cast(Expr): ...\n"
+                           "class MyExpr: ...\n",
+                 "tvm.ir._ffi_api": ""}
+        out, _ = augment(data, stubs)
+        return out
+
+    def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
+        api = self._stubs()["tvm.ir._ffi_api"]
+        assert ("def cast(_0: _tvm_ir.PrimType | str | _tvm_ffi.dtype, _1: _tvm_ir.Expr | int | float, "
+                "_2: _tvm_ir.Span | None, /) -> _tvm_ir.Expr:") in api
+        assert ("def shape(_0: _abc.Sequence[_tvm_ir.Expr | int | float], _1: _tvm_ir.Expr | int | float | None, /)"
+                " -> _tvm_ffi.Array[_tvm_ir.Expr]:") in api
+        # a callback receives what native code sends (an Expr as it is) and may return a number
+        assert "def visit(_0: _abc.Callable[[_tvm_ir.Expr], _tvm_ir.Expr | int | float], /) -> None:" in api
+
+    def test_fields_read_a_null_span_as_none_and_constructors_accept_numbers(self) -> None:
+        ir = self._stubs()["tvm.ir"]
+        assert "    def span(self) -> _tvm_ir.Span | None: ..." in ir
+        assert "    def value(self) -> _tvm_ir.Expr: ..." in ir  # what a field gives is an Expr as it is
+        assert ("    def __init__(self, span: _tvm_ir.Span | None, dtype: _tvm_ir.PrimType | str | _tvm_ffi.dtype, "
+                "value: _tvm_ir.Expr | int | float) -> None: ...") in ir
+        # another package's types named alike are left as their schemas say
+        assert "    def __init__(self, other: _tvm_ir.MyExpr) -> None: ..." in ir

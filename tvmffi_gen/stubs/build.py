@@ -219,6 +219,34 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
     return min(candidates)[2] if candidates else defined
 
 
+#: What a parameter of these Apache TVM types accepts beyond the type itself, by conversions
+#: tvm's C++ defines and the registry's schemas do not describe (checked at run time with
+#: apache-tvm 0.27): a Python number becomes an ``IntImm`` / ``FloatImm`` where an ``ir.Expr`` is
+#: expected (``prim._cast("float32", 1, None)``, an Array's elements alike), a dtype string or a
+#: ``tvm_ffi.dtype`` a ``PrimType``, and a ``Span`` is a nullable reference (None: no source
+#: location, what tvm's own wrappers pass). Other object types refuse what is not one of them
+#: (``ir.Type``, ``ir.Var``, ``target.Target`` given a string).
+_ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "ir.Expr": ("int", "float"), "ir.PrimType": ("str", "_tvm_ffi.dtype"), "ir.Span": ("None",)}
+#: What reading a value of these types can give besides one: a null ``Span`` (every node built
+#: without one) reads as None.
+_ALSO_RETURNED: dict[str, tuple[str, ...]] = {"ir.Span": ("None",)}
+
+
+class _StubAnnotator(Annotator):
+    """``Annotator`` with what ``_ALSO_ACCEPTED`` and ``_ALSO_RETURNED`` add to an object type,
+    at every depth (``Sequence[Expr | int | float]``, a callback's result)."""
+
+    def annotate(self, t: TypeRef, pos: Position) -> str:
+        text = super().annotate(t, pos)
+        table = _ALSO_ACCEPTED if pos == "param" else _ALSO_RETURNED if pos == "return" else {}
+        extra = table.get(t.key, ())
+        if not extra or text == "_t.Any":
+            return text
+        parts = [text, *(e for e in extra if e not in (text, "None"))]
+        return " | ".join(parts + (["None"] if "None" in extra else []))
+
+
 @dataclass
 class _Context:
     """Naming and imports for one stub module."""
@@ -246,7 +274,7 @@ class _Context:
         return None
 
     def annotate(self, t: TypeRef, pos: Position, where: str) -> str:
-        ann = Annotator(self.resolve, self.warnings.append, context=where)
+        ann = _StubAnnotator(self.resolve, self.warnings.append, context=where)
         text = ann.annotate(t, pos)
         return _RT_REF.sub(lambda m: _RT_NAMES.get(m.group(1), "_t.Any"), text)
 
