@@ -15,33 +15,15 @@ from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
 from . import _lib
-from ._convert import (
-    _FLOAT,
-    _INT,
-    _INT64_MAX,
-    _INT64_MIN,
-    _NONE,
-    _OBJECT,
-    _PACKERS,
-    _pack_float,
-    _pack_int,
-    _pod_from,
-    _resolve_packer,
-    _type_of,
-    release_temps,
-    set_container_builder,
-    view_from_buffer,
-)
+from ._convert import set_container_builder, view_from_buffer
 from ._errors import (
     ReleasedObjectError,
     _check,
-    _fetch_error,
-    _python_error_set_in_native,
     function_not_constructible_error,
     init_result_error,
     not_constructible_error,
 )
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._object import (
     Object,
     _adopt,
@@ -56,6 +38,7 @@ from ._values import TypeIndex
 
 __all__ = [
     "Function",
+    "argument_error",
     "ffi_call",
     "get_global_func",
     "global_func",
@@ -69,7 +52,6 @@ _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _IncRef = _lib.ObjectIncRef
-_FunctionCall = _lib.FunctionCall
 _REGISTRY_LOCK = threading.RLock()  # Function.register_global's updates of the global table
 
 
@@ -97,25 +79,6 @@ def set_typed_adapter(adapt: Callable[[Callable[..., Any]], Callable[..., Any]])
     _typed_adapter = adapt
 
 
-class _CallBuffers:
-    """Reusable argument and result storage (and a temps list) for one in-flight call."""
-
-    __slots__ = ("args", "result", "result_ptr", "cap", "temps")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.args = (ctypes.c_char * (16 * cap))()
-        self.result = _lib.TVMFFIAny()
-        # A structure passed without argtypes would go by value: pass this pointer instead.
-        self.result_ptr = ctypes.pointer(self.result)
-        self.temps: list[Any] = []
-
-
-# A free list of buffers: pop/append are atomic under the GIL, and a re-entrant call (a callback
-# calling back into native code) simply takes another buffer.
-_free_buffers: list[_CallBuffers] = [_CallBuffers(8) for _ in range(4)]
-
-
 def _callee_name(name: Any) -> str:
     """How argument errors name the callee: a string, or the Function being called."""
     if isinstance(name, Function):
@@ -123,7 +86,7 @@ def _callee_name(name: Any) -> str:
     return str(name) if name else "function"
 
 
-def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
+def argument_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
     """The exception for argument ``i`` (``value``) that its packer refused with ``exc``."""
     if not isinstance(exc, (TypeError, ValueError, OverflowError, _struct_error)):
         return exc  # not a conversion problem: it propagates as it is
@@ -142,59 +105,6 @@ def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseExcept
     return err
 
 
-def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
-    """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
-
-    ``name`` (a string, or the Function itself) is only used to word argument errors.
-    """
-    if type(args) is not tuple:
-        args = tuple(args)  # a snapshot: packing may run Python code that changes the list
-    n = len(args)
-    bufs = _free_buffers.pop() if _free_buffers else _CallBuffers(max(8, n))
-    if bufs.cap < n:
-        bufs = _CallBuffers(n)
-    buf = bufs.args
-    temps = bufs.temps
-    try:
-        off = 0
-        try:
-            for a in args:
-                t = _type_of(a)
-                # the commonest kinds inline (no table lookup, no call); the rest by table
-                if t is int and _INT64_MIN <= a <= _INT64_MAX:
-                    _pack_int(buf, off, _INT, 0, a)
-                elif t is float:
-                    _pack_float(buf, off, _FLOAT, 0, a)
-                else:
-                    p = _PACKERS.get(t) or _resolve_packer(t)
-                    if p is None:
-                        raise TypeError()  # the message below says it all
-                    p(buf, off, a, temps)
-                off += 16
-        except (TypeError, ValueError, OverflowError, _struct_error) as exc:
-            raise _pack_error(name, args[off // 16], off // 16, exc)  # noqa: B904 (cause set there)
-        res = bufs.result
-        res.type_index = _NONE
-        try:
-            rc = _FunctionCall(handle, buf, n, bufs.result_ptr)
-        except SystemError as exc:
-            raise _python_error_set_in_native(exc) from None
-        if rc:
-            raise _fetch_error()
-        tindex = res.type_index
-        if tindex == _INT:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
-            return res.v_int64
-        if tindex >= _OBJECT:
-            return _wrap(res.v_uint64, tindex)
-        if tindex == _NONE:
-            return None
-        return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
-    finally:
-        if temps:
-            release_temps(temps)
-        _free_buffers.append(bufs)
-
-
 class Function(Object):
     """A TVM FFI function object: call it like a Python function."""
 
@@ -208,21 +118,8 @@ class Function(Object):
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise function_not_constructible_error()
 
-    # the backend is chosen once, here: no per-call test of which path runs
-    if _accel is not None:
-        _compiled_call = _accel.call
-
-        def __call__(self, *args: object) -> Any:
-            return self._compiled_call(self._h, args, self)
-
-    else:
-
-        def __call__(self, *args: object) -> Any:
-            try:
-                c = self._c
-            except AttributeError:
-                c = self._c = _c_void_p(self._h)
-            return _ffi_call_py(c, args, self)
+    def __call__(self, *args: object) -> Any:
+        return _backend_call(self._h, args, self)
 
     @property
     def c_handle(self) -> ctypes.c_void_p:
@@ -438,11 +335,11 @@ def _repr(obj: Object) -> str:
     return str(global_func("ffi.ReprPrint")(obj))
 
 
-if _accel is not None:
-    # the compiled call; _backend_hooks.py hands it the Python fallbacks before any call runs
-    ffi_call: Callable[..., Any] = _accel.call
-else:
-    ffi_call = _ffi_call_py
+#: ``ffi_call(handle, args, name="")``: call the Function at ``handle`` (an address or a
+#: ``c_void_p``) with Python arguments; ``name`` (a string, or the Function) words argument
+#: errors. The backend's call (``_backend_hooks`` hands it the Python fallbacks before any call).
+ffi_call: Callable[..., Any] = backend.call
+_backend_call = backend.call
 
 ReleaseGil = Literal["auto", "always"]
 _release_gil: ReleaseGil = "always"  # the policy (the compiled path is told; ctypes always releases)
@@ -467,8 +364,7 @@ def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
     if policy not in ("auto", "always"):
         raise ValueError(f"set_release_gil: expected 'auto' or 'always', got {policy!r}")
     previous = _release_gil
-    if _accel is not None:
-        _accel.set_gil_auto(policy == "auto")
+    backend.set_gil_auto(policy == "auto")
     _release_gil = policy
     return previous
 

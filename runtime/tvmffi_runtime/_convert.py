@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from . import _lib
 from ._errors import _check, _new_error_handle, _released_object_error
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _read_type_index, _wrap
 from ._values import DataType, Device, TypeIndex, _dtype_from_packed
@@ -89,8 +89,7 @@ def set_dlpack_importer(import_: Callable[[Any], int]) -> None:
 def set_unchanged(marker: Any) -> None:
     """The Python value of the ``UNCHANGED`` type index (both backends)."""
     _UNCHANGED[0] = marker
-    if _accel is not None:
-        _accel.set_unchanged(marker)
+    backend.set_unchanged(marker)
 
 
 # =============================================================================================

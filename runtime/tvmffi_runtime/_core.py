@@ -5,7 +5,8 @@ The layers, each importing only those before it (none imports a later one, not e
 function; a lower layer that needs a higher one gets a hook the higher one installs at import):
 
     _lib          ABI mirror: ctypes structs and prototypes of the C API
-    _fastpath     which backend: the compiled ``_accel`` or pure ctypes
+    _pure         the pure-ctypes backend (the twin of the compiled ``_accel``)
+    _backend      which backend: ``backend`` is ``_accel`` or ``_pure``, chosen once
     _errors       native errors <-> Python exceptions
     _values       TypeIndex, DataType, Device, strings/bytes/big ints out of their objects
     _object       Object and the type-index -> class registry
@@ -35,7 +36,7 @@ from ._call import (
     Function,
     _kwargs_marker,
     _new_container,
-    _pack_error,
+    argument_error,
     ffi_call,
     get_global_func,
     global_func,
@@ -45,7 +46,7 @@ from ._call import (
     type_method,
 )
 from ._callback import (
-    _py_to_owned_any,
+    to_owned_any,
     live_callbacks,
     set_walk_result,
 )
@@ -69,7 +70,7 @@ from ._errors import (
     _released_object_error,
     register_error,
 )
-from ._fastpath import accelerated
+from ._backend import accelerated
 from ._object import (
     _CLASS_CACHE,
     _LAZY_CLASS_LOADER,
@@ -141,10 +142,10 @@ __all__ = [
     "_kwargs_marker",
     "_new",
     "_new_container",
-    "_pack_error",
+    "argument_error",
     "_pack_int",
     "_pack_uint",
-    "_py_to_owned_any",
+    "to_owned_any",
     "_read_type_index",
     "_ref_counts",
     "_released_object_error",

@@ -22,7 +22,7 @@ from typing import Any, Callable, TypeVar
 from . import _core
 from ._core import Function, ffi_call, type_key_to_index, type_method
 from ._errors import arity_error, no_keywords_error
-from ._fastpath import accel as _accel
+from ._backend import backend
 
 __all__ = [
     "GlobalFunction",
@@ -165,12 +165,9 @@ class ModuleFunction(GlobalFunction):
 
 
 def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int = -1) -> Callable[..., Any]:
-    """The function generated code calls for ``slow``: the compiled lazy function (same lookup),
-    or on pure ctypes ``slow`` itself; ``kwbind`` and ``arity`` as ``_native`` gives them."""
-    if _accel is None:
-        slow._kwbind, slow._arity = kwbind, arity
-        return slow
-    return _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
+    """The function generated code calls for ``slow``: the backend's lazy function, resolved by
+    ``slow``'s lookup; ``kwbind`` and ``arity`` as ``_native`` gives them."""
+    return backend.LazyFunction(slow.name, slow._lookup, kwbind, arity)
 
 
 # -- decorators: the def is the signature, the native function is the body -----------------

@@ -14,10 +14,9 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
-from ._core import Function, Object, ffi_call, type_key_to_index, type_method
-from ._fastpath import accel as _accel
-from ._errors import init_result_error, no_init_in_library_error, not_constructible_error
-from ._object import _adopt
+from ._core import Function, Object, type_key_to_index, type_method
+from ._backend import backend
+from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
     IN_PLACE_FIELD_KINDS,
     Field,
@@ -116,20 +115,7 @@ def _init_entry(type_key: str) -> tuple[int, str]:
     return entry
 
 
-def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str, type_key: str) -> None:
-    """The pure-ctypes ``_accel.construct``: ``self`` owns what ``__ffi_init__`` returns."""
-    made = ffi_call(ctypes.c_void_p(handle), args, name)
-    if not isinstance(made, Object):
-        raise init_result_error(type_key, made)
-    old = getattr(self, "_h", 0)  # unset on a new pure-ctypes wrapper
-    _adopt(self, made)
-    if old:
-        _core._DecRef(old)
-
-
-_construct_into: Callable[[Object, int, tuple[object, ...], str, str], None] = (
-    _construct_py if _accel is None else _accel.construct
-)
+_construct_into = backend.construct
 
 
 def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:

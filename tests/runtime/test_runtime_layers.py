@@ -1,7 +1,8 @@
 """The runtime's modules depend one way only: no import cycle, counting imports inside functions.
 
 A lower layer that needs a higher one gets a hook the higher one installs at import
-(``register_packer``, ``set_class_loader``, ``set_object_service``, ...), never an import.
+(``register_packer``, ``set_class_loader``, ``set_object_service``, ...), never an import; the
+two backends (``_accel`` and ``_pure``) read theirs by name from ``_backend_hooks`` at init.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ def test_no_import_cycle() -> None:
 
 
 def test_core_layers_import_only_lower_layers() -> None:
-    order = ["_platform", "_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
-             "_backend_hooks", "_env", "_core"]  # fmt: skip
+    # the pure backend sits as low as the compiled one: it takes what it needs from the layers
+    # above by name from _backend_hooks at init, as _accel.c does
+    order = ["_platform", "_lib", "_errors", "_values", "_pure.objects", "_pure.calls", "_pure.lazy_function",
+             "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object", "_convert", "_call",
+             "_callback", "_backend_hooks", "_env", "_core"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
