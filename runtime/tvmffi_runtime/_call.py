@@ -20,13 +20,11 @@ from ._errors import (
     ReleasedObjectError,
     _check,
     function_not_constructible_error,
-    init_result_error,
     not_constructible_error,
 )
 from ._backend import backend
 from ._object import (
     Object,
-    _adopt,
     _release_into,
     _type_key_of_index,
     _wrap,
@@ -39,6 +37,7 @@ from ._values import TypeIndex
 __all__ = [
     "Function",
     "argument_error",
+    "ffi_init",
     "ffi_call",
     "get_global_func",
     "global_func",
@@ -289,17 +288,26 @@ def type_attr_value(type_index: int, name: str) -> Any:
     return view_from_buffer(raw, 0)
 
 
-_INIT_CACHE: dict[type, Function | None] = {}
+#: type key -> (address of its __ffi_init__ Function, the name its argument errors give): the one
+#: cache of constructors, for ``Object.__init__`` and generated ``__init__``s alike
+_INITS: dict[str, tuple[int, str]] = {}
+_INIT_KEEP: list[Function] = []  # the Functions whose addresses _INITS holds
 
 
-def _ffi_init_of(cls: type) -> Function | None:
-    try:
-        return _INIT_CACHE[cls]
-    except KeyError:
-        pass
-    init = type_method(getattr(cls, "_type_index", TypeIndex.OBJECT), "__ffi_init__")
-    _INIT_CACHE[cls] = init
-    return init
+def ffi_init(type_key: str) -> tuple[int, str] | None:
+    """(address, name for errors) of the ``__ffi_init__`` of ``type_key``, or None when the type
+    (as the loaded libraries register it) has none."""
+    entry = _INITS.get(type_key)
+    if entry is not None:
+        return entry
+    index = type_key_to_index(type_key)
+    # type_method finds an explicit refl::init method or the auto-init type attribute
+    f = None if index is None else type_method(index, "__ffi_init__")
+    if f is None:
+        return None
+    _INIT_KEEP.append(f)
+    entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
+    return entry
 
 
 _KWARGS: list[Any] = []
@@ -320,15 +328,13 @@ def _new_container(ctor: str, items: Any) -> int:
 def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """``Object.__init__``: make the object with its type's ``__ffi_init__`` and take it over."""
     cls = type(obj)
-    init = _ffi_init_of(cls)
-    if init is None:
-        raise not_constructible_error(cls.__name__, cls._type_key)
+    type_key = cls._type_key
+    entry = ffi_init(type_key)
+    if entry is None:
+        raise not_constructible_error(cls.__name__, type_key)
     if kwargs:
         args = (*args, _kwargs_marker(), *[x for kv in kwargs.items() for x in kv])
-    made = init(*args)
-    if not isinstance(made, Object):
-        raise init_result_error(cls._type_key, made)
-    _adopt(obj, made)
+    backend.construct(obj, entry[0], args, entry[1], type_key)
 
 
 def _repr(obj: Object) -> str:

@@ -14,7 +14,8 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
-from ._core import Function, Object, type_key_to_index, type_method
+from ._call import ffi_init
+from ._core import Object, type_key_to_index
 from ._backend import backend
 from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
@@ -96,22 +97,10 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-#: type key -> (address of its __ffi_init__ Function, the name its argument errors give)
-_INITS: dict[str, tuple[int, str]] = {}
-_INIT_KEEP: list[Function] = []
-
-
 def _init_entry(type_key: str) -> tuple[int, str]:
-    entry = _INITS.get(type_key)
-    if entry is not None:
-        return entry
-    index = type_key_to_index(type_key)
-    # type_method finds an explicit refl::init method or the auto-init type attribute
-    f = None if index is None else type_method(index, "__ffi_init__")
-    if f is None:
+    entry = ffi_init(type_key)
+    if entry is None:
         raise no_init_in_library_error(type_key)
-    _INIT_KEEP.append(f)
-    entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
     return entry
 
 
