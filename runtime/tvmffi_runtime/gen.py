@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
-from ._call import ffi_init
+from ._call import _INITS, ffi_init
 from ._core import Object, type_key_to_index
 from ._backend import backend
 from ._errors import no_init_in_library_error, not_constructible_error
@@ -98,6 +98,7 @@ MISSING: Any = _Missing()
 
 
 def _init_entry(type_key: str) -> tuple[int, str]:
+    """The constructor of ``type_key`` (after a miss in the cache, ``_call._INITS``)."""
     entry = ffi_init(type_key)
     if entry is None:
         raise no_init_in_library_error(type_key)
@@ -109,7 +110,7 @@ _construct_into = backend.construct
 
 def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
     """Initialise ``self`` with the type's ``__ffi_init__`` called on positional ``args``."""
-    handle, name = _init_entry(type_key)
+    handle, name = _INITS.get(type_key) or _init_entry(type_key)
     _construct_into(self, handle, args, name, type_key)
 
 
@@ -121,7 +122,7 @@ def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ..
         if value is not MISSING:
             args.append(key)
             args.append(value)
-    handle, name = _init_entry(type_key)
+    handle, name = _INITS.get(type_key) or _init_entry(type_key)
     try:
         _construct_into(self, handle, tuple(args), name, type_key)
     except (TypeError, ValueError) as exc:
