@@ -124,7 +124,7 @@ def _arg_types(args: tuple[object, ...]) -> str:
 
 
 def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | None) -> Any:
-    """The runtime descriptor of field ``type_key.name``: compiled when built, else ctypes."""
+    """The runtime descriptor of field ``type_key.name``: the backend's ``Field``."""
     qualname = f"{type_key}.{name}"
     setter: Any = None
     if write == "in_place":
@@ -181,7 +181,7 @@ class UnboundField:
     """A field declared in a class body, before :func:`register` binds it to its type.
 
     ``__set_name__`` records the class and attribute; ``register`` checks the offset against the
-    library and puts the runtime descriptor (:class:`ReadOnlyField` or the compiled one, same
+    library and puts the runtime descriptor (the backend's ``Field``, same
     speed as ever) in its place, so an instance never reads through this object.
     """
 

@@ -80,6 +80,20 @@ def test_core_layers_import_only_lower_layers() -> None:
         assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
 
 
+def test_the_backend_is_chosen_in_one_place() -> None:
+    """Only ``_backend`` imports a backend as a whole (``_accel``, or the ``_pure`` package);
+    every other layer calls ``_backend.backend``. (Higher layers may read the pure backend's
+    shared tables from its parts: the field kinds, the graph layouts, its callback table.)"""
+    graph = _graph()
+    source = {p: p.read_text() for p in PACKAGE.rglob("*.py")}
+    compiled = re.compile(r"from \.+ import _accel\b|from \.+_accel import|tvmffi_runtime\._accel\b")
+    assert {_module_name(p) for p, text in source.items() if compiled.search(text)} == {"_backend"}
+    assert {m for m, deps in graph.items() if "_pure" in deps} == {"_backend"}
+    asking = sorted(_module_name(p) for p, text in source.items() if "accelerated()" in text)
+    # the structural engines' raw and hook callback modes are the compiled backend's own
+    assert asking == ["_backend", "structural._native"]
+
+
 def test_callback_modes_match_the_compiled_backend() -> None:
     """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
     this keeps the two numbering the same."""
