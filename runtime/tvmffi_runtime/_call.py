@@ -1,9 +1,8 @@
 """Calling native Functions: the ``Function`` wrapper, argument packing per call, global
 function lookup, and reflected methods and type attributes.
 
-Python callables become Functions in the layer above (``_callback``), which installs itself here
-with :func:`set_callback_maker`; ``Function.from_typed``'s argument checking comes from
-``_typed`` (:func:`set_typed_adapter`).
+Python callables become Functions through the backend (``backend.callback_function``);
+``Function.from_typed``'s argument checking comes from ``_typed`` (:func:`set_typed_adapter`).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from ._object import (
     set_object_service,
     type_key_to_index,
 )
-from ._values import TypeIndex
+from ._values import CallbackMode, TypeIndex
 
 __all__ = [
     "Function",
@@ -54,22 +53,11 @@ _IncRef = _lib.ObjectIncRef
 _REGISTRY_LOCK = threading.RLock()  # Function.register_global's updates of the global table
 
 
-def _no_callbacks(f: Callable[..., Any], packed: bool) -> Function:
-    raise RuntimeError("tvmffi_runtime: Functions from callables need tvmffi_runtime fully imported")
-
-
 def _no_typing(f: Callable[..., Any]) -> Callable[..., Any]:
     raise RuntimeError("tvmffi_runtime: Function.from_typed needs tvmffi_runtime fully imported")
 
 
-_make_callback: Callable[[Callable[..., Any], bool], Function] = _no_callbacks
 _typed_adapter: Callable[[Callable[..., Any]], Callable[..., Any]] = _no_typing
-
-
-def set_callback_maker(make: Callable[[Callable[..., Any], bool], Function]) -> None:
-    """``make(f, packed)``: a Function wrapping a new native Function that calls ``f``."""
-    global _make_callback
-    _make_callback = make
 
 
 def set_typed_adapter(adapt: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -159,17 +147,17 @@ class Function(Object):
     @staticmethod
     def from_packed(f: Callable[[list[Any]], Any]) -> Function:
         """A Function that passes its converted arguments to ``f`` as one list."""
-        return _named(_make_callback(f, True), f)
+        return _named(_callback_function(f, CallbackMode.PACKED), f)
 
     @staticmethod
     def from_typed(f: Callable[..., Any]) -> Function:
         """A Function that checks and converts its arguments from ``f``'s annotations."""
-        return _named(_make_callback(_typed_adapter(f), False), f)
+        return _named(_callback_function(_typed_adapter(f), CallbackMode.PLAIN), f)
 
     @staticmethod
     def from_callable(f: Callable[..., Any]) -> Function:
         """A Function that calls ``f`` with converted arguments, without checking them."""
-        return _named(_make_callback(f, False), f)
+        return _named(_callback_function(f, CallbackMode.PLAIN), f)
 
     @staticmethod
     def from_type_key_method(type_key: str, name: str) -> Function:
@@ -188,6 +176,14 @@ class Function(Object):
                 f"type {_type_key_of_index(type_index)!r} (index {type_index}) has no method {name!r}"
             )
         return f
+
+
+def _callback_function(f: Callable[..., Any], mode: int) -> Function:
+    """A Function wrapper around a new native Function that calls ``f`` in ``mode`` (``f`` itself
+    if it is a Function); the wrapper holds ``f``, so the GC sees a cycle through it."""
+    if isinstance(f, Function):
+        return f
+    return backend.callback_function(Function, f, mode)  # type: ignore[no-any-return]
 
 
 def _named(func: Function, f: Any) -> Function:

@@ -54,7 +54,6 @@ from ._convert import (
     pack_value,
     register_packer,
     release_temps,
-    set_unchanged,
     view_from_buffer,
 )
 from ._errors import (
@@ -117,7 +116,6 @@ __all__ = [
     "set_object_return",
     "set_object_service",
     "set_release_gil",
-    "set_unchanged",
     "set_walk_result",
     "type_attr_value",
     "type_key_to_index",

@@ -95,20 +95,20 @@ def test_the_backend_is_chosen_in_one_place() -> None:
 
 
 def test_callback_modes_match_the_compiled_backend() -> None:
-    """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
-    this keeps the two numbering the same."""
-    from tvmffi_runtime import _callback
+    """The callback modes are defined once in Python (``_values.CallbackMode``, which the pure
+    backend runs by) and once in ``_accel.c``; this keeps the two numbering the same."""
+    from tvmffi_runtime._values import CallbackMode
 
     enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", accel_source())
     assert enum is not None
     c_modes = {name.strip(): int(value) for name, value in (m.split("=") for m in enum.group(1).split(","))}
     py_modes = {
-        "CB_PLAIN": _callback._MODE_PLAIN,
-        "CB_PACKED": _callback._MODE_PACKED,
-        "CB_WALK": _callback._MODE_WALK,
-        "CB_RAW": _callback._MODE_RAW,
-        "CB_RAW_WALK": _callback._MODE_RAW_WALK,
-        "CB_HOOK": _callback._MODE_HOOK,
+        "CB_PLAIN": CallbackMode.PLAIN,
+        "CB_PACKED": CallbackMode.PACKED,
+        "CB_WALK": CallbackMode.WALK,
+        "CB_RAW": CallbackMode.RAW,
+        "CB_RAW_WALK": CallbackMode.RAW_WALK,
+        "CB_HOOK": CallbackMode.HOOK,
     }
     assert c_modes == py_modes
 

@@ -2,7 +2,7 @@
 ``_accel_parts/callbacks.h``): the table of live callbacks, the ctypes trampoline native code
 calls, and the deleter that drops a callable when native code releases its Function.
 
-Modes as ``_callback`` numbers them: plain ``f(*args)``, packed ``f(args)`` and walk (a non-None
+Modes (``_values.CallbackMode``): plain ``f(*args)``, packed ``f(args)`` and walk (a non-None
 result written by the ``walk_result`` hook). The structural engines' raw and hook modes are the
 compiled backend's own; on this backend the engines use their ctypes trampolines
 (:func:`trampoline_function`).
@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import _lib
 from .._errors import _fetch_error, _raise_into_native, conversion_failed, not_callable_error
-from .._values import TypeIndex
+from .._values import CallbackMode, TypeIndex
 from .objects import ObjectBase
 
 __all__ = [
@@ -30,7 +30,7 @@ _byref = ctypes.byref
 _DecRef = _lib.ObjectDecRef
 _Any16 = ctypes.c_char * 16
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
-_PLAIN, _PACKED, _WALK = 0, 1, 2  # the modes this backend runs (``_callback._MODE_*``)
+_PLAIN, _PACKED, _WALK = CallbackMode.PLAIN, CallbackMode.PACKED, CallbackMode.WALK  # the modes it runs
 _FUNCTION = TypeIndex.FUNCTION
 
 

@@ -11,7 +11,8 @@ from typing import Any, Callable, TypeAlias
 
 from .. import _core, _lib
 from .._backend import accelerated
-from .._callback import _MODE_HOOK, _MODE_PLAIN, _MODE_RAW, _MODE_RAW_WALK, _MODE_WALK, compiled_function
+from .._callback import compiled_function
+from .._values import CallbackMode
 from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
 from .._core import Function, Object, TypeIndex, _wrap
 from .._errors import moved_result_error, walk_result_error
@@ -247,39 +248,39 @@ _core.set_walk_result(_write_walk_at)
 
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
     """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
-    ``payload`` (for ``_MODE_HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
+    ``payload`` (for ``CallbackMode.HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
     callable); results are written as the ctypes trampolines write them."""
     if trampoline is _T_WALK_PLAIN:
-        return _MODE_WALK, payload
+        return CallbackMode.WALK, payload
     if trampoline is _T_MAP_PLAIN:
-        return _MODE_PLAIN, payload
+        return CallbackMode.PLAIN, payload
     if trampoline is _T_WALK_KIND or trampoline is _T_MAP_KIND:
         fn = payload
 
         def with_kind(value: Any, tindex: int, kind: int) -> Any:
             return fn(value, _KINDS[kind])
 
-        return (_MODE_RAW_WALK if trampoline is _T_WALK_KIND else _MODE_RAW), with_kind
+        return (CallbackMode.RAW_WALK if trampoline is _T_WALK_KIND else CallbackMode.RAW), with_kind
     adapter, run = payload[0], payload[1]
     frame: HookFrame | None = payload[2] if len(payload) > 2 else None
     if frame is not None and isinstance(adapter, HookCall) and not adapter.extra:
         # the hook is called as hook(value) from C; its context waits in the frame
         if trampoline is _T_VISIT:
-            return _MODE_HOOK, (adapter.fn, frame.items, _checked_visit_result, False)
-        return _MODE_HOOK, (adapter.fn, frame.items, _checked_mutate_result, True)
+            return CallbackMode.HOOK, (adapter.fn, frame.items, _checked_visit_result, False)
+        return CallbackMode.HOOK, (adapter.fn, frame.items, _checked_mutate_result, True)
     if trampoline is _T_VISIT:
 
         def visit(value: Any, tindex: int, visitor: int) -> Any:
             r = adapter(value, _visit_context(run, value, tindex, visitor))
             return r if r is None else _checked_visit_result(r)
 
-        return _MODE_RAW, visit
+        return CallbackMode.RAW, visit
     assert trampoline is _T_MUTATE
 
     def mutate(value: Any, tindex: int, mutator: int, mode: int) -> Any:
         return _checked_mutate_result(adapter(value, _mutate_context(run, value, tindex, mutator, mode)))
 
-    return _MODE_RAW, mutate
+    return CallbackMode.RAW, mutate
 
 
 def _visit_context(run: Any, value: Any, tindex: int, visitor: int) -> VisitContext:
