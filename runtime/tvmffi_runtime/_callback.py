@@ -1,7 +1,7 @@
 """What crosses back from a Python callback called by native code: its result as an owned Any
 (:func:`to_owned_any`), a walk handler's result (written by the hook :func:`set_walk_result`
 installs), both read by the backends from ``_backend_hooks``; and Functions made in a callback
-mode given by number (:func:`compiled_function`). The Functions themselves are the backend's
+mode given by number (:func:`function_in_mode`). The Functions themselves are the backend's
 (``backend.callback_function`` / ``function_create``: ``_accel_parts/callbacks.h``, or
 ``_pure/callbacks.py`` with its table of live callbacks and its ctypes trampoline); the modes
 are ``_values.CallbackMode``.
@@ -29,7 +29,7 @@ from ._errors import _check, _released_object_error
 from ._object import Object, _wrap
 from ._values import TypeIndex
 
-__all__ = ["live_callbacks", "compiled_function", "set_walk_result", "to_owned_any", "_walk_result_at"]
+__all__ = ["live_callbacks", "function_in_mode", "set_walk_result", "to_owned_any", "_walk_result_at"]
 
 _IncRef = _lib.ObjectIncRef
 
@@ -74,9 +74,9 @@ def _out_view(addr: int) -> Any:
     return _Any16.from_address(addr)
 
 
-def compiled_function(mode: int, fn: Any) -> Function:
-    """A Function calling ``fn`` in callback ``mode`` (the raw and hook modes: the compiled
-    backend only; the pure one's structural engines use their ctypes trampolines)."""
+def function_in_mode(mode: int, fn: Any) -> Function:
+    """A Function calling ``fn`` in callback ``mode`` (``CallbackMode``; the raw and hook modes
+    are the compiled backend's: the pure one's structural engines use their ctypes trampolines)."""
     return _wrap(backend.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 

@@ -445,9 +445,9 @@ def test_bool_and_int_are_what_a_bool_field_takes() -> None:
 
 
 def test_function_create_refuses_a_non_callable_with_the_same_message() -> None:
-    """Both backends' ``function_create`` (here under ``compiled_function``) word it as one."""
+    """Both backends' ``function_create`` (here under ``function_in_mode``) word it as one."""
     with pytest.raises(TypeError) as info:
-        _callback.compiled_function(CallbackMode.PLAIN, BAD)
+        _callback.function_in_mode(CallbackMode.PLAIN, BAD)
     assert str(info.value) == str(_errors.not_callable_error(BAD))
 
 

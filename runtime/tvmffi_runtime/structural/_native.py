@@ -11,7 +11,7 @@ from typing import Any, Callable, TypeAlias
 
 from .. import _core, _lib
 from .._backend import accelerated
-from .._callback import compiled_function
+from .._callback import function_in_mode
 from .._values import CallbackMode
 from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
 from .._core import Function, Object, TypeIndex, _wrap
@@ -322,7 +322,7 @@ def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
     if accelerated():
         # the compiled trampoline: the same calls, without a ctypes callback per node
-        return compiled_function(*_compiled_callback(trampoline, payload))
+        return function_in_mode(*_compiled_callback(trampoline, payload))
     # the pure backend's: this module's ctypes trampolines over its callback table
     return _wrap(trampoline_function(_ADDR[id(trampoline)], payload), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
