@@ -132,3 +132,14 @@ def test_one_table_of_field_kinds() -> None:
     assert c_in_place == gen.IN_PLACE_FIELD_KINDS
     assert members.IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
     assert set(members.POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)
+
+
+def test_every_subpackage_is_in_the_distribution() -> None:
+    """``runtime/pyproject.toml`` names the packages a wheel carries: each folder of the runtime
+    with an ``__init__.py`` (``_pure``, ``structural``) must be listed, or an installed runtime
+    fails at import."""
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(("tvmffi_runtime", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
+    assert set(listed) == found
