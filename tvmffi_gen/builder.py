@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from .docparams import documented_param_names, documented_result_names
+from .layout import item_doc
 from .model import (
     ClassModel,
     FunctionModel,
@@ -24,7 +25,6 @@ from .model import (
     Param,
     ResultModel,
     Target,
-    item_doc,
 )
 from .naming import RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FunctionSnap, Snapshot, TypeSnap
@@ -300,7 +300,7 @@ class Builder:
         scope = Scope(RESERVED_MODULE | {"self"})
         named = all(n for n in names) and params
         documented = None if named else documented_param_names(doc, len(params))
-        for i, (p, n) in enumerate(zip(params, names)):
+        for i, (p, n) in enumerate(zip(params, names, strict=True)):
             if named and n:
                 pname = scope.claim(n)
             elif documented is not None:
@@ -339,7 +339,7 @@ class Builder:
         if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
             return None
         camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
-        items = [(n, ann.annotate(t, "return")) for n, t in zip(names, ret.args)]
+        items = [(n, ann.annotate(t, "return")) for n, t in zip(names, ret.args, strict=True)]
         words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a)}
         if words & set(names):  # an item named like a type its class body refers to
             return None

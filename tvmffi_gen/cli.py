@@ -329,7 +329,8 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
     if not args.project:
         extra = [o for o in _PROJECT_ONLY if _given(args, o)]
         if extra:
-            return f"{', '.join(extra)}: {'they are' if len(extra) > 1 else 'it is'} for --project's pyproject.toml: give --project too"
+            what = "they are" if len(extra) > 1 else "it is"
+            return f"{', '.join(extra)}: {what} for --project's pyproject.toml: give --project too"
     return None
 
 

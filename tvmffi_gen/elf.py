@@ -55,7 +55,7 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
                 f"{path}: truncated ELF file ({len(data)} bytes; its section headers end at byte"
                 f" {shoff + shnum * shentsize})"
             )
-        sections = []
+        sections: list[tuple[int, int, int, int, int]] = []
         for i in range(shnum):
             off = shoff + i * shentsize
             if is64:
@@ -106,7 +106,7 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
 
 def exported_ffi_functions(path: str) -> list[str]:
     """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library exports."""
-    out = []
+    out: list[str] = []
     for sym in defined_dynamic_symbols(path, EXPORT_PREFIX):
         if sym.startswith(EXPORT_PREFIX):
             rest = sym[len(EXPORT_PREFIX):]

@@ -7,7 +7,10 @@ list on one line when it fits, else broken out (:func:`fit`); docstrings likewis
 
 from __future__ import annotations
 
-__all__ = ["LINE_LENGTH", "fits", "fit", "broken", "filled", "docstring_lines"]
+__all__ = [
+    "LINE_LENGTH", "fits", "fit", "fit_value", "fit_annotated_call", "fit_call_with_tuple", "broken", "filled",
+    "docstring_lines", "item_doc", "tuple_text",
+]
 
 LINE_LENGTH = 99
 
@@ -51,6 +54,53 @@ def fit(
     return lines
 
 
+def fit_value(head: str, value: str, tail: str, indent: str) -> list[str]:
+    """``{indent}{head}{value}{tail}`` on one line when it fits, else ``value`` in parentheses on a
+    line of its own (as black splits the right-hand side of an assignment or a dict entry; no
+    trailing comma inside: that would make a tuple)."""
+    one = f"{indent}{head}{value}{tail}"
+    if fits(one):
+        return [one]
+    return [f"{indent}{head}(", f"{indent}    {value}", f"{indent}){tail}"]
+
+
+def fit_annotated_call(
+    target: str,
+    ann: tuple[str, list[str], str],
+    call: str,
+    args: list[str],
+    indent: str,
+    comment: str = "",
+) -> list[str]:
+    """``{target}: {annotation} = {call}{args})``, where the annotation is ``ann`` (head ending in
+    ``[``, parameters, tail starting with ``]``), laid out as black would: on one line when it
+    fits; else the call's arguments broken out, when the line up to them fits; else the
+    annotation's parameters broken out first. ``comment`` ends the first line (not counted)."""
+    ann_head, ann_items, ann_tail = ann
+    head = f"{target}: {ann_head}{', '.join(ann_items)}{ann_tail} = {call}"
+    if fits(f"{indent}{head}"):
+        return fit(head, args, ")", indent, inner_line=True, comment=comment)
+    lines = broken(f"{target}: {ann_head}", ann_items, f"{ann_tail} = {call}", indent, inner_line=True)
+    lines[0] += comment
+    *lines, assign = lines
+    return [*lines, *fit(assign.strip(), args, ")", indent, inner_line=True)]
+
+
+def tuple_text(items: list[str]) -> str:
+    """A tuple display of ``items`` on one line (``(x,)`` for one)."""
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def fit_call_with_tuple(head: str, args: list[str], elements: list[str], tail: str, indent: str) -> list[str]:
+    """``{head}{args}, ({elements}){tail}``, a call whose last argument is a tuple, on one line
+    when it fits; else broken out, the tuple too (one element a line)."""
+    one = f"{indent}{head}{', '.join([*args, tuple_text(elements)])}{tail}"
+    if fits(one):
+        return [one]
+    tuple_lines = "\n".join(broken("(", elements, ")", indent + "    ")).strip()
+    return broken(head, [*args, tuple_lines], tail, indent)
+
+
 def filled(head: str, items: list[str], tail: str) -> list[str]:
     """``head`` + items + ``tail`` on one line when it fits, else the items filled into rows
     indented by four (each with a trailing comma), between ``head`` and ``tail`` lines."""
@@ -80,3 +130,18 @@ def docstring_lines(text: str, indent: str) -> list[str]:
     out += [f"{indent}{line}" if line else "" for line in raw[1:]]
     out.append(f'{indent}"""')
     return out
+
+
+def item_doc(text: str, registry_line: str) -> str:
+    """The registry's documentation of an item followed by where it comes from: on one line
+    when the documentation is one line and both fit (members are indented once), else as a
+    paragraph of its own."""
+    text = text.strip()
+    if not text:
+        return registry_line
+    if "\n" not in text:
+        sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
+        joined = f"{sentence} {registry_line}"
+        if fits(f'    """{joined}"""'):
+            return joined
+    return f"{text}\n\n{registry_line}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import TextIO
+from typing import TextIO, cast
 
 from .binfmt import BinaryFormatError, Exports, read_exports
 
@@ -65,10 +65,10 @@ def _schema(metadata: str | None) -> str:
     if not metadata:
         return ""
     try:
-        value = json.loads(metadata)
+        value: object = json.loads(metadata)
     except ValueError:
         return ""
-    schema = value.get("type_schema") if isinstance(value, dict) else None
+    schema = cast("dict[str, object]", value).get("type_schema") if isinstance(value, dict) else None
     return schema if isinstance(schema, str) else ""
 
 

@@ -8,8 +8,10 @@ import json
 from collections.abc import Mapping
 
 from .builder import Builder
+from .layout import item_doc
 from .model import (
     ClassModel,
+    FieldKind,
     FieldModel,
     FieldWrite,
     GenerationError,
@@ -18,7 +20,6 @@ from .model import (
     ModuleModel,
     Param,
     ReplaceModel,
-    item_doc,
 )
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, Scope, py_name
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
@@ -28,7 +29,7 @@ __all__ = ["ClassBodies", "POD_KINDS", "IN_PLACE_KINDS"]
 # Fields read straight from object memory by a runtime descriptor (``_gen.field``), by layout:
 # POD fields by (static type index, size, schema); an ObjectRef is one pointer; String, Bytes
 # and Any are laid out as a TVMFFIAny.
-POD_KINDS = {
+POD_KINDS: dict[tuple[int, int, str], FieldKind] = {
     (1, 8, "int"): "i64",
     (1, 4, "int"): "i32",
     (3, 8, "float"): "f64",
@@ -38,7 +39,7 @@ POD_KINDS = {
 # written in memory by the runtime (others: through the registry); the runtime's
 # tvmffi_runtime._fields.IN_PLACE_FIELD_KINDS, checked equal by tests/runtime/test_runtime_layers.py (the
 # generator does not import the runtime, which would load libtvm_ffi)
-IN_PLACE_KINDS = ("i64", "f64", "bool")
+IN_PLACE_KINDS: tuple[FieldKind, ...] = ("i64", "f64", "bool")
 SETTER_IS_FUNCTION = 1 << 11
 
 
@@ -85,7 +86,7 @@ class ClassBodies:
     def _inherited(self, cls: ClassModel) -> tuple[dict[str, FieldModel], dict[str, MethodModel]]:
         fields: dict[str, FieldModel] = {}
         methods: dict[str, MethodModel] = {}
-        chain = []
+        chain: list[ClassModel] = []
         key = cls.base_key
         seen = {cls.type_key}
         while key is not None:
@@ -125,9 +126,9 @@ class ClassBodies:
         entries = [(scope.claim(e), e) for e in (t.enum_entries or [])]
         member_names.update(n for n, _ in entries)
         cls.enum_entries = entries
-        for f, name in zip(t.fields, field_py):
+        for f, name in zip(t.fields, field_py, strict=True):
             cls.fields.append(self._field(t, cls, f, name, mod, member_names, inherited_fields))
-        for m, name in zip(t.methods, method_py):
+        for m, name in zip(t.methods, method_py, strict=True):
             cls.methods.append(self._method(t, cls, m, name, mod, member_names, inherited_methods))
         cls.init = self._init(t, cls, mod, member_names)
         cls.match_args = self._match_args(t, cls, inherited_fields)
@@ -156,7 +157,7 @@ class ClassBodies:
         ref = self.b.schema_type(f.schema, context)
         getter = ann.annotate(ref, "return")
         setter = ann.annotate(ref, "param")
-        kind = POD_KINDS.get((f.static_type_index, f.size, ref.key))
+        kind: FieldKind | None = POD_KINDS.get((f.static_type_index, f.size, ref.key))
         if kind is None and f.size == 8 and f.static_type_index >= 64:
             kind = "object"  # an ObjectRef: one pointer, null for None
         elif kind is None and f.size == 16 and ref.key in ("ffi.String", "ffi.Bytes", "Any"):
@@ -209,7 +210,7 @@ class ClassBodies:
         base = inherited.get(name)
         if base is not None:
             same_params = base.signature_key == mm.signature_key
-            if not same_params or not self._return_compatible(base.ret, mm.ret, mod):
+            if not same_params or not self._return_compatible(base.ret, mm.ret):
                 mm.override_ignore = True
         return mm
 
@@ -299,10 +300,8 @@ class ClassBodies:
             key = self.b.classes[key].base_key
         return ReplaceModel(name, params, cls.name, ignore, overrides)
 
-    def _return_compatible(self, base_ret: str, ret: str, mod: ModuleModel) -> bool:
-        if base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any":
-            return True
-        return False
+    def _return_compatible(self, base_ret: str, ret: str) -> bool:
+        return base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any"
 
     def _init(self, t: TypeSnap, cls: ClassModel, mod: ModuleModel, members: set[str]) -> InitModel:
         context = f"type {t.type_key} __ffi_init__"

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from . import __version__
-from .layout import fits
 from .naming import Scope
 from .typemap import ANY, TypeRef
 from .uses import UsedPackage
@@ -27,6 +26,7 @@ __all__ = [
     "Param",
     "ParamKind",
     "InitKind",
+    "FieldKind",
     "FieldWrite",
     "KeyRef",
     "Target",
@@ -49,6 +49,10 @@ ParamKind = Literal["posonly", "normal", "kwonly", "varargs"]
 InitKind = Literal["method", "auto", "none"]
 #: How a writable field is written: in object memory, or through the registry's setter.
 FieldWrite = Literal["in_place", "registry"]
+#: How ``_gen.field`` reads a field from object memory (the runtime's ``FIELD_KINDS``): a POD
+#: (``i64``, ``i32``, ``f64``, ``f32``, ``bool``), an ObjectRef (``object``: one pointer) or a
+#: value laid out as a TVMFFIAny (``any``).
+FieldKind = Literal["i64", "i32", "f64", "f32", "bool", "object", "any"]
 
 
 @dataclass(frozen=True)
@@ -79,21 +83,6 @@ class Param:
         return text
 
 
-def item_doc(text: str, registry_line: str) -> str:
-    """The registry's documentation of an item followed by where it comes from: on one line
-    when the documentation is one line and both fit (members are indented once), else as a
-    paragraph of its own."""
-    text = text.strip()
-    if not text:
-        return registry_line
-    if "\n" not in text:
-        sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
-        joined = f"{sentence} {registry_line}"
-        if fits(f'    """{joined}"""'):
-            return joined
-    return f"{text}\n\n{registry_line}"
-
-
 @dataclass
 class FieldModel:
     name: str
@@ -102,7 +91,7 @@ class FieldModel:
     setter_type: str
     writable: bool
     doc: str
-    kind: str | None  # layout read from memory by ``_gen.field`` (None: ``_gen.registry_field``)
+    kind: FieldKind | None  # read from memory by ``_gen.field`` (None: ``_gen.registry_field``)
     write: FieldWrite | None  # None: read-only
     offset: int
     accessor: str  # a module-level name unique to the field (its registry name may not be)

@@ -6,24 +6,26 @@ templates arrange them. Output depends only on the model, so it is byte-identica
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any, cast
-from importlib import resources
 
 import jinja2
 
-from .layout import broken, docstring_lines, filled, fit, fits
+from .layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, fit_value, tuple_text
 from .model import (
     ClassModel,
     FieldModel,
     FunctionModel,
     MethodModel,
     ModuleModel,
+    Namespace,
     PackageModel,
     Param,
 )
@@ -65,23 +67,23 @@ def template_environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    helpers: dict[str, Callable[..., object]] = dict(
-        doc=_docstring,
-        sig=_sig,
-        stub=_stub,
-        init_signature=_init_signature,
-        init_doc=_init_doc,
-        init_body=_init_body,
-        method_signature=_method_signature,
-        method_decorators=_method_decorators,
-        function_signature=_function_signature,
-        register_line=_register_line,
-        field_lines=_field_lines,
-        match_args_line=_match_args_line,
-        replace_signature=_replace_signature,
-        replace_doc=_replace_doc,
-        q=q,
-    )
+    helpers: dict[str, Callable[..., object]] = {
+        "doc": _docstring,
+        "sig": _sig,
+        "stub": _stub,
+        "init_signature": _init_signature,
+        "init_doc": _init_doc,
+        "init_body": _init_body,
+        "method_signature": _method_signature,
+        "method_decorators": _method_decorators,
+        "function_signature": _function_signature,
+        "register_line": _register_line,
+        "field_lines": _field_lines,
+        "match_args_line": _match_args_line,
+        "replace_signature": _replace_signature,
+        "replace_doc": _replace_doc,
+        "q": q,
+    }
     # jinja2 types its globals by its default ones: the helpers are just more of them
     cast(Any, env.globals).update(helpers)
     return env
@@ -150,15 +152,7 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
         args.append(f"name={q(f.reg_name)}")
     # mypy reports an incompatible redefinition on the first line of the statement
     ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
-    ann = f"{ann_name}[{', '.join(ann_args)}]{ann_tail}"
-    head = f"{f.name}: {ann} = {call}"
-    if fits(f"    {head}"):
-        return fit(head, args, ")", "    ", inner_line=True, comment=ignore)
-    # the annotation alone is too long: its parameters go on their own line(s)
-    lines = broken(f"{f.name}: {ann_name}[", ann_args, f"]{ann_tail} = {call}", "    ", inner_line=True)
-    lines[0] += ignore
-    *lines, assign = lines
-    return [*lines, *fit(assign.strip(), args, ")", "    ", inner_line=True)]
+    return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "    ", ignore)
 
 
 def _match_args_line(cls: ClassModel) -> str:
@@ -210,14 +204,6 @@ def _init_doc(cls: ClassModel) -> str:
     return f"{text}\n\n{line}" if text else line
 
 
-def _tuple(items: list[str]) -> str:
-    if not items:
-        return "()"
-    if len(items) == 1:
-        return f"({items[0]},)"
-    return f"({', '.join(items)})"
-
-
 def _init_body(cls: ClassModel) -> str:
     assert cls.init is not None
     key = cls.type_key
@@ -227,13 +213,9 @@ def _init_body(cls: ClassModel) -> str:
     if params and params[0].kind == "varargs":
         return f"_gen.construct(self, {q(key)}, args)"
     if cls.init.kind == "method":
-        return f"_gen.construct(self, {q(key)}, {_tuple([p.name for p in params])})"
+        return f"_gen.construct(self, {q(key)}, {tuple_text([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
-    body = f"_gen.construct_auto(self, {q(key)}, {_tuple(pairs)})"
-    if fits(f"        {body}"):
-        return body
-    pairs_item = "\n".join(broken("(", pairs, ")", " " * 12)).strip()
-    return "\n".join(broken("_gen.construct_auto(", ["self", q(key), pairs_item], ")", " " * 8)).strip()
+    return "\n".join(fit_call_with_tuple("_gen.construct_auto(", ["self", q(key)], pairs, ")", " " * 8)).strip()
 
 
 def _method_signature(m: MethodModel) -> list[str]:
@@ -305,7 +287,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         runtime_imports=runtime,
         type_imports=typing_only,
         all_lines=all_lines,
-        function_decorator=lambda fn: _function_decorator(fn, pkg.name),
+        function_decorator=functools.partial(_function_decorator, pkg_name=pkg.name),
         result_doc=_result_doc,
         uses_missing=uses_missing,
         import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
@@ -347,9 +329,11 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
         for f in cls.fields:
-            texts += [f.getter_type, f.setter_type]
+            texts.append(f.getter_type)
             if f.write is None:
-                aliases.add("_t")  # Final
+                aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
+            else:
+                texts.append(f.setter_type)
         if cls.init is not None:
             if cls.init.kind == "none":
                 aliases.add("_t")  # NoReturn
@@ -419,7 +403,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     # the level check, finding and loading the library; the Module of its exports
-    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set()) | _aliases_in(recorded) | _aliases_in(bundled)
+    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
     return env.get_template("lib.py.jinja").render(
         api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
@@ -477,12 +461,8 @@ _BASES = [
 
 
 def _hook_entry(hook: _Hook) -> list[str]:
-    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long
-    (no trailing comma there: that would make a tuple)."""
-    entry = f'    "{hook.suffix}": {hook.type_expr},'
-    if fits(entry):
-        return [entry]
-    return [f'    "{hook.suffix}": (', f"        {hook.type_expr}", "    ),"]
+    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long."""
+    return fit_value(f'"{hook.suffix}": ', hook.type_expr, ",", "    ")
 
 
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
@@ -498,7 +478,7 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     used = [u for u in pkg.used_packages if u.has_visitors]
     for u in used:  # hooks the bases from --use packages define keep their meaning
         scope.taken.update(u.hook_suffixes)
-    namespaces = set()
+    namespaces: set[Namespace] = set()
     # most-derived first reads best; the engine orders by depth anyway
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
         ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "FieldSnap",
@@ -122,10 +122,11 @@ class Snapshot:
     @staticmethod
     def from_json(text: str, source: str = "<snapshot>") -> Snapshot:
         try:
-            data = json.loads(text)
+            parsed: object = json.loads(text)
         except ValueError as exc:
             raise SnapshotError(f"{source}: not a JSON snapshot ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+        data = cast("dict[str, Any]", parsed) if isinstance(parsed, dict) else {}
+        if data.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
         try:
             types = [
@@ -262,7 +263,7 @@ def _init_takes(init: Any, name: str) -> bool:
         init(_core._kwargs_marker(), name, None)
     except TypeError as exc:
         return f"unexpected keyword argument '{name}'" not in str(exc)
-    except Exception:  # any other refusal came after the name was accepted
+    except Exception:  # noqa: BLE001 - any other refusal came after the name was accepted
         return True
     return True
 
@@ -299,7 +300,7 @@ def _child_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         snap = snapshot_in_process(args.library, args.preload)
-    except Exception as exc:  # reported to the parent as text on stderr
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as text on stderr
         sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         return 3
     sys.stdout.write(snap.to_json())

@@ -21,7 +21,7 @@ __all__ = [
 
 def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
     """The mypy error codes a generated module turns off, for its first-line comment."""
-    codes = []
+    codes: list[str] = []
     # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
     # reports such bodies as empty outside stub files
     if mod.functions or any(c.methods or c.replace for c in mod.classes):

@@ -10,8 +10,9 @@ runtime's own classes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal, cast
 
 __all__ = ["TypeRef", "parse_schema", "SchemaError", "FunctionSig", "function_sig", "Annotator"]
 
@@ -45,45 +46,58 @@ class TypeRef:
 ANY = TypeRef("Any")
 
 
-def parse_schema(schema: Any) -> TypeRef:
+def _json_object(value: object) -> dict[str, object] | None:
+    """``value`` as a JSON object (its keys are strings), or None when it is not one."""
+    return cast("dict[str, object]", value) if isinstance(value, dict) else None
+
+
+def _json_list(value: object, what: str) -> list[object]:
+    """``value`` as a JSON list; SchemaError naming ``what`` when it is not one."""
+    if not isinstance(value, list):
+        raise SchemaError(f"{what} must be a list")
+    return cast("list[object]", value)
+
+
+def parse_schema(schema: object) -> TypeRef:
     """Parse one schema (dict or JSON text); SchemaError if it is malformed."""
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
+            schema = cast(object, json.loads(schema))
         except ValueError as exc:
             raise SchemaError(f"not JSON: {exc}") from None
-    if not isinstance(schema, dict) or not isinstance(schema.get("type"), str):
+    obj = _json_object(schema)
+    key = obj.get("type") if obj is not None else None
+    if obj is None or not isinstance(key, str):
         raise SchemaError(f"expected an object with a 'type' string, got {schema!r:.80}")
-    key = schema["type"]
     if key in ("ffi.Function", "std::function"):
         key = "ffi.Function"
-        if "named_args" in schema:
-            na = schema["named_args"]
-            if not isinstance(na, dict):
+        if "named_args" in obj:
+            na = _json_object(obj["named_args"])
+            if na is None:
                 raise SchemaError("named_args must be an object")
-            params_raw = na.get("params", [])
-            ret_raw = na.get("return", [])
-            if not isinstance(params_raw, list) or not isinstance(ret_raw, list):
-                raise SchemaError("named_args params/return must be lists")
+            params_raw = _json_list(na.get("params", []), "named_args params")
+            ret_raw = _json_list(na.get("return", []), "named_args return")
             params = tuple(parse_schema(p) for p in params_raw)
-            names = tuple(p.get("name") if isinstance(p, dict) and isinstance(p.get("name"), str) else None
-                          for p in params_raw)
+            names = tuple(_param_name(p) for p in params_raw)
             ret = parse_schema(ret_raw[0]) if ret_raw else TypeRef("None")
             return TypeRef(key, (), params, ret, names)
-        if "args" in schema:
-            raw = schema["args"]
-            if not isinstance(raw, list):
-                raise SchemaError("args must be a list")
+        if "args" in obj:
+            raw = _json_list(obj["args"], "args")
             if raw:
                 parsed = tuple(parse_schema(a) for a in raw)
                 return TypeRef(key, (), parsed[1:], parsed[0], (None,) * (len(parsed) - 1))
         return TypeRef(key)
-    raw_args = schema.get("args", [])
-    if not isinstance(raw_args, list):
-        raise SchemaError("args must be a list")
+    raw_args = _json_list(obj.get("args", []), "args")
     # a bare number is a template value, not a type (the length N of std::array<T, N>)
     types = [a for a in raw_args if not (isinstance(a, int) and not isinstance(a, bool))]
     return TypeRef(key, tuple(parse_schema(a) for a in types))
+
+
+def _param_name(param: object) -> str | None:
+    """The name a ``named_args`` parameter schema gives, if any."""
+    obj = _json_object(param)
+    name = obj.get("name") if obj is not None else None
+    return name if isinstance(name, str) else None
 
 
 @dataclass(frozen=True)
@@ -234,7 +248,8 @@ def _union(parts: list[str]) -> str:
 
 def _split_union(text: str) -> list[str]:
     depth = 0
-    parts, cur = [], ""
+    parts: list[str] = []
+    cur = ""
     i = 0
     while i < len(text):
         c = text[i]

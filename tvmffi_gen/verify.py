@@ -127,7 +127,7 @@ def run_pyright(
     except json.JSONDecodeError:
         return 1, f"pyright failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-2000:]}"
     reported = ("error",) if mode == "strict" else ("error", "warning")
-    lines = []
+    lines: list[str] = []
     for diag in result.get("generalDiagnostics", []):
         severity = diag.get("severity")
         if severity not in reported:

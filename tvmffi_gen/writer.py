@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.process
+import contextlib
 import json
 import multiprocessing
 import os
@@ -18,18 +19,11 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from .merge import (
-    MergeConflict,
-    UserImport,
-    fingerprints_current,
-    generated_names,
-    member_keys,
-    merge_source,
-    module_names,
-    text_hash,
-)
+from .bindings import module_names
+from .member_keys import fingerprints_current, generated_names, member_keys, text_hash
+from .merge import MergeConflict, UserImport, merge_source
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
 
@@ -65,8 +59,8 @@ def _read_manifest(root: Path) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["files"]
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        files: object = data["files"]
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in cast("list[object]", files)):
             raise ValueError("files must be a list of strings")
         if not isinstance(data.get("generated", {}), dict):
             raise ValueError("generated must be an object")
@@ -123,7 +117,7 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
         else:
             to_parse.append((rel, digest))
     texts = [files[rel] for rel, _ in to_parse]
-    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts)):
+    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts), strict=True):
         generated[rel] = {"hash": digest, "members": keys}
     data = {"generator": generator, "files": sorted(files), "generated": generated}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
@@ -300,18 +294,14 @@ def apply_plan(plan: Plan) -> None:
             staged.append((stage_file(target, plan.files[rel], mode), target))
     except OSError as exc:
         for tmp, _ in staged:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
         raise OutputError(f"{root}: cannot write the output ({exc})") from None
     for tmp, target in staged:
         os.replace(tmp, target)
     for rel in plan.removed:
-        try:
+        with contextlib.suppress(OSError):
             (root / rel).unlink()
-        except OSError:
-            pass
         parent = (root / rel).parent
         while parent != root and parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()

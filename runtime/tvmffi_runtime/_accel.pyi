@@ -1,5 +1,6 @@
-"""Types of the optional compiled fast path (``_accel.c``); the runtime reaches it through
-``_fastpath.Backend``, a protocol the module satisfies (checked by mypy and pyright)."""
+"""The backend contract: what the compiled ``_accel`` (``_accel.c``) and the pure-ctypes ``_pure``
+both export, with the same meaning. The type checkers see ``_backend.backend`` as this stub;
+tests/runtime/test_accel.py holds both modules to it."""
 
 from typing import Any, Callable
 

@@ -1,11 +1,13 @@
-"""The Python side of the compiled fast path (``_accel.c``): plain names that C imports by name.
+"""What the backends take from the layers above them: plain names that both import by name.
 
-The compiled backend converts the common cases itself and calls back into these layers for the
-rest (packing unusual types, unpacking rare type indices, errors, callback results), and raises
-the errors the Python layers word (``_errors.BACKEND_ERRORS``) through their builders. Its
-``init`` imports this module (``tvmffi_runtime._backend_hooks``) and reads each name below, so
-go-to-definition finds what C calls. Imported last among the core layers, after all of them
-exist; on pure ctypes nothing here runs.
+The backends sit below the value layers (``_object`` derives from ``backend.ObjectBase``), so
+they cannot import what those layers define; ``backend.init`` imports this module
+(``tvmffi_runtime._backend_hooks``) and reads each name it needs below, so go-to-definition
+finds what they call. The compiled backend converts the common cases itself and calls back here
+for the rest (packing unusual types, unpacking rare type indices, errors, callback results),
+raising the errors the Python layers word (``_errors.BACKEND_ERRORS``) through their builders;
+the pure backend (``_pure``) takes the packer table, the unpacking and the wrapping it runs on.
+Imported last among the core layers, after all of them exist; its last line calls ``init``.
 """
 
 from __future__ import annotations
@@ -14,20 +16,23 @@ import ctypes
 from typing import Any
 
 from . import _lib
-from ._call import _pack_error as pack_error
+from ._call import argument_error as pack_error
 from ._call import global_func
-from ._callback import _py_to_owned_any as to_owned
+from ._callback import to_owned_any as to_owned
 from ._callback import _walk_result_at as walk_result
-from ._convert import _PACKERS, _resolve_packer, _type_of, owned_from_buffer, release_temps, view_from_buffer
+from ._convert import _PACKERS, _pod_from, _resolve_packer, _type_of, owned_from_buffer, release_temps, view_from_buffer
 from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, RECURSION_IN_CALLBACK
 from ._errors import _fetch_error as fetch_error
 from ._errors import _raise_into_native as raise_into_native
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._object import _CLASS_CACHE as class_cache
 from ._object import _OBJECT_RETURN as object_return
+from ._object import _ref_counts as ref_counts
+from ._object import _wrap as wrap
 from ._object import class_for_index
 
 __all__ = [
+    # read by the compiled backend (_accel.c)
     "array_ctor",
     "class_cache",
     "class_for_index",
@@ -44,6 +49,13 @@ __all__ = [
     "to_owned",
     "view_slow",
     "walk_result",
+    # read by the pure backend (_pure), besides pack_error, release_temps, to_owned, walk_result
+    "packers",
+    "pod_from",
+    "ref_counts",
+    "resolve_packer",
+    "view_from_buffer",
+    "wrap",
 ]
 
 _c_void_p = ctypes.c_void_p
@@ -55,6 +67,11 @@ errors = BACKEND_ERRORS
 conversion_failed = CONVERSION_FAILED + RECURSION_IN_CALLBACK
 #: bindings whose Python callables native code may hold without our knowing
 other_bindings = ("tvm_ffi", "tvm")
+#: the packer of each Python type met so far (filled on first sight by resolve_packer)
+packers = _PACKERS
+resolve_packer = _resolve_packer
+#: ``pod_from(buf, off, type_index, small_len, payload)``: a plain value out of an Any
+pod_from = _pod_from
 
 
 def pack_slow(addr: int, value: Any, temps: list[Any]) -> None:
@@ -95,5 +112,4 @@ def _addresses() -> dict[str, int]:
     }
 
 
-if _accel is not None:
-    _accel.init(_addresses())  # reads the names above from this module
+backend.init(_addresses())  # reads the names above from this module

@@ -1,9 +1,8 @@
 """Calling native Functions: the ``Function`` wrapper, argument packing per call, global
 function lookup, and reflected methods and type attributes.
 
-Python callables become Functions in the layer above (``_callback``), which installs itself here
-with :func:`set_callback_maker`; ``Function.from_typed``'s argument checking comes from
-``_typed`` (:func:`set_typed_adapter`).
+Python callables become Functions through the backend (``backend.callback_function``);
+``Function.from_typed``'s argument checking comes from ``_typed`` (:func:`set_typed_adapter`).
 """
 
 from __future__ import annotations
@@ -15,36 +14,16 @@ from struct import error as _struct_error
 from typing import Any, Callable, ClassVar, Literal, overload
 
 from . import _lib
-from ._convert import (
-    _FLOAT,
-    _INT,
-    _INT64_MAX,
-    _INT64_MIN,
-    _NONE,
-    _OBJECT,
-    _PACKERS,
-    _pack_float,
-    _pack_int,
-    _pod_from,
-    _resolve_packer,
-    _type_of,
-    release_temps,
-    set_container_builder,
-    view_from_buffer,
-)
+from ._convert import set_container_builder, view_from_buffer
 from ._errors import (
     ReleasedObjectError,
     _check,
-    _fetch_error,
-    _python_error_set_in_native,
     function_not_constructible_error,
-    init_result_error,
     not_constructible_error,
 )
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._object import (
     Object,
-    _adopt,
     _release_into,
     _type_key_of_index,
     _wrap,
@@ -52,10 +31,12 @@ from ._object import (
     set_object_service,
     type_key_to_index,
 )
-from ._values import TypeIndex
+from ._values import CallbackMode, TypeIndex
 
 __all__ = [
     "Function",
+    "argument_error",
+    "ffi_init",
     "ffi_call",
     "get_global_func",
     "global_func",
@@ -69,51 +50,20 @@ _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _IncRef = _lib.ObjectIncRef
-_FunctionCall = _lib.FunctionCall
 _REGISTRY_LOCK = threading.RLock()  # Function.register_global's updates of the global table
-
-
-def _no_callbacks(f: Callable[..., Any], packed: bool) -> Function:
-    raise RuntimeError("tvmffi_runtime: Functions from callables need tvmffi_runtime fully imported")
 
 
 def _no_typing(f: Callable[..., Any]) -> Callable[..., Any]:
     raise RuntimeError("tvmffi_runtime: Function.from_typed needs tvmffi_runtime fully imported")
 
 
-_make_callback: Callable[[Callable[..., Any], bool], Function] = _no_callbacks
 _typed_adapter: Callable[[Callable[..., Any]], Callable[..., Any]] = _no_typing
-
-
-def set_callback_maker(make: Callable[[Callable[..., Any], bool], Function]) -> None:
-    """``make(f, packed)``: a Function wrapping a new native Function that calls ``f``."""
-    global _make_callback
-    _make_callback = make
 
 
 def set_typed_adapter(adapt: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """``adapt(f)``: ``f`` wrapped to check and convert its arguments from its annotations."""
     global _typed_adapter
     _typed_adapter = adapt
-
-
-class _CallBuffers:
-    """Reusable argument and result storage (and a temps list) for one in-flight call."""
-
-    __slots__ = ("args", "result", "result_ptr", "cap", "temps")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.args = (ctypes.c_char * (16 * cap))()
-        self.result = _lib.TVMFFIAny()
-        # A structure passed without argtypes would go by value: pass this pointer instead.
-        self.result_ptr = ctypes.pointer(self.result)
-        self.temps: list[Any] = []
-
-
-# A free list of buffers: pop/append are atomic under the GIL, and a re-entrant call (a callback
-# calling back into native code) simply takes another buffer.
-_free_buffers: list[_CallBuffers] = [_CallBuffers(8) for _ in range(4)]
 
 
 def _callee_name(name: Any) -> str:
@@ -123,7 +73,7 @@ def _callee_name(name: Any) -> str:
     return str(name) if name else "function"
 
 
-def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
+def argument_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseException:
     """The exception for argument ``i`` (``value``) that its packer refused with ``exc``."""
     if not isinstance(exc, (TypeError, ValueError, OverflowError, _struct_error)):
         return exc  # not a conversion problem: it propagates as it is
@@ -142,59 +92,6 @@ def _pack_error(name: Any, value: Any, i: int, exc: BaseException) -> BaseExcept
     return err
 
 
-def _ffi_call_py(handle: Any, args: tuple[Any, ...] | list[Any], name: Any = "") -> Any:
-    """Call the Function at ``handle`` (a ``c_void_p``) with Python arguments.
-
-    ``name`` (a string, or the Function itself) is only used to word argument errors.
-    """
-    if type(args) is not tuple:
-        args = tuple(args)  # a snapshot: packing may run Python code that changes the list
-    n = len(args)
-    bufs = _free_buffers.pop() if _free_buffers else _CallBuffers(max(8, n))
-    if bufs.cap < n:
-        bufs = _CallBuffers(n)
-    buf = bufs.args
-    temps = bufs.temps
-    try:
-        off = 0
-        try:
-            for a in args:
-                t = _type_of(a)
-                # the commonest kinds inline (no table lookup, no call); the rest by table
-                if t is int and _INT64_MIN <= a <= _INT64_MAX:
-                    _pack_int(buf, off, _INT, 0, a)
-                elif t is float:
-                    _pack_float(buf, off, _FLOAT, 0, a)
-                else:
-                    p = _PACKERS.get(t) or _resolve_packer(t)
-                    if p is None:
-                        raise TypeError()  # the message below says it all
-                    p(buf, off, a, temps)
-                off += 16
-        except (TypeError, ValueError, OverflowError, _struct_error) as exc:
-            raise _pack_error(name, args[off // 16], off // 16, exc)  # noqa: B904 (cause set there)
-        res = bufs.result
-        res.type_index = _NONE
-        try:
-            rc = _FunctionCall(handle, buf, n, bufs.result_ptr)
-        except SystemError as exc:
-            raise _python_error_set_in_native(exc) from None
-        if rc:
-            raise _fetch_error()
-        tindex = res.type_index
-        if tindex == _INT:  # pyright: ignore[reportUnnecessaryComparison]  (set by the call)
-            return res.v_int64
-        if tindex >= _OBJECT:
-            return _wrap(res.v_uint64, tindex)
-        if tindex == _NONE:
-            return None
-        return _pod_from(bytes(res), 0, tindex, res.small_len, res.v_int64)
-    finally:
-        if temps:
-            release_temps(temps)
-        _free_buffers.append(bufs)
-
-
 class Function(Object):
     """A TVM FFI function object: call it like a Python function."""
 
@@ -208,21 +105,8 @@ class Function(Object):
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise function_not_constructible_error()
 
-    # the backend is chosen once, here: no per-call test of which path runs
-    if _accel is not None:
-        _compiled_call = _accel.call
-
-        def __call__(self, *args: object) -> Any:
-            return self._compiled_call(self._h, args, self)
-
-    else:
-
-        def __call__(self, *args: object) -> Any:
-            try:
-                c = self._c
-            except AttributeError:
-                c = self._c = _c_void_p(self._h)
-            return _ffi_call_py(c, args, self)
+    def __call__(self, *args: object) -> Any:
+        return _backend_call(self._h, args, self)
 
     @property
     def c_handle(self) -> ctypes.c_void_p:
@@ -263,17 +147,17 @@ class Function(Object):
     @staticmethod
     def from_packed(f: Callable[[list[Any]], Any]) -> Function:
         """A Function that passes its converted arguments to ``f`` as one list."""
-        return _named(_make_callback(f, True), f)
+        return _named(_callback_function(f, CallbackMode.PACKED), f)
 
     @staticmethod
     def from_typed(f: Callable[..., Any]) -> Function:
         """A Function that checks and converts its arguments from ``f``'s annotations."""
-        return _named(_make_callback(_typed_adapter(f), False), f)
+        return _named(_callback_function(_typed_adapter(f), CallbackMode.PLAIN), f)
 
     @staticmethod
     def from_callable(f: Callable[..., Any]) -> Function:
         """A Function that calls ``f`` with converted arguments, without checking them."""
-        return _named(_make_callback(f, False), f)
+        return _named(_callback_function(f, CallbackMode.PLAIN), f)
 
     @staticmethod
     def from_type_key_method(type_key: str, name: str) -> Function:
@@ -292,6 +176,14 @@ class Function(Object):
                 f"type {_type_key_of_index(type_index)!r} (index {type_index}) has no method {name!r}"
             )
         return f
+
+
+def _callback_function(f: Callable[..., Any], mode: int) -> Function:
+    """A Function wrapper around a new native Function that calls ``f`` in ``mode`` (``f`` itself
+    if it is a Function); the wrapper holds ``f``, so the GC sees a cycle through it."""
+    if isinstance(f, Function):
+        return f
+    return backend.callback_function(Function, f, mode)  # type: ignore[no-any-return]
 
 
 def _named(func: Function, f: Any) -> Function:
@@ -392,17 +284,26 @@ def type_attr_value(type_index: int, name: str) -> Any:
     return view_from_buffer(raw, 0)
 
 
-_INIT_CACHE: dict[type, Function | None] = {}
+#: type key -> (address of its __ffi_init__ Function, the name its argument errors give): the one
+#: cache of constructors, for ``Object.__init__`` and generated ``__init__``s alike
+_INITS: dict[str, tuple[int, str]] = {}
+_INIT_KEEP: list[Function] = []  # the Functions whose addresses _INITS holds
 
 
-def _ffi_init_of(cls: type) -> Function | None:
-    try:
-        return _INIT_CACHE[cls]
-    except KeyError:
-        pass
-    init = type_method(getattr(cls, "_type_index", TypeIndex.OBJECT), "__ffi_init__")
-    _INIT_CACHE[cls] = init
-    return init
+def ffi_init(type_key: str) -> tuple[int, str] | None:
+    """(address, name for errors) of the ``__ffi_init__`` of ``type_key``, or None when the type
+    (as the loaded libraries register it) has none."""
+    entry = _INITS.get(type_key)
+    if entry is not None:
+        return entry
+    index = type_key_to_index(type_key)
+    # type_method finds an explicit refl::init method or the auto-init type attribute
+    f = None if index is None else type_method(index, "__ffi_init__")
+    if f is None:
+        return None
+    _INIT_KEEP.append(f)
+    entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
+    return entry
 
 
 _KWARGS: list[Any] = []
@@ -423,26 +324,24 @@ def _new_container(ctor: str, items: Any) -> int:
 def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """``Object.__init__``: make the object with its type's ``__ffi_init__`` and take it over."""
     cls = type(obj)
-    init = _ffi_init_of(cls)
-    if init is None:
-        raise not_constructible_error(cls.__name__, cls._type_key)
+    type_key = cls._type_key
+    entry = ffi_init(type_key)
+    if entry is None:
+        raise not_constructible_error(cls.__name__, type_key)
     if kwargs:
         args = (*args, _kwargs_marker(), *[x for kv in kwargs.items() for x in kv])
-    made = init(*args)
-    if not isinstance(made, Object):
-        raise init_result_error(cls._type_key, made)
-    _adopt(obj, made)
+    backend.construct(obj, entry[0], args, entry[1], type_key)
 
 
 def _repr(obj: Object) -> str:
     return str(global_func("ffi.ReprPrint")(obj))
 
 
-if _accel is not None:
-    # the compiled call; _backend_hooks.py hands it the Python fallbacks before any call runs
-    ffi_call: Callable[..., Any] = _accel.call
-else:
-    ffi_call = _ffi_call_py
+#: ``ffi_call(handle, args, name="")``: call the Function at ``handle`` (an address or a
+#: ``c_void_p``) with Python arguments; ``name`` (a string, or the Function) words argument
+#: errors. The backend's call (``_backend_hooks`` hands it the Python fallbacks before any call).
+ffi_call: Callable[..., Any] = backend.call
+_backend_call = backend.call
 
 ReleaseGil = Literal["auto", "always"]
 _release_gil: ReleaseGil = "always"  # the policy (the compiled path is told; ctypes always releases)
@@ -467,8 +366,7 @@ def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
     if policy not in ("auto", "always"):
         raise ValueError(f"set_release_gil: expected 'auto' or 'always', got {policy!r}")
     previous = _release_gil
-    if _accel is not None:
-        _accel.set_gil_auto(policy == "auto")
+    backend.set_gil_auto(policy == "auto")
     _release_gil = policy
     return previous
 

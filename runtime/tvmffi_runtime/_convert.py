@@ -7,10 +7,10 @@
 - unpacking: an owned Any (a result) or a borrowed view (callback arguments, container items)
   into a Python value.
 
-Conversions that need a higher layer (building a container calls a global function, a callable
-becomes a callback Function, a DLPack tensor is imported by ``tensor``, the ``UNCHANGED`` marker
-lives with the structural engines) are installed by that layer at import with the ``set_*``
-functions below.
+Conversions that need a higher layer (building a container calls a global function, a DLPack
+tensor is imported by ``tensor``) are installed by that layer at import with the ``set_*``
+functions below; a callable becomes a native Function through the backend
+(``backend.function_create``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any, Callable
 
 from . import _lib
 from ._errors import _check, _new_error_handle, _released_object_error
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _read_type_index, _wrap
-from ._values import DataType, Device, TypeIndex, _dtype_from_packed
+from ._values import UNCHANGED, CallbackMode, DataType, Device, TypeIndex, Unchanged, _dtype_from_packed
 
 __all__ = ["Packer", "pack_value", "register_packer", "release_temps", "owned_from_buffer", "view_from_buffer", "_owned_any_to_py"]
 
@@ -63,9 +63,7 @@ def _not_installed(what: str) -> Callable[..., int]:
 
 
 _new_container: Callable[[str, Any], int] = _not_installed("a list or dict")
-_function_from_callable: Callable[[Callable[..., Any], bool], int] = _not_installed("a callable")
 _tensor_from_dlpack: Callable[[Any], int] = _not_installed("a DLPack tensor")
-_UNCHANGED: list[Any] = [None]
 
 
 def set_container_builder(build: Callable[[str, Any], int]) -> None:
@@ -74,23 +72,10 @@ def set_container_builder(build: Callable[[str, Any], int]) -> None:
     _new_container = build
 
 
-def set_callable_converter(convert: Callable[[Callable[..., Any], bool], int]) -> None:
-    """``convert(f, packed)``: owned handle of a new native Function calling ``f``."""
-    global _function_from_callable
-    _function_from_callable = convert
-
-
 def set_dlpack_importer(import_: Callable[[Any], int]) -> None:
     """``import_(x)``: owned Tensor handle of an object with ``__dlpack__``."""
     global _tensor_from_dlpack
     _tensor_from_dlpack = import_
-
-
-def set_unchanged(marker: Any) -> None:
-    """The Python value of the ``UNCHANGED`` type index (both backends)."""
-    _UNCHANGED[0] = marker
-    if _accel is not None:
-        _accel.set_unchanged(marker)
 
 
 # =============================================================================================
@@ -166,6 +151,11 @@ def _pack_opaque(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_uint(buf, off, TypeIndex.OPAQUE_PTR, 0, v.value or 0)
 
 
+def _pack_unchanged(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
+    # the structural mappers' UNCHANGED, as the reserved kTVMFFIUnchanged marker
+    _pack_int(buf, off, TypeIndex.UNCHANGED, 0, 0)
+
+
 def _pack_owned_handle(buf: Any, off: int, h: int, temps: list[Any]) -> None:
     temps.append(h)
     _pack_uint(buf, off, _read_type_index(h), 0, h)
@@ -181,7 +171,8 @@ def _pack_mapping(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 
 def _pack_callable(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _pack_owned_handle(buf, off, _function_from_callable(v, False), temps)
+    # a callable that is no Function (those pack as objects): a new Function owning it
+    _pack_owned_handle(buf, off, backend.function_create(v, CallbackMode.PLAIN), temps)
 
 
 def _pack_exception(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
@@ -211,6 +202,7 @@ _PACKERS: dict[type, Packer] = {
     tuple: _pack_sequence,
     dict: _pack_mapping,
     _c_void_p: _pack_opaque,
+    Unchanged: _pack_unchanged,
 }
 
 
@@ -407,7 +399,7 @@ _UNPACK: dict[int, _Reader] = {
     TypeIndex.DATA_TYPE: lambda buf, off, n, v: _dtype_from_packed(v & 0xFFFFFFFF),
     TypeIndex.DEVICE: _device_from,
     TypeIndex.OPAQUE_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF) if v else None,
-    TypeIndex.UNCHANGED: lambda buf, off, n, v: _UNCHANGED[0],
+    TypeIndex.UNCHANGED: lambda buf, off, n, v: UNCHANGED,
     TypeIndex.DL_TENSOR_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF),
     TypeIndex.RAW_STR: lambda buf, off, n, v: ctypes.string_at(v).decode("utf-8", "surrogateescape"),
     TypeIndex.BYTE_ARRAY_PTR: lambda buf, off, n, v: _lib.read_byte_array(_lib.TVMFFIByteArray.from_address(v)),
@@ -420,3 +412,6 @@ def _pod_from(buf: Any, off: int, tindex: int, small_len: int, v: int) -> Any:
     if read is None:
         raise TypeError(f"cannot convert a TVM FFI value of type index {tindex} to Python")
     return read(buf, off, small_len, v)
+
+
+backend.set_unchanged(UNCHANGED)  # the compiled backend returns it for kTVMFFIUnchanged itself

@@ -5,14 +5,15 @@ The layers, each importing only those before it (none imports a later one, not e
 function; a lower layer that needs a higher one gets a hook the higher one installs at import):
 
     _lib          ABI mirror: ctypes structs and prototypes of the C API
-    _fastpath     which backend: the compiled ``_accel`` or pure ctypes
     _errors       native errors <-> Python exceptions
     _values       TypeIndex, DataType, Device, strings/bytes/big ints out of their objects
+    _pure         the pure-ctypes backend (the twin of the compiled ``_accel``)
+    _backend      which backend: ``backend`` is ``_accel`` or ``_pure``, chosen once
     _object       Object and the type-index -> class registry
     _convert      Python values <-> TVMFFIAny (packers, unpacking)
     _call         Function, calling, global functions, reflected methods
     _callback     Python callables as native Functions
-    _backend_hooks  the Python fallbacks the compiled backend calls (C imports it by name)
+    _backend_hooks  what both backends read by name at init (fallbacks, packers, unpacking)
     _env          signal-check and GIL hooks for native code
 
 Conventions:
@@ -20,22 +21,19 @@ Conventions:
   values that need a temporary owned object (a list converted to an Array, a long string) put
   that object's handle on a ``temps`` list released after the call.
 - A result is an *owned* Any; the wrapper made for it takes over the reference.
-- Every ``Object`` wrapper owns exactly one reference, released once by ``__del__`` (or handed
-  over by ``_take_handle``).
+- Every ``Object`` wrapper owns exactly one reference, released once when it dies (or handed
+  over by ``_object._release_into`` / ``_adopt``).
 """
 
 from __future__ import annotations
 
-import ctypes
-
-from . import _backend_hooks as _backend_hooks  # wires the compiled backend
+from . import _backend_hooks as _backend_hooks  # connects the backend (backend.init)
 from . import _env as _env  # registers the env hooks
 from . import _lib
 from ._call import (
     Function,
     _kwargs_marker,
     _new_container,
-    _pack_error,
     ffi_call,
     get_global_func,
     global_func,
@@ -45,7 +43,7 @@ from ._call import (
     type_method,
 )
 from ._callback import (
-    _py_to_owned_any,
+    to_owned_any,
     live_callbacks,
     set_walk_result,
 )
@@ -56,7 +54,6 @@ from ._convert import (
     pack_value,
     register_packer,
     release_temps,
-    set_unchanged,
     view_from_buffer,
 )
 from ._errors import (
@@ -69,7 +66,7 @@ from ._errors import (
     _released_object_error,
     register_error,
 )
-from ._fastpath import accelerated
+from ._backend import accelerated
 from ._object import (
     _CLASS_CACHE,
     _LAZY_CLASS_LOADER,
@@ -90,7 +87,6 @@ from ._object import (
 from ._values import DataType, Device, TypeIndex, _dtype_from_packed
 
 
-_c_void_p = ctypes.c_void_p
 _DecRef = _lib.ObjectDecRef
 _IncRef = _lib.ObjectIncRef
 
@@ -120,7 +116,6 @@ __all__ = [
     "set_object_return",
     "set_object_service",
     "set_release_gil",
-    "set_unchanged",
     "set_walk_result",
     "type_attr_value",
     "type_key_to_index",
@@ -134,17 +129,15 @@ __all__ = [
     "_PY_ERRORS",
     "_PY_ERRORS_LIMIT",
     "_TYPE_CLASSES",
-    "_c_void_p",
     "_check",
     "_dtype_from_packed",
     "_exception_from_error_handle",
     "_kwargs_marker",
     "_new",
     "_new_container",
-    "_pack_error",
     "_pack_int",
     "_pack_uint",
-    "_py_to_owned_any",
+    "to_owned_any",
     "_read_type_index",
     "_ref_counts",
     "_released_object_error",

@@ -6,23 +6,20 @@ decorators here (:func:`registry_function`, :func:`registry_method`,
 :func:`exported_function`) replaces it by the native function itself, so a call costs no
 Python frame. The replacement keeps what a def offers: ``inspect.signature`` and ``help``
 (through ``__wrapped__``), keyword arguments where the def takes them, arity errors worded as
-Python words them, binding as a method, pickling by name. On the compiled path the
-replacement is ``_accel.LazyFunction``; the classes below are the pure-ctypes path and say how
-each kind of function is found.
+Python words them, binding as a method, pickling by name. The replacement is the backend's
+``LazyFunction`` (``_accel`` or ``_pure``); the classes below say how each kind of function is
+found.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib
-import types
 from typing import Any, Callable, TypeVar
 
 from . import _core
-from ._core import Function, ffi_call, type_key_to_index, type_method
-from ._errors import arity_error, no_keywords_error
-from ._fastpath import accel as _accel
+from ._backend import backend
+from ._core import Function, type_key_to_index, type_method
 
 __all__ = [
     "GlobalFunction",
@@ -71,16 +68,14 @@ class _KeywordBinder:
 
 
 class GlobalFunction:
-    """A global function resolved on first call (keeps package import fast)."""
+    """How a global function is found: by name in the registry, on first call. Generated
+    functions are the backend's ``LazyFunction`` over this lookup; called itself, it makes one."""
 
-    __slots__ = ("name", "_c", "_f", "_kwbind", "_arity", "__dict__")
+    __slots__ = ("name", "_lazy")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._c: ctypes.c_void_p | None = None
-        self._f: Function | None = None
-        self._kwbind: _KeywordBinder | None = None
-        self._arity = -1
+        self._lazy: Callable[..., Any] | None = None
 
     def _lookup(self) -> Function:
         f = _core.get_global_func(self.name, allow_missing=True)
@@ -91,36 +86,11 @@ class GlobalFunction:
             )
         return f
 
-    def _resolve(self) -> ctypes.c_void_p:
-        f = self._f = self._lookup()
-        self._c = f.c_handle
-        return self._c
-
-    def __call__(self, *args: object, **kwargs: object) -> Any:
-        if kwargs:
-            if self._kwbind is None:
-                raise no_keywords_error(_display_name(self))
-            args = self._kwbind(*args, **kwargs)
-        elif self._arity >= 0 and len(args) != self._arity:
-            raise arity_error(_display_name(self), self._arity, len(args))
-        c = self._c
-        if c is None:
-            c = self._resolve()
-        return ffi_call(c, args, self.name)
-
-    def __get__(self, obj: object, owner: type | None = None) -> GlobalFunction | types.MethodType:
-        # a class attribute is a method, as a def is
-        return self if obj is None else types.MethodType(self, obj)
-
-    def __reduce__(self) -> str:
-        qualname = self.__dict__.get("__qualname__")
-        if qualname is None:
-            raise TypeError(f"cannot pickle the function handle {self.name!r} (not a named wrapper)")
-        return str(qualname)
-
-
-def _display_name(f: GlobalFunction) -> str:
-    return str(f.__dict__.get("__qualname__", f.name))
+    def __call__(self, *args: object) -> Any:
+        lazy = self._lazy
+        if lazy is None:
+            lazy = self._lazy = backend.LazyFunction(self.name, self._lookup)
+        return lazy(*args)
 
 
 class TypeMethod(GlobalFunction):
@@ -165,12 +135,9 @@ class ModuleFunction(GlobalFunction):
 
 
 def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int = -1) -> Callable[..., Any]:
-    """The function generated code calls for ``slow``: the compiled lazy function (same lookup),
-    or on pure ctypes ``slow`` itself; ``kwbind`` and ``arity`` as ``_native`` gives them."""
-    if _accel is None:
-        slow._kwbind, slow._arity = kwbind, arity
-        return slow
-    return _accel.LazyFunction(slow.name, slow._lookup, kwbind, arity)
+    """The function generated code calls for ``slow``: the backend's lazy function, resolved by
+    ``slow``'s lookup; ``kwbind`` and ``arity`` as ``_native`` gives them."""
+    return backend.LazyFunction(slow.name, slow._lookup, kwbind, arity)
 
 
 # -- decorators: the def is the signature, the native function is the body -----------------

@@ -24,7 +24,15 @@ from typing import Any, Iterator, cast
 from . import _core, _lib
 from ._call import _repr as _printer_repr
 from ._core import Object, TypeIndex, set_object_service
-from ._fastpath import accel as _accel
+from ._backend import backend
+from ._pure.graph import GETTER as _GETTER
+from ._pure.graph import LEAVES as _LEAVES
+from ._pure.graph import MAP_CELL as _MAP_CELL
+from ._pure.graph import MAPS as _MAPS
+from ._pure.graph import PAIR as _PAIR
+from ._pure.graph import SEQ_CELL as _SEQ_CELL
+from ._pure.graph import SEQS as _SEQS
+from ._pure.graph import SMALL_MAP as _SMALL_MAP
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -90,20 +98,11 @@ def set_max_graph_depth(limit: int) -> int:
 # =============================================================================================
 #: Edge label: a field name (str), an item index (int), or a map entry ("key"/"value", key).
 Label = Any
-#: Object types the routines never recurse into (no object-typed contents).
-_LEAVES = frozenset(
-    {TypeIndex.STR, TypeIndex.BYTES, TypeIndex.ERROR, TypeIndex.FUNCTION, TypeIndex.SHAPE,
-     TypeIndex.TENSOR, TypeIndex.MODULE, TypeIndex.OPAQUE_PY_OBJECT, TypeIndex.BIG_INT}
-)  # fmt: skip
-_SEQS = frozenset({TypeIndex.ARRAY, TypeIndex.LIST})
-_MAPS = frozenset({TypeIndex.MAP, TypeIndex.DICT})
 _SEQ_IGNORE = 1 << 3  # kTVMFFIFieldFlagBitMaskSEqHashIgnore
 _EQ_UNSUPPORTED = 0  # kTVMFFISEqHashKindUnsupported: the engine refuses the type, never recurses
 _HEADER = _lib.OBJECT_HEADER_SIZE
 _ANY = _lib.ANY_INT  # (type index, zero padding / small length, payload)
-_SEQ_CELL = struct.Struct("=Qq")  # TVMFFISeqCell: data pointer, size
 _string_at = ctypes.string_at
-_GETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class _Plan:
@@ -319,9 +318,6 @@ def _map_edges_unlabelled(h: int, tindex: int) -> list[Any]:
 
 
 _OBJECT = TypeIndex.OBJECT
-_MAP_CELL = struct.Struct("=QQQ")  # MapBaseObj after the header: data_, size_, slots_
-_SMALL_MAP = 1 << 63  # slots_ bit of the small (inline pairs) layout
-_PAIR = struct.Struct("=iIqiIq")  # a (key, value) pair of Any cells in the small layout
 
 
 # =============================================================================================
@@ -343,12 +339,8 @@ def check_graph(value: object, what: str, *, cycles: bool = True, structural: bo
 
 
 def _check_object(h: int, tindex: int, what: str, cycles: bool, structural: bool) -> None:
-    """The graph under one object, by the compiled walk when there is one."""
-    accel = _accel
-    if accel is None:
-        _check_root(h, tindex, what, cycles, structural)
-        return
-    refusal = accel.graph_check(h, tindex, structural, cycles, _max_depth, _plan_tuple, _map_edges_unlabelled)
+    """The graph under one object, by the backend's walk."""
+    refusal = backend.graph_check(h, tindex, structural, cycles, _max_depth, _plan_tuple, _map_edges_unlabelled)
     if refusal is not None:
         kind, frames, at = refusal
         if kind == "cycle":
@@ -374,97 +366,6 @@ def _roots(value: object) -> Iterator[tuple[int, int]]:
 def _pairs(mapping: Any) -> list[Any]:
     """The (key, value) pairs of a Python dict argument (each then read as a tuple)."""
     return list(mapping.items())
-
-
-def _check_root(root: int, root_tindex: int, what: str, cycles: bool, structural: bool) -> None:
-    """Iterative depth-first search from ``root`` (the pure-ctypes path's twin of the compiled
-    ``graph_check``). ``stack`` is the open path, one ``[handle, type index, children, next
-    position]`` per level; ``open_at`` maps a handle on it to its level; ``done`` holds the
-    handles whose subgraph was checked.
-
-    A node's children are read inline, as :func:`_edges` reads them, with C-level calls only:
-    no Python function call per node (it would cost more than the native routine it guards).
-    """
-    kids = _edges(root, root_tindex, structural)
-    if not kids:
-        return
-    limit = _max_depth
-    stack: list[list[Any]] = [[root, root_tindex, kids, 0]]
-    open_at: dict[int, int] = {root: 0}
-    done: set[int] = set()
-    plans, leaves, seqs, maps, obj, mem = _PLANS, _LEAVES, _SEQS, _MAPS, _OBJECT, _MEMORY
-    any_at, i32_at, cell16, decref = _ANY.unpack_from, _I32.unpack_from, _Any16, _core._DecRef
-    addressof = ctypes.addressof
-    while stack:
-        frame = stack[-1]
-        kids, i, n = frame[2], frame[3], len(frame[2])
-        while i < n:
-            child = kids[i]
-            i += 1
-            if child in done:
-                continue
-            if child in open_at:
-                if cycles:
-                    frame[3] = i
-                    raise _cycle_error(stack, open_at[child], structural, what)
-                continue
-            tindex = i32_at(mem, child + 8)[0]
-            grand: list[int] = []
-            if tindex in seqs:
-                data, size = _SEQ_CELL.unpack_from(mem, child + _HEADER)
-                if size > 0:
-                    for t, _, p in _ANY.iter_unpack(mem[data : data + 16 * size]):
-                        if t >= obj and t not in leaves:
-                            grand.append(p)
-            elif tindex in maps:
-                data, size, slots = _MAP_CELL.unpack_from(mem, child + _HEADER)
-                if size > 0 and slots & _SMALL_MAP:
-                    for kt, _, kp, vt, _, vp in _PAIR.iter_unpack(mem[data : data + 32 * size]):
-                        if kt >= obj and kt not in leaves:
-                            grand.append(kp)
-                        if vt >= obj and vt not in leaves:
-                            grand.append(vp)
-                elif size > 0:
-                    grand = _map_edges_by_items(child, tindex, False)
-            else:
-                plan = plans.get((tindex, structural)) or _plan(tindex, structural)
-                if not plan.leaf:
-                    if plan.names:
-                        for v in plan.unpack_from(mem, child + plan.start):
-                            if v:
-                                grand.append(v)
-                    for offset, _ in plan.anys:
-                        t, _, p = any_at(mem, child + offset)
-                        if t >= obj and t not in leaves and p:
-                            grand.append(p)
-                    for getter, _, offset in plan.getters:
-                        cell = cell16()
-                        if getter(child + offset, addressof(cell)) == 0:
-                            t, _, p = any_at(cell)
-                            if t >= obj:
-                                decref(p)  # the getter's reference; the field keeps it alive
-                                if t not in leaves and p:
-                                    grand.append(p)
-            if not grand:
-                continue  # a leaf: nothing to remember (it closes no cycle)
-            frame[3] = i
-            if len(stack) >= limit:
-                raise _depth_error(stack, tindex, structural, what, limit)
-            open_at[child] = len(stack)
-            stack.append([child, tindex, grand, 0])
-            break
-        else:
-            stack.pop()
-            del open_at[frame[0]]
-            done.add(frame[0])
-
-
-#: The process's memory as one byte view, for the loop above: ``struct.unpack_from(_MEMORY,
-#: address)`` reads object memory with no foreign call (a ctypes read costs 3-5 times more).
-#: Only addresses of live objects and their item cells are read.
-_MEMORY = memoryview((ctypes.c_char * ((1 << 63) - 1)).from_address(0)).cast("B")
-_I32 = struct.Struct("=i")
-_Any16 = ctypes.c_char * 16
 
 
 def _guarded_repr(obj: Object) -> str:

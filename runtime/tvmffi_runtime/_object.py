@@ -10,11 +10,11 @@ of them.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
+from typing import Any, Callable, ClassVar, Literal, TypeVar
 
 from . import _lib
 from ._errors import _exception_from_error_handle, _fetch_error
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._values import TypeIndex, _bigint_from_handle, _bytes_from_handle, _str_from_handle
 
 __all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index", "_wrap", "_read_type_index", "_ref_counts", "_adopt", "_release_into"]
@@ -39,36 +39,10 @@ def _service(name: ObjectService) -> Callable[..., Any]:
         raise RuntimeError(f"tvmffi_runtime: {name!r} of Object is not installed (import tvmffi_runtime)") from None
 
 
-class _PyObjectBase:
-    """Holds the handle (``_h``) and type index (``_t``) and releases the reference on death.
-
-    The compiled ``_accel.ObjectBase`` does the same in C (no Python-level ``__del__``).
-    """
-
-    __slots__ = ("_h", "_t")
-    _h: int
-    _t: int
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", 0)
-        if h:
-            self._h = 0
-            try:
-                _DecRef(h)
-            except Exception:  # interpreter shutdown: the library may already be gone
-                pass
-
-
-if TYPE_CHECKING:
-    _ObjectBase = _PyObjectBase
-else:
-    _ObjectBase = _PyObjectBase if _accel is None else _accel.ObjectBase
-
-
 _Self = TypeVar("_Self", bound="Object")
 
 
-class Object(_ObjectBase):
+class Object(backend.ObjectBase):
     """A reference-counted TVM FFI object. The wrapper owns exactly one reference.
 
     Equality and hashing are by identity of the underlying object (``same_as``); containers

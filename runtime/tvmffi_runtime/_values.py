@@ -1,5 +1,5 @@
-"""Plain values of the ABI: static type indices, ``DataType``, ``Device``, and strings/bytes/
-big integers read out of their native objects.
+"""Plain values of the ABI: static type indices, ``DataType``, ``Device``, ``UNCHANGED``, the
+callback modes, and strings/bytes/big integers read out of their native objects.
 
 Depends only on the ABI mirror and errors; no object registry (a string object comes back as a
 ``str``, never wrapped).
@@ -14,11 +14,49 @@ from . import _lib
 from ._errors import _check, _fetch_error
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["DataType", "Device", "TypeIndex", "_bytes_from_handle", "_bigint_from_handle"]
+__all__ = ["CallbackMode", "DataType", "Device", "TypeIndex", "UNCHANGED", "Unchanged", "_bytes_from_handle", "_bigint_from_handle"]
 
 _byref = ctypes.byref
 _string_at = ctypes.string_at
 _DecRef = _lib.ObjectDecRef
+
+
+class CallbackMode:
+    """How a native Function made from a Python callable calls it (the ``mode`` of
+    ``backend.function_create`` / ``callback_function``), as ``_accel.c`` numbers them
+    (tests/runtime/test_runtime_layers.py checks): plain ``f(*args)``, packed ``f(args)``, walk
+    (a non-None result written by the walk-result hook), the structural engines' raw modes
+    ``f(value, type_index, raw...)`` (plain and walk result), and a Visitor/Mutator hook
+    ``hook(value)`` with its context in a frame list. The last three are the compiled backend's.
+    """
+
+    PLAIN = 0
+    PACKED = 1
+    WALK = 2
+    RAW = 3
+    RAW_WALK = 4
+    HOOK = 5
+
+
+class Unchanged:
+    """Marker returned by structural mappers: the value was not changed (the Python value of
+    ``TypeIndex.UNCHANGED``)."""
+
+    _instance: Unchanged | None = None
+
+    def __new__(cls) -> Unchanged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+    def __reduce__(self) -> tuple[type[Unchanged], tuple[()]]:
+        return (Unchanged, ())
+
+
+UNCHANGED = Unchanged()
 
 
 class TypeIndex:

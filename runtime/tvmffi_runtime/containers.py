@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
 from ._object import _adopt
-from ._fastpath import accel as _accel
+from ._backend import backend
 from ._lib import OBJECT_HEADER_SIZE
 
 __all__ = ["Array", "List", "Map", "Dict", "Shape"]
@@ -51,15 +51,8 @@ def _seq_cell(handle: int) -> tuple[int, int]:
     return data, size
 
 
-def _py_view_items(data: int, n: int) -> list[Any]:
-    """The values of ``n`` borrowed Anys at ``data`` (copied first, then converted)."""
-    raw = _string_at(data, 16 * n)
-    conv = view_from_buffer
-    return [conv(raw, 16 * i) for i in range(n)]
-
-
-#: A sequence's items as values: converted in C on the compiled path.
-_view_items = _py_view_items if _accel is None else _accel.view_items
+#: A sequence's items as values (the backend's reader: converted in C on the compiled one).
+_view_items = backend.view_items
 
 
 def _norm_index(i: int, n: int, what: str) -> int:

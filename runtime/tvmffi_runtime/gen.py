@@ -14,10 +14,10 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from . import _core, _lib, _platform
-from ._core import Function, Object, ffi_call, type_key_to_index, type_method
-from ._fastpath import accel as _accel
-from ._errors import init_result_error, no_init_in_library_error, not_constructible_error
-from ._object import _adopt
+from ._call import _INITS, ffi_init
+from ._core import Object, type_key_to_index
+from ._backend import backend
+from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
     IN_PLACE_FIELD_KINDS,
     Field,
@@ -97,44 +97,20 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-#: type key -> (address of its __ffi_init__ Function, the name its argument errors give)
-_INITS: dict[str, tuple[int, str]] = {}
-_INIT_KEEP: list[Function] = []
-
-
 def _init_entry(type_key: str) -> tuple[int, str]:
-    entry = _INITS.get(type_key)
-    if entry is not None:
-        return entry
-    index = type_key_to_index(type_key)
-    # type_method finds an explicit refl::init method or the auto-init type attribute
-    f = None if index is None else type_method(index, "__ffi_init__")
-    if f is None:
+    """The constructor of ``type_key`` (after a miss in the cache, ``_call._INITS``)."""
+    entry = ffi_init(type_key)
+    if entry is None:
         raise no_init_in_library_error(type_key)
-    _INIT_KEEP.append(f)
-    entry = _INITS[type_key] = (f._h, f"{type_key}.__init__")
     return entry
 
 
-def _construct_py(self: Object, handle: int, args: tuple[object, ...], name: str, type_key: str) -> None:
-    """The pure-ctypes ``_accel.construct``: ``self`` owns what ``__ffi_init__`` returns."""
-    made = ffi_call(ctypes.c_void_p(handle), args, name)
-    if not isinstance(made, Object):
-        raise init_result_error(type_key, made)
-    old = getattr(self, "_h", 0)  # unset on a new pure-ctypes wrapper
-    _adopt(self, made)
-    if old:
-        _core._DecRef(old)
-
-
-_construct_into: Callable[[Object, int, tuple[object, ...], str, str], None] = (
-    _construct_py if _accel is None else _accel.construct
-)
+_construct_into = backend.construct
 
 
 def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
     """Initialise ``self`` with the type's ``__ffi_init__`` called on positional ``args``."""
-    handle, name = _init_entry(type_key)
+    handle, name = _INITS.get(type_key) or _init_entry(type_key)
     _construct_into(self, handle, args, name, type_key)
 
 
@@ -146,7 +122,7 @@ def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ..
         if value is not MISSING:
             args.append(key)
             args.append(value)
-    handle, name = _init_entry(type_key)
+    handle, name = _INITS.get(type_key) or _init_entry(type_key)
     try:
         _construct_into(self, handle, tuple(args), name, type_key)
     except (TypeError, ValueError) as exc:

@@ -18,7 +18,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "generated"))
 
-import tvmffi_testing.testing as T  # noqa: E402
+import tvmffi_testing.testing as T
 
 # Functions whose arguments need specific values (their declared types are too loose to guess).
 SPECIAL: dict[str, tuple[tuple[Any, ...], Any]] = {
@@ -128,7 +128,7 @@ def test_function_accepts_declared_types(name: str) -> None:
         if expected is not None:
             assert result == expected
     else:
-        params = [p for p in inspect.signature(fn).parameters.values()]
+        params = list(inspect.signature(fn).parameters.values())
         args = tuple(sample(hints[p.name]) for p in params)
         result = fn(*args)
     assert conforms(result, ret_type), f"{name} returned {result!r}, declared {ret_type!r}"

@@ -217,7 +217,7 @@ def test_wrong_programs_fail_with_expected_codes(big_pkg: Path, tmp_path: Path) 
     prog = tmp_path / "wrong.py"
     header = ["from bigpkg.big import ns0"]
     prog.write_text("\n".join(header + [s for s, _ in WRONG_STATEMENTS]) + "\n")
-    errors, report = run_mypy(big_pkg, extra_files=[prog])
+    _, report = run_mypy(big_pkg, extra_files=[prog])
     by_line: dict[int, list[str]] = {}
     for line in report.splitlines():
         m = re.match(r".*wrong\.py:(\d+): error: .*\[([a-z-]+)\]$", line)

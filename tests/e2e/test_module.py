@@ -265,7 +265,7 @@ def test_imports(add_one_lib: Path, testing_lib: Any) -> None:
     assert a.get_function("testing_dll_schema_id_int")(5) == 5
     assert a.function_metadata("testing_dll_schema_id_int") is not None
     assert a.function_metadata("testing_dll_schema_id_int", query_imports=False) is None
-    with pytest.raises(RuntimeError, match="[Cc]yclic"):
+    with pytest.raises(RuntimeError, match=r"[Cc]yclic"):
         b.import_module(a)
     with pytest.raises(TypeError):
         a.import_module("not a module")  # type: ignore[arg-type]
@@ -372,16 +372,10 @@ def test_example_passes_mypy_strict() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-            "--cache-dir", str(BUILD_DIR / "mypy_cache"),
-            str(EXAMPLE_DIR / "run.py"), str(EXAMPLE_DIR / "build.py"),
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
+    command = [
+        sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+        "--cache-dir", str(BUILD_DIR / "mypy_cache"),
+        str(EXAMPLE_DIR / "run.py"), str(EXAMPLE_DIR / "build.py"),
+    ]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

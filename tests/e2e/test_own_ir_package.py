@@ -41,7 +41,7 @@ def run(root: Path, code: str, pure: bool) -> str:
 
 def errors(root: Path, calls: list[str], pure: bool) -> list[str]:
     """``type: message`` of what each expression raises ("ok" if nothing)."""
-    code = "for src in %r:\n" % (calls,) + textwrap.indent(
+    code = f"for src in {calls!r}:\n" + textwrap.indent(
         textwrap.dedent(
             """\
             try:

@@ -94,7 +94,7 @@ def test_elf_through_the_common_entry_is_the_elf_reader_unchanged() -> None:
 def _retarget_trie_commands(data: bytearray) -> bytearray:
     """A copy of a thin 64-bit Mach-O whose export-trie load commands are renamed to an unknown
     command, so that the reader must fall back to the symbol table."""
-    ncmds, sizeofcmds = struct.unpack_from("<II", data, 16)
+    (ncmds,) = struct.unpack_from("<I", data, 16)
     off = 32
     for _ in range(ncmds):
         cmd, size = struct.unpack_from("<II", data, off)
@@ -229,7 +229,7 @@ def test_list_exports_of_a_bad_file_exits_2_naming_it(tmp_path: Path, content: b
     bad.write_bytes(content)
     assert main(["--list-exports", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"tvmffi-gen: error: {bad}: ") and "\n" == err[-1] and err.count("\n") == 1
+    assert err.startswith(f"tvmffi-gen: error: {bad}: ") and err[-1] == "\n" and err.count("\n") == 1
 
 
 # --- the real apache-tvm-ffi wheels of macOS and Windows ---------------------------------------

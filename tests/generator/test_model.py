@@ -198,7 +198,7 @@ def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
     assert "reportImportCycles=false" not in rules_off("tir/ext/__init__.py")
     assert "reportImportCycles=false" not in rules_off("__init__.py")
     assert rules_off("visitors.py") == []
-    for rel, text in files.items():  # pyright and Pylance report a rule they do not know as an error
+    for rel in files:  # pyright and Pylance report a rule they do not know as an error
         for rule in rules_off(rel):
             assert rule.split("=")[0] in PYRIGHT_OWN_RULES, (rel, rule)
     for rule in PYRIGHT_RULES_OFF:  # each directive follows the reason the file gives for it

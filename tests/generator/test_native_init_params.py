@@ -35,6 +35,18 @@ def lbpkg(late_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _run(lbpkg: Path, script: str, pure: bool, **env: str) -> list[str]:
+    """The lines ``script`` prints in a child with ``lbpkg`` importable, on the compiled or the
+    pure backend (``env``: more environment variables)."""
+    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(lbpkg), str(ROOT / "runtime")]), **env}
+    child_env.pop("TVMFFI_RUNTIME_PURE", None)
+    if pure:
+        child_env["TVMFFI_RUNTIME_PURE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=child_env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
 def test_snapshot_records_inherited_fields_the_auto_init_does_not_take(late_lib: Path) -> None:
     types = {t.type_key: t for t in take_snapshot(late_lib).types}
     assert types["latebase.Early"].init_excluded == ["span"]
@@ -56,14 +68,7 @@ def test_constructor_offers_only_what_the_native_init_takes(lbpkg: Path, pure: b
         print(repr(late.dtype), repr(late.span), repr(Late("int8").span), list(late.tags))
         """
     )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [
+    assert _run(lbpkg, script, pure) == [
         "(dtype: 'str') -> 'None'",
         "(dtype: 'str', span: 'str' = '', tags: '_abc.Sequence[str]' = ...) -> 'None'",
         "'int32' ''",
@@ -85,15 +90,7 @@ def test_omitted_arguments_take_the_native_default_of_the_loaded_library(lbpkg: 
         print(Late("int8").span, Base().span, Late("int8", "").span == "", Late("i", span="s").span)
         """
     )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
-    env["LBPKG_LIBRARY"] = str(moved)
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["span: 'str' = ''", "moved moved True s"]
+    assert _run(lbpkg, script, pure, LBPKG_LIBRARY=str(moved)) == ["span: 'str' = ''", "moved moved True s"]
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
@@ -112,14 +109,7 @@ def test_replace_refuses_to_drop_a_field_the_auto_init_does_not_take(lbpkg: Path
             print(exc)
         """
     )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(lbpkg), str(ROOT / "runtime")])
-    env.pop("TVMFFI_RUNTIME_PURE", None)
-    if pure:
-        env["TVMFFI_RUNTIME_PURE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [
+    assert _run(lbpkg, script, pure) == [
         "int16 here int8",
         "Early.replace(): field 'dtype' is read-only, and latebase.Early's auto-init does not take"
         " field 'span' (a rebuilt object would lose its value)",

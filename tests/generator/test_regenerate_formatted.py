@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_regenerate_user_code import build, edit_like_a_user, run_py
+from test_regenerate_user_code import add_to_class, build, edit_like_a_user, generate, run_py, snapshot_files
 from tvmffi_gen.cli import main
 
 #: Short enough that both formatters rewrap ``__all__ = ["Old", "Point", "origin"]`` and more.
@@ -31,18 +31,12 @@ def format_tree(formatter: str, root: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def snapshot_files(root: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
 @pytest.mark.parametrize("formatter", ["ruff", "black", "ruff-tabs"])
 def test_a_formatted_package_regenerates_keeping_the_users_code(
     formatter: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     canonical_all = '__all__ = ["Old", "Point", "origin"]\n'
     assert canonical_all in module.read_text()
     edit_like_a_user(module)
@@ -83,9 +77,7 @@ def test_names_the_user_added_to_all_survive_and_dropped_types_leave_it(
     # formatted, with the user's own function listed in __all__; the library then drops Old.
     # Under --keep-edits the user's (stale) list used to be kept: `import *` raised AttributeError.
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     edit_like_a_user(module)
     module.write_text(module.read_text().replace('__all__ = ["Old", "Point", "origin"]',
                                                  '__all__ = ["Old", "Point", "origin", "twice"]'))
@@ -100,14 +92,9 @@ def test_user_code_using_a_type_the_library_dropped_is_a_conflict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
-    text = module.read_text()
-    start = text.index("class Point(")
-    nxt = text.index("\n\n\n", start)
-    text = (text[:nxt] + "\n\n    def to_old(self) -> Old:\n        return Old()" + text[nxt:]
-            + "\n\nclass RichOld(Old):\n    def twice(self) -> int:\n        return 2 * self.v\n"
+    out, module = generate(v1, tmp_path)
+    text = add_to_class(module.read_text(), "Point", "\n\n    def to_old(self) -> Old:\n        return Old()")
+    text = (text + "\n\nclass RichOld(Old):\n    def twice(self) -> int:\n        return 2 * self.v\n"
             + "\n\ndef helper(Old: int) -> int:\n    return Old\n")  # a parameter named Old: not a use
     module.write_text(text)
     assert main([str(v1), "-o", str(out), "-q"]) == 0  # fine while the library has Old
@@ -146,9 +133,7 @@ def test_user_code_importing_a_dropped_type_from_another_module_is_a_conflict(
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs syntax libcst accepts and this Python does not")
 def test_user_code_this_python_cannot_parse_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v1 = build(1)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     module.write_text(module.read_text() + "\n\ntype PointList = list[Point]\n")  # Python 3.12 syntax
     before = snapshot_files(out)
     assert main([str(v1), "-o", str(out)]) == 2
@@ -157,7 +142,8 @@ def test_user_code_this_python_cannot_parse_is_reported(tmp_path: Path, capsys: 
 
 
 def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
-    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen = 'def f(a: int) -> list[int]:\n    """Doc."""\n    return [a, a]  # twice\n'
     keys = member_keys(gen)
@@ -175,7 +161,8 @@ def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
 
 
 def test_a_class_header_keeps_the_users_layout_while_its_code_is_the_same() -> None:
-    from tvmffi_gen.merge import member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import merge_source
 
     gen = '@reg("a.B")\nclass B(Base):\n    x: int = 1\n'
     keys = member_keys(gen)
@@ -187,10 +174,10 @@ def test_a_class_header_keeps_the_users_layout_while_its_code_is_the_same() -> N
 
 def test_a_manifest_with_text_fingerprints_still_finds_edits() -> None:
     # manifests written before fingerprints of code hold a hash of each member's text
-    from tvmffi_gen import merge
+    from tvmffi_gen import member_keys, merge
 
     gen = "def f() -> int:\n    return 1\n"
-    legacy = [f"def f @\t{merge._text_fingerprint(gen)}"]
+    legacy = [f"def f @\t{member_keys._text_fingerprint(gen)}"]
     assert merge.merge_source("x.py", gen + "\n\nX = 1\n", legacy, gen).kept == 1
     with pytest.raises(merge.MergeConflict, match="you edited the generated def 'f'"):
         merge.merge_source("x.py", gen.replace("1", "2"), legacy, gen)

@@ -90,14 +90,31 @@ def build(version: int) -> Path:
     return build_shared(f"regen_v{version}", SOURCE, extra=[f"-DVERSION={version}"])
 
 
+def generate(library: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The package generated from ``library`` into ``tmp_path``: its folder and its module."""
+    out = tmp_path / "regenpkg"
+    assert main([str(library), "-o", str(out), "-q"]) == 0
+    return out, out / "regen" / "__init__.py"
+
+
+def add_to_class(text: str, cls: str, code: str) -> str:
+    """``text`` with ``code`` (lines indented as a class body) at the end of class ``cls``:
+    before the next top-level statement after it."""
+    end = text.index("\n\n\n", text.index(f"class {cls}("))
+    return text[:end] + code + text[end:]
+
+
+def snapshot_files(root: Path) -> dict[Path, bytes]:
+    """Every file below ``root`` and its bytes (to show a refused run wrote nothing)."""
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
 def edit_like_a_user(module: Path) -> None:
     text = module.read_text()
     # an import after the generated ones
     text = text.replace("import tvmffi_runtime as _rt\n", "import tvmffi_runtime as _rt\nimport math\n", 1)
     # members at the end of class Point: insert before the next top-level statement after it
-    start = text.index("class Point(")
-    nxt = text.index("\n\n\n", start)
-    text = text[:nxt] + "\n" + USER_POINT_ADDITIONS.rstrip("\n") + text[nxt:]
+    text = add_to_class(text, "Point", "\n" + USER_POINT_ADDITIONS.rstrip("\n"))
     text = text.rstrip("\n") + "\n" + USER_MODULE_ADDITIONS
     module.write_text(text)
 
@@ -113,9 +130,7 @@ def run_py(root: Path, code: str, env_lib: Path) -> str:
 
 def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     assert "def manhattan(" in module.read_text() and "class Old(" in module.read_text()
     edit_like_a_user(module)
     errors, report = run_mypy(out)
@@ -145,17 +160,11 @@ def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.Captu
 
 def test_conflicting_user_member_is_reported_not_resolved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     text = module.read_text()
-    start = text.index("class Point(")
-    nxt = text.index("\n\n\n", start)
     # the user adds norm1 (which v2 generates) and puts code in class Old (which v2 removes)
-    text = text[:nxt] + "\n\n    def norm1(self) -> int:\n        return 0" + text[nxt:]
-    start = text.index("class Old(")
-    nxt = text.index("\n\n\n", start)
-    text = text[:nxt] + "\n\n    def helper(self) -> int:\n        return 1" + text[nxt:]
+    text = add_to_class(text, "Point", "\n\n    def norm1(self) -> int:\n        return 0")
+    text = add_to_class(text, "Old", "\n\n    def helper(self) -> int:\n        return 1")
     module.write_text(text)
     before = module.read_text()
     assert main([str(v2), "-o", str(out)]) == 2
@@ -167,9 +176,7 @@ def test_conflicting_user_member_is_reported_not_resolved(tmp_path: Path, capsys
 
 def test_unparseable_user_edit_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v1 = build(1)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     module.write_text(module.read_text() + "\ndef broken(:\n")
     assert main([str(v1), "-o", str(out)]) == 2
     assert "cannot parse your edited file" in capsys.readouterr().err
@@ -180,7 +187,8 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     # Only a class's first string is its docstring; a string after an attribute documents that
     # attribute, a string after a method is the user's note on it: both are kept on regeneration,
     # and a user attribute that now conflicts is reported once (not its docstring as well).
-    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen1 = 'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n    def f(self) -> int:\n        return 1\n'
     user = gen1.replace(
@@ -248,16 +256,15 @@ GEN2 = GEN1.replace("    @staticmethod\n    def make_label", "    width: int = 0
          "function-class", "unpacking", "import-in-if"],
 )
 def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
-    from tvmffi_gen.merge import MergeConflict, member_keys, merge_source
+    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.merge import MergeConflict, merge_source
 
     keys = member_keys(GEN1)
     if scope == "class":
         user = GEN1.replace("\n\ndef helper", "\n" + user_code + "\n\ndef helper")
     else:
         user = GEN1 + "\n\n" + user_code
-    result = merge_source("x.py", user, keys, GEN1)  # no conflict with the first version
-    merged, kept = result.text, result.kept
-    assert kept == 1
+    assert merge_source("x.py", user, keys, GEN1).kept == 1  # no conflict with the first version
     with pytest.raises(MergeConflict) as info:
         merge_source("x.py", user, keys, GEN2)
     assert len(info.value.problems) == 1 and expect in info.value.problems[0], info.value.problems
@@ -268,21 +275,17 @@ def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, e
 
 def test_kind_clash_stops_the_run_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     v1, v2 = build(1), build(2)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     text = module.read_text()
-    start = text.index("class Point(")
-    nxt = text.index("\n\n\n", start)
     # v2 adds the field z and the method norm1: the user wrote a method z and an attribute norm1
-    text = text[:nxt] + "\n\n    def z(self) -> int:\n        return 7\n\n    norm1 = 1" + text[nxt:]
+    text = add_to_class(text, "Point", "\n\n    def z(self) -> int:\n        return 7\n\n    norm1 = 1")
     module.write_text(text)
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    before = snapshot_files(out)
     assert main([str(v2), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "your def 'z' in class Point binds 'z' (assignment 'z')" in err, err
     assert "your assignment 'norm1' in class Point binds 'norm1' (def 'norm1')" in err, err
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert snapshot_files(out) == before
 
 
 def _edit_norm(module: Path) -> None:
@@ -299,9 +302,7 @@ def test_edits_to_generated_members_are_refused_kept_or_replaced_by_choice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     v1 = build(1)
-    out = tmp_path / "regenpkg"
-    assert main([str(v1), "-o", str(out), "-q"]) == 0
-    module = out / "regen" / "__init__.py"
+    out, module = generate(v1, tmp_path)
     _edit_norm(module)
     edited = module.read_text()
     # default: stop, name the member, write nothing (also with --check)

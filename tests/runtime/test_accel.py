@@ -7,6 +7,7 @@ it was built); ``test_runtime_suite_passes_on_pure_ctypes`` reruns the runtime t
 
 from __future__ import annotations
 
+import ast
 import gc
 import json
 import os
@@ -19,7 +20,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT
-from tvmffi_runtime import _core, _fastpath
+from tvmffi_runtime import _backend, _core, _pure
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:
@@ -44,29 +45,60 @@ def test_compiled_path_is_built_and_used() -> None:
     from tvmffi_runtime import gen
 
     assert type(gen.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
-    assert isinstance(rt.Array([1]), _fastpath.accel.ObjectBase)  # type: ignore[union-attr]
+    assert isinstance(rt.Array([1]), _backend.backend.ObjectBase)
+    assert not isinstance(rt.Array([1]), _pure.ObjectBase)
 
 
-def _stub_names() -> set[str]:
-    """The names ``_accel.pyi`` declares: the backend contract."""
-    import ast
+def _stub() -> dict[str, Any]:
+    """What ``_accel.pyi`` declares, the backend contract: name -> its ``ast`` node."""
     from pathlib import Path
 
-    stub = Path(_fastpath.__file__).with_name("_accel.pyi")
-    return {n.name for n in ast.parse(stub.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stub = Path(_backend.__file__).with_name("_accel.pyi")
+    return {n.name: n for n in ast.parse(stub.read_text()).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
 
 
-def test_backend_contract_is_the_stub() -> None:
-    """``_accel.pyi`` is the statement of the compiled backend: ``_fastpath.Backend`` (what the
-    runtime types its uses against) declares exactly its names, and the built module exports them."""
-    declared = set(_fastpath.Backend.__annotations__) | {
-        n for n in vars(_fastpath.Backend) if not n.startswith("_")
-    }
-    assert declared == _stub_names()
+def _stub_parameters(node: Any) -> list[tuple[str, bool]]:
+    """(name, has a default) of each parameter a stub function declares (``self`` left out)."""
+    args = node.args
+    params = [*args.posonlyargs, *args.args]
+    defaults = [False] * (len(params) - len(args.defaults)) + [True] * len(args.defaults)
+    return [(a.arg, d) for a, d in zip(params, defaults) if a.arg != "self"]
+
+
+def _parameters(fn: Any) -> list[tuple[str, bool]]:
+    import inspect
+
+    return [(p.name, p.default is not p.empty) for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+
+
+def test_both_backends_export_exactly_the_stub() -> None:
+    """``_accel.pyi`` is the one statement of the backend contract: the pure backend exports
+    exactly its names, with its parameters (names, and which have defaults) and its classes'
+    attributes; the compiled module exports exactly its names too (its C functions' signatures
+    are not inspectable)."""
+    stub = _stub()
+    assert set(_pure.__all__) == set(stub)
+    for name, node in stub.items():
+        ours = getattr(_pure, name)
+        if isinstance(node, ast.FunctionDef):
+            assert _parameters(ours) == _stub_parameters(node), name
+            continue
+        assert isinstance(ours, type), name
+        for member in node.body:
+            if isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+                attr = member.target.id
+                assert attr in dir(ours) or attr in getattr(ours, "__slots__", ()), f"{name}.{attr}"
+            elif isinstance(member, ast.FunctionDef):
+                assert callable(getattr(ours, member.name)), f"{name}.{member.name}"
+                if member.name == "__init__":
+                    assert _parameters(vars(ours)["__init__"]) == _stub_parameters(member), f"{name}.__init__"
     if not PURE:
         from tvmffi_runtime import _accel
 
-        assert _stub_names() <= set(dir(_accel))
+        assert {n for n in dir(_accel) if not n.startswith("_")} == set(stub)
+        assert _backend.backend is _accel
+    else:
+        assert _backend.backend is _pure
 
 
 def test_pure_switch_turns_the_compiled_path_off() -> None:

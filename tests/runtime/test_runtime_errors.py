@@ -21,7 +21,8 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT, TESTING_LIB, accel_source
-from tvmffi_runtime import _callback, _core, _errors, _fields
+from tvmffi_runtime import _call, _callback, _core, _errors, _fields
+from tvmffi_runtime._values import CallbackMode
 from tvmffi_runtime.structural import move, structural_mutate, structural_walk
 
 if str(ROOT / "generated") not in sys.path:
@@ -415,7 +416,7 @@ CASES: dict[str, tuple[Callable[[], Any], BaseException]] = {
         _errors.field_in_place_error("a.B.c", "object"),
     ),
     "not_callable": (
-        lambda: _callback._callback_function(BAD, _callback._MODE_PLAIN),
+        lambda: _call._callback_function(BAD, CallbackMode.PLAIN),
         _errors.not_callable_error(BAD),
     ),
 }
@@ -443,10 +444,10 @@ def test_bool_and_int_are_what_a_bool_field_takes() -> None:
         assert obj.v_bool is stored
 
 
-@pytest.mark.skipif(not _core.accelerated(), reason="the compiled path's own check")
-def test_compiled_callback_maker_refuses_a_non_callable_with_the_same_message() -> None:
+def test_function_create_refuses_a_non_callable_with_the_same_message() -> None:
+    """Both backends' ``function_create`` (here under ``function_in_mode``) word it as one."""
     with pytest.raises(TypeError) as info:
-        _callback.compiled_function(_callback._MODE_PLAIN, BAD)
+        _callback.function_in_mode(CallbackMode.PLAIN, BAD)
     assert str(info.value) == str(_errors.not_callable_error(BAD))
 
 

@@ -1,7 +1,8 @@
 """The runtime's modules depend one way only: no import cycle, counting imports inside functions.
 
 A lower layer that needs a higher one gets a hook the higher one installs at import
-(``register_packer``, ``set_class_loader``, ``set_object_service``, ...), never an import.
+(``register_packer``, ``set_class_loader``, ``set_object_service``, ...), never an import; the
+two backends (``_accel`` and ``_pure``) read theirs by name from ``_backend_hooks`` at init.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ def test_no_import_cycle() -> None:
 
 
 def test_core_layers_import_only_lower_layers() -> None:
-    order = ["_platform", "_lib", "_fastpath", "_errors", "_values", "_object", "_convert", "_call", "_callback",
-             "_backend_hooks", "_env", "_core"]  # fmt: skip
+    # the pure backend sits as low as the compiled one: it takes what it needs from the layers
+    # above by name from _backend_hooks at init, as _accel.c does
+    order = ["_platform", "_lib", "_errors", "_values", "_pure.objects", "_pure.calls", "_pure.lazy_function",
+             "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object", "_convert", "_call",
+             "_callback", "_backend_hooks", "_env", "_core"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
@@ -76,21 +80,35 @@ def test_core_layers_import_only_lower_layers() -> None:
         assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
 
 
+def test_the_backend_is_chosen_in_one_place() -> None:
+    """Only ``_backend`` imports a backend as a whole (``_accel``, or the ``_pure`` package);
+    every other layer calls ``_backend.backend``. (Higher layers may read the pure backend's
+    shared tables from its parts: the field kinds, the graph layouts, its callback table.)"""
+    graph = _graph()
+    source = {p: p.read_text() for p in PACKAGE.rglob("*.py")}
+    compiled = re.compile(r"from \.+ import _accel\b|from \.+_accel import|tvmffi_runtime\._accel\b")
+    assert {_module_name(p) for p, text in source.items() if compiled.search(text)} == {"_backend"}
+    assert {m for m, deps in graph.items() if "_pure" in deps} == {"_backend"}
+    asking = sorted(_module_name(p) for p, text in source.items() if "accelerated()" in text)
+    # the structural engines' raw and hook callback modes are the compiled backend's own
+    assert asking == ["_backend", "structural._native"]
+
+
 def test_callback_modes_match_the_compiled_backend() -> None:
-    """The callback modes are defined once in Python (``_callback``) and once in ``_accel.c``;
-    this keeps the two numbering the same."""
-    from tvmffi_runtime import _callback
+    """The callback modes are defined once in Python (``_values.CallbackMode``, which the pure
+    backend runs by) and once in ``_accel.c``; this keeps the two numbering the same."""
+    from tvmffi_runtime._values import CallbackMode
 
     enum = re.search(r"enum \{ (CB_PLAIN[^}]*)\}", accel_source())
     assert enum is not None
     c_modes = {name.strip(): int(value) for name, value in (m.split("=") for m in enum.group(1).split(","))}
     py_modes = {
-        "CB_PLAIN": _callback._MODE_PLAIN,
-        "CB_PACKED": _callback._MODE_PACKED,
-        "CB_WALK": _callback._MODE_WALK,
-        "CB_RAW": _callback._MODE_RAW,
-        "CB_RAW_WALK": _callback._MODE_RAW_WALK,
-        "CB_HOOK": _callback._MODE_HOOK,
+        "CB_PLAIN": CallbackMode.PLAIN,
+        "CB_PACKED": CallbackMode.PACKED,
+        "CB_WALK": CallbackMode.WALK,
+        "CB_RAW": CallbackMode.RAW,
+        "CB_RAW_WALK": CallbackMode.RAW_WALK,
+        "CB_HOOK": CallbackMode.HOOK,
     }
     assert c_modes == py_modes
 
@@ -114,3 +132,14 @@ def test_one_table_of_field_kinds() -> None:
     assert c_in_place == gen.IN_PLACE_FIELD_KINDS
     assert members.IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
     assert set(members.POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)
+
+
+def test_every_subpackage_is_in_the_distribution() -> None:
+    """``runtime/pyproject.toml`` names the packages a wheel carries: each folder of the runtime
+    with an ``__init__.py`` (``_pure``, ``structural``) must be listed, or an installed runtime
+    fails at import."""
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(("tvmffi_runtime", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
+    assert set(listed) == found

@@ -9,10 +9,7 @@
 (c) Random nested Python values round-trip unchanged through ``testing.echo`` (and through a
     Python callback called from native code).
 
-Generator bugs found while writing these tests are pinned by small tests at the end of the file
-(strict xfail while open; plain regression tests once fixed). Inputs that hit a still-open bug are
-kept out of the random strategies (comments marked ``OPEN BUG``), so each open bug fails in
-exactly one place.
+Generator bugs these properties found are pinned by small tests in ``test_hostile_registries.py``.
 """
 
 from __future__ import annotations
@@ -20,11 +17,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-import subprocess
-import sys
-import tempfile
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,11 +29,10 @@ from tvmffi_gen.build import build_model
 from tvmffi_gen.model import GenerationError
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
-from tvmffi_gen.typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
-from tvmffi_gen.verify import run_mypy
-from tvmffi_gen.writer import apply_plan, plan_output
+from tvmffi_gen.typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
 
-from conftest import BUILD_DIR, ROOT
+from conftest import BUILD_DIR
+from registry_checks import declared_fields, import_problems, mypy_errors
 
 # Keep hypothesis' caches out of the repository root (tests/_build is the ignored build cache).
 set_hypothesis_home_dir(BUILD_DIR / "hypothesis")
@@ -141,10 +132,11 @@ def test_schema_parse_and_annotate_never_crash(schema: Any) -> None:
         assert sig is None  # a function schema must be a function
     if ref is None:
         return
-    for pos in ("param", "return"):
+    positions: tuple[Position, ...] = ("param", "return")
+    for pos in positions:
         warnings: list[str] = []
         ann = Annotator(resolve_object=_resolve, warn=warnings.append, context="ctx")
-        text = ann.annotate(ref, pos)  # type: ignore[arg-type]
+        text = ann.annotate(ref, pos)
         ast.parse(text, mode="eval")  # a valid Python expression
         assert all(w.startswith("ctx: unknown type") for w in warnings), warnings
         if ref.key in ("int", "float", "bool", "ffi.String", "ffi.Bytes"):
@@ -366,27 +358,6 @@ def _build_and_render(snap: Snapshot) -> tuple[Any, dict[str, str]] | None:
     return model, render_package(model)
 
 
-def _declared_fields(node: ast.ClassDef) -> dict[str, str]:
-    """Registry name -> how it is given ("attribute" or "name=") of the class's field declarations
-    (``x: ... = _gen.field(...)`` / ``_gen.registry_field(...)``)."""
-    out: dict[str, str] = {}
-    for stmt in node.body:
-        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
-            continue
-        call = stmt.value
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-            continue
-        if call.func.attr not in ("field", "registry_field"):
-            continue
-        named = [k.value for k in call.keywords if k.arg == "name"]
-        if named:
-            assert isinstance(named[0], ast.Constant) and isinstance(named[0].value, str)
-            out[named[0].value] = "name="
-        else:
-            out[stmt.target.id] = "attribute"
-    return out
-
-
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(any_registry)
 def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
@@ -396,6 +367,9 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
     model, files = built
     trees = {rel: ast.parse(text, rel) for rel, text in files.items() if rel.endswith(".py")}
     assert "__init__.py" in trees and "_lib.py" in trees
+    # imports follow from the model: each module imports what it uses and uses what it imports
+    for rel, tree in trees.items():
+        assert not import_problems(tree), (rel, import_problems(tree))
     literals = {
         node.value for tree in trees.values() for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
@@ -415,7 +389,7 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
         # a field's registry name is its attribute's name (the descriptor learns it through
         # __set_name__) or, where the Python name differs, the literal name= passed
         class_node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.name)
-        declared = _declared_fields(class_node)
+        declared = declared_fields(class_node)
         for f in t.fields:
             assert declared.get(f.name) == "attribute" or f.name in literals, f.name
             assert f.name in declared, (f.name, declared)
@@ -423,8 +397,8 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
             assert m.name in literals, m.name
         for e in t.enum_entries or []:
             assert e in literals, e
-    for f in snap.functions:
-        assert f.name in literals and in_docs(f.name), f.name
+    for fn in snap.functions:
+        assert fn.name in literals and in_docs(fn.name), fn.name
     # Names are identifiers, not keywords, and unique in their module.
     for mod in model.modules.values():
         names = [c.name for c in mod.classes] + [f.name for f in mod.functions] + [s for s, _ in mod.subpackages]
@@ -448,184 +422,94 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
 @given(safe_registry)
 @example(
     snap=Snapshot(
-        library="libx.so",
+        "libx.so",
         library_path="/nonexistent/libx.so",
         tvm_ffi_version=[0, 1, 16],
         types=[
             TypeSnap(
-                type_key=".b.x-y.\\-\\ ",
+                ".b.x-y.\\-\\ ",
                 ancestors=["ffi.Object"],
                 doc="Doc.",
                 fields=[
                     FieldSnap(
-                        name="\\.  ",
-                        doc="",
+                        "\\.  ",
                         schema={"type": "ffi.Bytes"},
                         writable=True,
                         has_default=True,
-                        default=None,
-                        default_repr=None,
-                        default_is_factory=False,
                         init=False,
-                        kw_only=False,
                         offset=32,
-                        size=0,
                         static_type_index=1,
-                        flags=0,
                     ),
                     FieldSnap(
-                        name="_",
-                        doc="",
-                        schema=None,
-                        writable=False,
+                        "_",
                         has_default=True,
-                        default=None,
                         default_repr="<factory>",
-                        default_is_factory=False,
-                        init=True,
-                        kw_only=False,
                         offset=24,
                         size=4,
                         static_type_index=1,
-                        flags=0,
                     ),
                 ],
-                methods=[],
                 init="auto",
                 init_schema={
                     "type": "ffi.Function",
-                    "args": [
-                        {
-                            "type": "ffi.Map",
-                            "args": [{"type": "Optional"}, {"type": "const char*"}],
-                        }
-                    ],
+                    "args": [{"type": "ffi.Map", "args": [{"type": "Optional"}, {"type": "const char*"}]}],
                 },
-                init_doc="",
-                init_excluded=[],
-                enum_entries=None,
-                final=False,
             ),
             TypeSnap(
-                type_key=".b.x-y.__",
+                ".b.x-y.__",
                 ancestors=["ffi.Object", "ext.Base"],
                 doc="back\\slash",
-                fields=[],
                 methods=[
                     MethodSnap(
-                        name="é",
-                        doc="",
+                        "é",
                         schema={
                             "type": "ffi.Function",
-                            "args": [
-                                {
-                                    "type": "ffi.Map",
-                                    "args": [{"type": ""}, {"type": "weird key"}],
-                                }
-                            ],
+                            "args": [{"type": "ffi.Map", "args": [{"type": ""}, {"type": "weird key"}]}],
                         },
-                        is_static=False,
                     ),
-                    MethodSnap(
-                        name="\n.b_", doc="", schema={"type": "int"}, is_static=False
-                    ),
-                    MethodSnap(
-                        name='a"ba', doc="", schema={"type": "int"}, is_static=False
-                    ),
+                    MethodSnap("\n.b_", schema={"type": "int"}),
+                    MethodSnap('a"ba', schema={"type": "int"}),
                 ],
                 init="auto",
-                init_schema=None,
-                init_doc="",
-                init_excluded=[],
-                enum_entries=None,
-                final=False,
             ),
             TypeSnap(
-                type_key='int.class.x-y. "',
+                'int.class.x-y. "',
                 ancestors=["ffi.Object", ".b.x-y.\\-\\ "],
                 doc='ends with "quote"',
                 fields=[
+                    FieldSnap("", schema={"type": "Any"}, writable=True, size=8, static_type_index=64),
                     FieldSnap(
-                        name="",
-                        doc="",
-                        schema={"type": "Any"},
-                        writable=True,
-                        has_default=False,
-                        default=None,
-                        default_repr=None,
-                        default_is_factory=False,
-                        init=True,
-                        kw_only=False,
-                        offset=0,
-                        size=8,
-                        static_type_index=64,
-                        flags=0,
-                    ),
-                    FieldSnap(
-                        name='"X1-',
-                        doc="",
+                        '"X1-',
                         schema={"type": "ffi.Array", "args": [{"type": "ffi.Tensor"}]},
                         writable=True,
-                        has_default=False,
-                        default=None,
-                        default_repr=None,
-                        default_is_factory=False,
-                        init=True,
                         kw_only=True,
                         offset=24,
                         size=16,
                         static_type_index=2,
-                        flags=0,
                     ),
                     FieldSnap(
-                        name='"',
-                        doc="",
-                        schema={
-                            "type": "ffi.Map",
-                            "args": [{"type": "ffi.SmallStr"}, {"type": "Any"}],
-                        },
-                        writable=False,
+                        '"',
+                        schema={"type": "ffi.Map", "args": [{"type": "ffi.SmallStr"}, {"type": "Any"}]},
                         has_default=True,
-                        default=None,
                         default_repr="<factory>",
-                        default_is_factory=False,
-                        init=True,
-                        kw_only=False,
                         offset=24,
                         size=4,
                         static_type_index=2,
-                        flags=0,
                     ),
                 ],
                 methods=[
-                    MethodSnap(
-                        name='\n".', doc="", schema={"type": "int"}, is_static=False
-                    ),
-                    MethodSnap(
-                        name="b-\n1", doc="", schema={"type": "int"}, is_static=True
-                    ),
+                    MethodSnap('\n".', schema={"type": "int"}),
+                    MethodSnap("b-\n1", schema={"type": "int"}, is_static=True),
                 ],
                 init="method",
                 init_schema={"type": "int"},
-                init_doc="",
-                init_excluded=[],
-                enum_entries=None,
-                final=False,
             ),
         ],
         functions=[
-            FunctionSnap(name=".b.x-y.__", doc="", schema="{bad", exported=True),
-            FunctionSnap(
-                name='int.class.x-y.a"\\', doc="", schema="{bad", exported=True
-            ),
+            FunctionSnap(".b.x-y.__", schema="{bad", exported=True),
+            FunctionSnap('int.class.x-y.a"\\', schema="{bad", exported=True),
         ],
-        external_types={
-            "ffi.Object": [],
-            "ext.Base": ["ffi.Object"],
-            "ffi.Enum": ["ffi.Object"],
-        },
-        external_fields={},
-        format=1,
+        external_types={"ffi.Object": [], "ext.Base": ["ffi.Object"], "ffi.Enum": ["ffi.Object"]},
     )
 ).via("discovered failure")
 def test_random_registries_pass_mypy_strict(snap: Snapshot) -> None:
@@ -633,10 +517,7 @@ def test_random_registries_pass_mypy_strict(snap: Snapshot) -> None:
     assume(built is not None)
     assert built is not None
     _, files = built
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "pkg"
-        apply_plan(plan_output(root, files, "test"))
-        errors, report = run_mypy(root)
+    errors, report = mypy_errors(files)
     assert errors == 0, report
 
 
@@ -713,250 +594,3 @@ def test_values_round_trip_through_echo(echo_fns: tuple[rt.Function, rt.Function
     again = apply(identity, value)
     assert same_value(value, again), (value, again)
     assert same_value(value, echo(got))
-
-
-# =============================================================================================
-# Pinned cases: generator bugs found by the properties above (strict xfail: they pass once
-# fixed), and regression pins for bugs fixed meanwhile
-# =============================================================================================
-def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
-    return Snapshot("libx.so", "/nonexistent/libx.so", [0, 1, 16], types, functions, {"ffi.Object": [], "ffi.Enum": ["ffi.Object"]})
-
-
-INT = {"type": "int"}
-ARR_INT = {"type": "ffi.Array", "args": [INT]}
-
-
-def _mypy_errors(files: dict[str, str]) -> tuple[int, str]:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "pkg"
-        apply_plan(plan_output(root, files, "test"))
-        return run_mypy(root)
-
-
-def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
-    # Regression pin for the naming rule: registry names equal to the module's import aliases
-    # (_gen, _rt, _t, _abc) must be renamed, or the module rebinds the alias and fails at import.
-    functions = [FunctionSnap("a._gen", schema={"type": "ffi.Function", "args": [INT, INT]}), FunctionSnap("a.f", schema=None)]
-    types = [TypeSnap("a._rt", ["ffi.Object"])]
-    files = render_package(build_model(_snap(types, functions), "pkg"))
-    namespace: dict[str, Any] = {"__name__": "pkg.a"}
-    code = files["a/__init__.py"].replace("@_gen.register(", "@_gen_register_stub(")  # type a._rt is not loaded
-    namespace["_gen_register_stub"] = lambda *a, **k: (lambda cls: cls)
-    exec(compile(code, "pkg/a/__init__.py", "exec"), namespace)  # noqa: S102
-    assert callable(namespace["f"])
-    assert namespace["_gen"] is __import__("tvmffi_runtime.gen").gen
-    assert namespace["_rt"] is rt
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_parameters_named_like_generated_import_aliases_pass_mypy() -> None:
-    named = {
-        "type": "ffi.Function",
-        "named_args": {"return": [ARR_INT], "params": [{"type": "ffi.Array", "args": [INT], "name": "_rt"}, {**INT, "name": "_t"}]},
-    }
-    types = [TypeSnap("a.K", ["ffi.Object"], init="auto", fields=[FieldSnap("_gen", schema=INT), FieldSnap("_abc", schema=ARR_INT)])]
-    files = render_package(build_model(_snap(types, [FunctionSnap("a.f", schema=named)]), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_members_named_like_inherited_enum_entries_pass_mypy() -> None:
-    # Regression pin: an ancestor's enum entries are taken names in a derived class's scope.
-    types = [
-        TypeSnap("a.Kind", ["ffi.Object", "ffi.Enum"], enum_entries=["value", "other"]),
-        TypeSnap(
-            "a.Sub",
-            ["ffi.Object", "ffi.Enum", "a.Kind"],
-            fields=[FieldSnap("value", schema=INT)],
-            methods=[MethodSnap("other", schema={"type": "ffi.Function", "args": [INT, {"type": "a.Sub"}]})],
-        ),
-    ]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_compatible_overrides_pass_mypy() -> None:
-    # Regression pin: only overrides mypy rejects get `# type: ignore[...]` (on the line mypy
-    # reports), so --strict's unused-ignore check passes for compatible ones.
-    p_ref, c_ref, obj = {"type": "a.P"}, {"type": "a.C"}, {"type": "ffi.Object"}
-
-    def fn(ret: Any, *params: Any) -> Any:
-        return {"type": "ffi.Function", "args": [ret, *params]}
-
-    parent = TypeSnap(
-        "a.P",
-        ["ffi.Object"],
-        fields=[
-            FieldSnap("ro_to_rw", schema=INT),  # read-only -> writable, same type
-            FieldSnap("any_to_int", schema=None),  # Any -> int
-            FieldSnap("obj_to_sub", schema=obj),  # Object -> a subclass
-            FieldSnap("rw_to_ro", schema=INT, writable=True),  # a real error, but on another line
-        ],
-        methods=[
-            MethodSnap("covariant", schema=fn(obj, p_ref)),  # returns Object -> returns C
-            MethodSnap("wider", schema=fn(INT, p_ref, INT)),  # takes int -> takes Any
-        ],
-    )
-    child = TypeSnap(
-        "a.C",
-        ["ffi.Object", "a.P"],
-        fields=[
-            FieldSnap("ro_to_rw", schema=INT, writable=True),
-            FieldSnap("any_to_int", schema=INT),
-            FieldSnap("obj_to_sub", schema=c_ref),
-            FieldSnap("rw_to_ro", schema=INT),
-        ],
-        methods=[MethodSnap("covariant", schema=fn(c_ref, c_ref)), MethodSnap("wider", schema=fn(INT, c_ref, {"type": "Any"}))],
-    )
-    files = render_package(build_model(_snap([parent, child], []), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy() -> None:
-    # Regression pin: the `# type: ignore[override]` must sit where mypy reports the override
-    # (the `@property` line when the field has a setter).
-    types = [
-        TypeSnap("a.P", ["ffi.Object"], fields=[FieldSnap("x", schema={"type": "ffi.Map", "args": [{"type": "ffi.String"}, INT]})]),
-        TypeSnap("a.C", ["ffi.Object", "a.P"], fields=[FieldSnap("x", schema=ARR_INT, writable=True)]),
-    ]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
-    # Regression pin: 'my-f' and 'my_f' under an inherited 'my_f' used to share one Python name
-    # and one module-level accessor, so 'my-f' silently read 'my_f'.
-    p_ref, c_ref = {"type": "a.P"}, {"type": "a.C"}
-
-    def method(self_ref: Any) -> Any:
-        return {"type": "ffi.Function", "args": [INT, self_ref]}
-
-    types = [
-        TypeSnap("a.P", ["ffi.Object"], fields=[FieldSnap("my_f", schema=INT)], methods=[MethodSnap("my_m", schema=method(p_ref))]),
-        TypeSnap(
-            "a.C",
-            ["ffi.Object", "a.P"],
-            fields=[FieldSnap("my-f", schema=INT), FieldSnap("my_f", schema=INT)],
-            methods=[MethodSnap("my-m", schema=method(c_ref)), MethodSnap("my_m", schema=method(c_ref))],
-        ),
-    ]
-    model = build_model(_snap(types, []), "pkg")
-    child = model.classes["a.C"]
-    names = [f.name for f in child.fields] + [m.name for m in child.methods]
-    assert len(set(names)) == len(names), names
-    accessors = [f.accessor for f in child.fields]
-    assert len(set(accessors)) == len(accessors), accessors
-    # and the rendered module binds each registry name to its own accessor
-    tree = ast.parse(render_package(model)["a/__init__.py"])
-    bound = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
-    bound += [node.target.id for node in tree.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
-    assert len(bound) == len(set(bound)), sorted(bound)
-    # each field of C is declared once, under its own registry name
-    class_c = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == child.name)
-    assert set(_declared_fields(class_c)) == {"my-f", "my_f"}
-    # and each method is its own def, decorated with its own registry name (``replace``, the
-    # generated one, has a decorator that names none)
-    methods = {
-        node.name: [ast.literal_eval(a) for d in node.decorator_list if isinstance(d, ast.Call) for a in d.args]
-        for node in class_c.body
-        if isinstance(node, ast.FunctionDef) and any(isinstance(d, ast.Call) for d in node.decorator_list)
-    }
-    assert sorted(methods.values()) == [["a.C", "my-m"], ["a.C", "my_m"]], methods
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_enum_entry_named_like_its_class_passes_mypy() -> None:
-    # Regression pin: `Mode: _t.ClassVar[Mode]` inside class Mode made `Mode` name the entry.
-    types = [TypeSnap("a.Mode", ["ffi.Object", "ffi.Enum"], enum_entries=["Mode", "Other"])]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_none_default_on_non_optional_field_passes_mypy() -> None:
-    # Regression pin: a None default on a non-Optional field (a nullable ObjectRef defaulting to
-    # null) used to render `span: Span = None`, which mypy --strict rejects.
-    fields = [
-        FieldSnap("span", schema={"type": "a.Span"}, has_default=True, default=None),
-        FieldSnap("n", schema=INT, has_default=True, default=None),
-    ]
-    types = [TypeSnap("a.Span", ["ffi.Object"]), TypeSnap("a.K", ["ffi.Object"], init="auto", fields=fields)]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_void_pointer_schema_passes_mypy() -> None:
-    # Regression pin: 'void*' (TVM FFI's opaque pointer) is annotated with _ctypes.c_void_p, which
-    # the module must import.
-    void_p = {"type": "void*"}
-    fn = FunctionSnap("a.f", schema={"type": "ffi.Function", "args": [void_p, void_p]})
-    files = render_package(build_model(_snap([], [fn]), "pkg"))
-    errors, report = _mypy_errors(files)
-    assert errors == 0, report
-
-
-@pytest.mark.parametrize("bad", ['quo"te', "new\nline", "back\\nslash"], ids=["quote", "newline", "backslash"])
-def test_registry_names_with_quotes_backslashes_newlines_are_kept_exactly(bad: str) -> None:
-    # Regression pin: registry names go into string literals escaped, so the output parses and
-    # every runtime lookup (FieldAccess, TypeMethod, enum_entry, register, GlobalFunction) gets
-    # the exact name.
-    types = [
-        TypeSnap("a.X", ["ffi.Object"], fields=[FieldSnap(bad, schema=INT)], methods=[MethodSnap(bad)]),
-        TypeSnap("a.E", ["ffi.Object", "ffi.Enum"], enum_entries=[bad]),
-        TypeSnap(f"a.{bad}T", ["ffi.Object"]),
-    ]
-    files = render_package(build_model(_snap(types, [FunctionSnap(f"a.{bad}")]), "pkg"))
-    tree = ast.parse(files["a/__init__.py"])
-    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    # FieldAccess, TypeMethod, enum_entry, register and GlobalFunction each get the exact name
-    assert {bad, f"a.{bad}T", f"a.{bad}"} <= literals, sorted(x for x in literals if "\n" not in x)[:20]
-    ast.parse(files["_lib.py"])
-
-
-CYCLE_SCRIPT = """
-import sys
-sys.path[:0] = [{root!r}, {runtime!r}]
-from tvmffi_gen.build import build_model
-from tvmffi_gen.model import GenerationError
-from tvmffi_gen.snapshot import Snapshot, TypeSnap
-cases = {{
-    "two-cycle": [TypeSnap("a.X", ["ffi.Object", "a.Y"]), TypeSnap("a.Y", ["ffi.Object", "a.X"])],
-    "self": [TypeSnap("a.X", ["ffi.Object", "a.X"])],
-    "duplicate-key": [TypeSnap("a.X", ["ffi.Object"]), TypeSnap("a.X", ["ffi.Object", "a.X"])],
-}}
-for name, types in cases.items():
-    try:
-        build_model(Snapshot("libx.so", "/x/libx.so", [0, 1, 16], types, [], {{"ffi.Object": []}}), "pkg")
-    except GenerationError as exc:
-        print(name, "REFUSED", exc)
-    else:
-        print(name, "BUILT")
-"""
-
-
-def test_cyclic_ancestry_in_a_snapshot_is_refused_not_hung() -> None:
-    # Regression pin: ancestor lists that form a cycle (only a hand-made or corrupted
-    # --from-snapshot file can have them) used to make build_model loop forever while memory
-    # grew; now they are refused. Run in a child with a time and memory limit in case of relapse.
-    code = CYCLE_SCRIPT.format(root=str(ROOT), runtime=str(ROOT / "runtime"))
-    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-    try:
-        proc = subprocess.run([sys.executable, "-c", limit + textwrap.dedent(code)], capture_output=True, text=True, timeout=5)
-    except subprocess.TimeoutExpired:
-        pytest.fail("build_model did not return within 5 s on a snapshot with cyclic ancestry")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    assert lines["two-cycle"].startswith("REFUSED") and "cycle" in lines["two-cycle"], lines
-    assert lines["self"].startswith("REFUSED"), lines
-    # two entries for one type key: refused, or built with one class, but never a hang
-    assert lines["duplicate-key"].startswith(("REFUSED", "BUILT")), lines

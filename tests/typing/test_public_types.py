@@ -97,7 +97,7 @@ def _hints(fn: object) -> dict[str, object]:
     raw: dict[str, object] = dict(getattr(fn, "__annotations__", None) or {})
     try:
         resolved = typing.get_type_hints(fn)
-    except Exception:  # a name only imported for type checking: read the annotation text
+    except Exception:  # noqa: BLE001 - a name only imported for type checking: read the annotation text
         return raw
     return {k: resolved.get(k, v) for k, v in raw.items()}
 

@@ -32,7 +32,7 @@ def _check(tmp_path: Path, source: str) -> dict[str, str]:
 
 
 def _errors_on(report: str, line: int) -> list[str]:
-    return [l for l in report.splitlines() if f"prog.py:{line}:" in l and "error" in l]
+    return [entry for entry in report.splitlines() if f"prog.py:{line}:" in entry and "error" in entry]
 
 
 CLEAN = """\
@@ -96,8 +96,8 @@ def test_assigning_a_read_only_field_reads_as_read_only(tmp_path: Path) -> None:
         def f(x: TestCompare) -> None:
             x.key = 3
         """)
-    assert any("Cannot assign to final attribute \"key\"" in l for l in _errors_on(reports["mypy"], 4)), reports
-    assert any("declared as Final" in l or "Final" in l for l in _errors_on(reports["pyright"], 4)), reports
+    assert any("Cannot assign to final attribute \"key\"" in entry for entry in _errors_on(reports["mypy"], 4)), reports
+    assert any("declared as Final" in entry or "Final" in entry for entry in _errors_on(reports["pyright"], 4)), reports
 
 
 def test_get_global_without_allow_missing_is_not_optional(tmp_path: Path) -> None:
@@ -141,8 +141,8 @@ def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(tmp_path: Path)
         """)
     _, reports["pyright default"] = run_pyright(PKG, [tmp_path / "prog.py"], mode="default")
     for name, report in reports.items():
-        assert [l for l in report.splitlines() if "error" in l and "prog.py:8:" not in l] == [], (name, report)
+        assert [entry for entry in report.splitlines() if "error" in entry and "prog.py:8:" not in entry] == [], (name, report)
         assert _errors_on(report, 8), (name, report)
     # in basedpyright's default mode the package itself reports nothing (the program may: it
     # drops call results)
-    assert [l for l in reports["pyright default"].splitlines() if "prog.py" not in l] == []
+    assert [entry for entry in reports["pyright default"].splitlines() if "prog.py" not in entry] == []

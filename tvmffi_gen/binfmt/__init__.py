@@ -86,7 +86,7 @@ def read_exports(path: str) -> Exports:
             has_doc=DOC_PREFIX + sym[len(EXPORT_PREFIX):] in present,
         )
         for sym in symbols
-        if len(sym) > len(EXPORT_PREFIX) and not sym[len(EXPORT_PREFIX)] == "_"
+        if len(sym) > len(EXPORT_PREFIX) and sym[len(EXPORT_PREFIX)] != "_"
     ]
     return Exports(fmt, functions)
 

@@ -10,8 +10,12 @@ before use, so a malformed file gives ``BinaryFormatError``, never a hang.
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from .errors import BinaryFormatError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer  # bytes, memoryview, mmap: what memoryview() takes
 
 __all__ = ["is_macho", "macho_exports"]
 
@@ -38,11 +42,11 @@ def is_macho(head: bytes) -> bool:
     return head[:4] in _THIN or head[:4] in _FAT
 
 
-def macho_exports(what: str, data: bytes | memoryview | object, prefix: bytes = b"") -> tuple[str, list[str]]:
+def macho_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple[str, list[str]]:
     """(description, sorted names) of the symbols ``data`` exports whose C name starts with ``prefix``.
 
     ``what`` names the file in errors. A universal file yields the union over its slices."""
-    buf = memoryview(data)  # type: ignore[arg-type]
+    buf = memoryview(data)
     magic = bytes(buf[:4])
     if magic in _FAT:
         return _fat(what, buf, _FAT[magic], prefix)

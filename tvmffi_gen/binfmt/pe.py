@@ -9,8 +9,12 @@ Every count and offset is checked against the file, so a malformed file gives
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from .errors import BinaryFormatError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer  # bytes, memoryview, mmap: what memoryview() takes
 
 __all__ = ["is_pe", "pe_exports"]
 
@@ -21,9 +25,9 @@ def is_pe(head: bytes) -> bool:
     return head[:2] == b"MZ"
 
 
-def pe_exports(what: str, data: bytes | memoryview | object, prefix: bytes = b"") -> tuple[str, list[str]]:
+def pe_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple[str, list[str]]:
     """(description, sorted names) of the names ``data`` exports that start with ``prefix``."""
-    buf = memoryview(data)  # type: ignore[arg-type]
+    buf = memoryview(data)
     size = len(buf)
     if bytes(buf[:2]) != b"MZ":
         raise BinaryFormatError(f"{what}: not a PE file")

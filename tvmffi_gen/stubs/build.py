@@ -13,6 +13,9 @@ Three steps, each in its own function:
    members attached to a class after its body, and the ``_ffi_api`` functions, all typed from the
    registry's schemas (``typemap.Annotator``); a parameter or result the sources leave unannotated
    becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is written ``...``.
+   What the running package says beyond its sources is followed too: a module's run-time
+   ``__all__`` (and the submodules it lists), registered classes' ``ABCMeta`` metaclass, read-only
+   fields the sources declare as attributes (``frozen_attributes``).
 4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``.
 """
@@ -35,7 +38,7 @@ import libcst as cst
 
 from ..docparams import documented_param_names
 from ..snapshot import SnapshotError, summarise_failure
-from ..typemap import Annotator, SchemaError, TypeRef, function_sig, parse_schema
+from ..typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
 from .parallel import shared
 from .selfcheck import silence_own_errors
 
@@ -217,6 +220,34 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
     return min(candidates)[2] if candidates else defined
 
 
+#: What a parameter of these Apache TVM types accepts beyond the type itself, by conversions
+#: tvm's C++ defines and the registry's schemas do not describe (checked at run time with
+#: apache-tvm 0.27): a Python number becomes an ``IntImm`` / ``FloatImm`` where an ``ir.Expr`` is
+#: expected (``prim._cast("float32", 1, None)``, an Array's elements alike), a dtype string or a
+#: ``tvm_ffi.dtype`` a ``PrimType``, and a ``Span`` is a nullable reference (None: no source
+#: location, what tvm's own wrappers pass). Other object types refuse what is not one of them
+#: (``ir.Type``, ``ir.Var``, ``target.Target`` given a string).
+_ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "ir.Expr": ("int", "float"), "ir.PrimType": ("str", "_tvm_ffi.dtype"), "ir.Span": ("None",)}
+#: What reading a value of these types can give besides one: a null ``Span`` (every node built
+#: without one) reads as None.
+_ALSO_RETURNED: dict[str, tuple[str, ...]] = {"ir.Span": ("None",)}
+
+
+class _StubAnnotator(Annotator):
+    """``Annotator`` with what ``_ALSO_ACCEPTED`` and ``_ALSO_RETURNED`` add to an object type,
+    at every depth (``Sequence[Expr | int | float]``, a callback's result)."""
+
+    def annotate(self, t: TypeRef, pos: Position) -> str:
+        text = super().annotate(t, pos)
+        table = _ALSO_ACCEPTED if pos == "param" else _ALSO_RETURNED if pos == "return" else {}
+        extra = table.get(t.key, ())
+        if not extra or text == "_t.Any":
+            return text
+        parts = [text, *(e for e in extra if e not in (text, "None"))]
+        return " | ".join(parts + (["None"] if "None" in extra else []))
+
+
 @dataclass
 class _Context:
     """Naming and imports for one stub module."""
@@ -227,6 +258,8 @@ class _Context:
     imports: set[str] = field(default_factory=set)
     #: per class ("module.qualname"), the names its stub declares as plain attributes
     attribute_names: dict[str, set[str]] = field(default_factory=dict)
+    #: per class ("module.qualname"), the declared attributes that become read-only properties
+    frozen: dict[str, set[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, key: str) -> str | None:
@@ -241,9 +274,9 @@ class _Context:
                 return f"{alias}.{name}"
         return None
 
-    def annotate(self, t: TypeRef, pos: str, where: str) -> str:
-        ann = Annotator(self.resolve, self.warnings.append, context=where)
-        text = ann.annotate(t, pos)  # type: ignore[arg-type]
+    def annotate(self, t: TypeRef, pos: Position, where: str) -> str:
+        ann = _StubAnnotator(self.resolve, self.warnings.append, context=where)
+        text = ann.annotate(t, pos)
         return _RT_REF.sub(lambda m: _RT_NAMES.get(m.group(1), "_t.Any"), text)
 
 
@@ -334,7 +367,8 @@ def class_members(ctx: _Context, key: str, existing: set[str], inherited: set[st
             ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
         except SchemaError:
             ref = TypeRef("Any")
-        base_attrs = set().union(*(ctx.attribute_names.get(b, set()) for b in info.get("bases", [])))
+        base_attrs = set().union(*(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set())
+                                   for b in info.get("bases", [])))
         if f["writable"] or name in base_attrs:  # a property cannot override a base's attribute
             ann = ctx.annotate(ref, "return", where)
             parts.append(f"{ind}{name}: {ann}\n" + (_doc(f["doc"], ind) if f["doc"] else ""))
@@ -473,13 +507,29 @@ def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.Ba
     return expr, False
 
 
-_NONE_OK = re.compile(r"\b(None|Optional|Any|Incomplete|object)\b")
+def _accepts_none(expr: cst.BaseExpression) -> bool:
+    """Whether an annotation already admits None: None, Any, Incomplete or object, Optional[...],
+    or a union with one of them among its members (``list[Incomplete]`` does not)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return _accepts_none(expr.left) or _accepts_none(expr.right)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        last = expr.value if isinstance(expr, cst.Name) else expr.attr.value
+        return last in ("None", "Any", "Incomplete", "object")
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Name, cst.Attribute)):
+        last = expr.value.value if isinstance(expr.value, cst.Name) else expr.value.attr.value
+        if last == "Optional":
+            return True
+        if last == "Union":
+            return any(isinstance(el.slice, cst.Index) and _accepts_none(el.slice.value) for el in expr.slice)
+        return False
+    return not isinstance(expr, cst.Subscript)  # a string or other form: left as written
 
 
 class _FillAnnotations(cst.CSTTransformer):
     """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None)."""
 
     def __init__(self, generic: set[str]) -> None:
+        super().__init__()
         self.class_depth = [False]
         self.used = False
         self.generic = generic  # names of the bare generics to spell out (stdlib_generic_names)
@@ -487,30 +537,30 @@ class _FillAnnotations(cst.CSTTransformer):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_depth.append(True)
 
-    def leave_Annotation(self, original: cst.Annotation, updated: cst.Annotation) -> cst.Annotation:
-        new, changed = _spell_generics(updated.annotation, self.generic)
+    def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation) -> cst.Annotation:
+        new, changed = _spell_generics(updated_node.annotation, self.generic)
         if changed:
             self.used = True
-            return updated.with_changes(annotation=new)
-        return updated
+            return updated_node.with_changes(annotation=new)
+        return updated_node
 
-    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.class_depth.pop()
-        return updated
+        return updated_node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.class_depth.append(False)
 
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.class_depth.pop()
         in_class = self.class_depth[-1]
-        decorators = {d.decorator.value for d in updated.decorators if isinstance(d.decorator, cst.Name)}
+        decorators = {d.decorator.value for d in updated_node.decorators if isinstance(d.decorator, cst.Name)}
         has_self = in_class and "staticmethod" not in decorators
-        ps = updated.params
+        ps = updated_node.params
 
         def fill(p: cst.Param) -> cst.Param:
             if p.annotation is not None and isinstance(p.default, cst.Name) and p.default.value == "None" \
-                    and not _NONE_OK.search(cst.Module([]).code_for_node(p.annotation.annotation)):
+                    and not _accepts_none(p.annotation.annotation):
                 # the source's implicit Optional: None is accepted, it is the default
                 optional = cst.BinaryOperation(p.annotation.annotation, cst.BitOr(), cst.Name("None"))
                 p = p.with_changes(annotation=p.annotation.with_changes(annotation=optional))
@@ -543,10 +593,10 @@ class _FillAnnotations(cst.CSTTransformer):
             star = fill(star)
         kwonly = list(map(fill, ps.kwonly_params))
         star_kw = fill(ps.star_kwarg) if ps.star_kwarg is not None else None
-        new = updated.with_changes(params=ps.with_changes(
+        new = updated_node.with_changes(params=ps.with_changes(
             posonly_params=pos_only, params=params, star_arg=star, kwonly_params=kwonly, star_kwarg=star_kw))
         if new.returns is None:
-            if updated.name.value == "__init__":
+            if updated_node.name.value == "__init__":
                 ret: cst.BaseExpression = cst.Name("None")
             else:
                 self.used = True
@@ -608,11 +658,44 @@ def _body_names(cls: cst.ClassDef) -> set[str]:
     return names
 
 
+class _AbcMetaclass(cst.CSTTransformer):
+    """The classes in ``names`` (qualnames) whose metaclass is tvm_ffi's private
+    ``_ObjectSlotsMeta`` get ``metaclass=_ABCMeta``: its public base, which no stub of tvm_ffi
+    declares on ``Object`` (the private class itself cannot be named), so a checker and stubtest
+    see the metaclass the class has; a class that names a metaclass keeps it."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.stack: list[str] = []
+        self.used = False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        q = ".".join(self.stack)
+        self.stack.pop()
+        if q not in self.names or any(k.keyword is not None and k.keyword.value == "metaclass"
+                                      for k in updated_node.keywords):
+            return updated_node
+        self.used = True
+        meta = cst.Arg(cst.Name("_ABCMeta"), keyword=cst.Name("metaclass"),
+                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        args = list(updated_node.bases) + list(updated_node.keywords)
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        bases = args[: len(updated_node.bases)]
+        keywords = [*args[len(updated_node.bases):], meta]
+        return updated_node.with_changes(bases=bases, keywords=keywords, lpar=cst.LeftParen(), rpar=cst.RightParen())
+
+
 class _AddMembers(cst.CSTTransformer):
     """Appends registry members to class bodies; turns the attributes in ``read_only`` (per
     class) into read-only properties of the type the package annotated them with."""
 
     def __init__(self, additions: dict[str, str], read_only: dict[str, set[str]]) -> None:
+        super().__init__()
         self.additions = additions
         self.read_only = read_only
         self.stack: list[str] = []
@@ -620,14 +703,14 @@ class _AddMembers(cst.CSTTransformer):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.stack.append(node.name.value)
 
-    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         q = ".".join(self.stack)
         self.stack.pop()
         text = self.additions.get(q)
         frozen = self.read_only.get(q)
-        if frozen and isinstance(updated.body, cst.IndentedBlock):
+        if frozen and isinstance(updated_node.body, cst.IndentedBlock):
             body: list[Any] = []
-            for st in updated.body.body:
+            for st in updated_node.body.body:
                 small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
                 if isinstance(small, cst.AnnAssign) and small.value is None and isinstance(small.target, cst.Name) \
                         and small.target.value in frozen:
@@ -635,28 +718,81 @@ class _AddMembers(cst.CSTTransformer):
                     body += list(cst.parse_module(f"@property\ndef {small.target.value}(self) -> {ann}: ...\n").body)
                 else:
                     body.append(st)
-            updated = updated.with_changes(body=updated.body.with_changes(body=body))
+            updated_node = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
         if not text:
-            return updated
+            return updated_node
         new_stmts = list(cst.parse_module(_dedent(text)).body)
-        if isinstance(updated.body, cst.IndentedBlock):
-            old = [s for s in updated.body.body
+        if isinstance(updated_node.body, cst.IndentedBlock):
+            old = [s for s in updated_node.body.body
                    if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                            and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.Ellipsis))]
-            return updated.with_changes(body=updated.body.with_changes(body=[*old, *new_stmts]))
-        return updated.with_changes(body=cst.IndentedBlock(body=new_stmts))
+            return updated_node.with_changes(body=updated_node.body.with_changes(body=[*old, *new_stmts]))
+        return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
 
 
-def _read_only_declared(ctx: _Context, key: str, path: str, inherited: set[str]) -> set[str]:
-    """Registry fields that are read-only but that the class's sources declare as attributes
-    (``span: Span``): they become properties, unless a Python base declares the same attribute
-    (a property cannot override it)."""
-    info = ctx.data["classes"][key]
-    declared = ctx.attribute_names.get(path, set())
-    base_attrs = set().union(*(ctx.attribute_names.get(b, set()) for b in info.get("bases", [])))
-    return {f["name"] for f in _own_fields(ctx.data, key)
-            if not f["writable"] and f["name"] in declared and f["name"] not in base_attrs
-            and f["name"] not in inherited}
+def _bare_attributes(text: str) -> dict[str, set[str]]:
+    """Per class (qualname) of a stub, the attributes its body declares without a value."""
+    out: dict[str, set[str]] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                q = prefix + node.name
+                out[q] = {st.target.id for st in node.body if isinstance(st, ast.AnnAssign)
+                          and isinstance(st.target, ast.Name) and st.value is None}
+                walk(node.body, q + ".")
+
+    walk(_tree(text).body, "")
+    return out
+
+
+def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, set[str]]:
+    """Per class ("module.qualname"), the attributes its stub declares (``span: Span``, without a
+    value) that are read-only registry fields at run time, to be written as read-only properties
+    of the type declared: in a registered class, a read-only field of its type or of an ancestor's;
+    in a Python class that is not registered (a base such as ``BinaryOpExpr`` declaring ``a: Expr``
+    for its subclasses), a read-only field of every registered class deriving from it (at least
+    one). Not when a base in the class's MRO declares the attribute and does not become a
+    property too (a property cannot override an attribute)."""
+    bare = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _bare_attributes(t).items()}
+    declared = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _class_attributes(t).items()}
+    types = data["types"]
+    fields: dict[str, tuple[set[str], set[str]]] = {}  # class path -> (read-only, writable) field names
+    mro: dict[str, list[str]] = {}
+    derived: dict[str, list[str]] = {}  # unregistered class path -> registered classes deriving from it
+    for key, info in data["classes"].items():
+        path = f"{info['module']}.{info['qualname']}"
+        all_fields = [f for k in [*types[key]["ancestors"], key] for f in types.get(k, {}).get("fields", [])]
+        fields[path] = ({f["name"] for f in all_fields if not f["writable"]},
+                        {f["name"] for f in all_fields if f["writable"]})
+        bases = list(info.get("bases", []))
+        mro[path] = bases
+        for i, b in enumerate(bases):
+            derived.setdefault(b, []).append(path)
+            mro.setdefault(b, bases[i + 1:])
+    candidates: dict[str, set[str]] = {}
+    for path, names in bare.items():
+        if path in fields:
+            chosen = names & fields[path][0]
+        else:
+            subs = derived.get(path, [])
+            chosen = {n for n in names if subs and all(n in fields[k][0] for k in subs if k in fields)
+                      and any(k in fields for k in subs)}
+        if chosen:
+            candidates[path] = chosen
+    changed = True
+    while changed:  # drop what would override a base's attribute that stays an attribute
+        changed = False
+        for path, names in list(candidates.items()):
+            blocked = {n for n in names for b in mro.get(path, [])
+                       if n in declared.get(b, set()) and n not in candidates.get(b, set())}
+            if blocked:
+                changed = True
+                if names - blocked:
+                    candidates[path] = names - blocked
+                else:
+                    del candidates[path]
+    return candidates
 
 
 def _dedent(text: str) -> str:
@@ -695,12 +831,12 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
     out: dict[str, str] = {}
     warnings: list[str] = []
     attribute_names = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _class_attributes(t).items()}
+    frozen_all = frozen_attributes(data, stubs)
     for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
-        ctx = _Context(data, public, mod, attribute_names=attribute_names)
+        ctx = _Context(data, public, mod, attribute_names=attribute_names, frozen=frozen_all)
         module = parsed.get(mod) or cst.parse_module(stubs[mod])
         index = _class_index(module)
         additions: dict[str, str] = {}
-        read_only: dict[str, set[str]] = {}
         for key in sorted(by_module.get(mod, [])):
             q = data["classes"][key]["qualname"]
             if q not in index:
@@ -709,9 +845,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             text = class_members(ctx, key, stub_members.get(key, set()), inherited)
             if text:
                 additions[q] = text
-            frozen = _read_only_declared(ctx, key, f"{mod}.{q}", inherited)
-            if frozen:
-                read_only[q] = frozen
+        read_only = {q: frozen_all[f"{mod}.{q}"] for q in index if f"{mod}.{q}" in frozen_all}
         if additions or read_only:
             module = module.visit(_AddMembers(additions, read_only))
         funcs = data["ffi_api"].get(mod, [])
@@ -749,9 +883,27 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             filler_needs_incomplete = False
         subs = [m for m in data.get("submodules", {}).get(mod, [])
                 if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])]
+        runtime_all = data.get("all_names", {}).get(mod)
+        if runtime_all is not None:  # the stub's __all__ is the module's at run time
+            is_pkg = data["modules"][mod].endswith("__init__.py")
+            starred = _star_exports(mod, stubs, is_pkg, data.get("all_names", {}))
+            # a submodule it lists is bound on it (``from pkg import *`` gets it; a lazy package's
+            # module __getattr__ imports it)
+            subs += [m for m in runtime_all if f"{mod}.{m}" in stubs and m not in subs and not _binds(stubs[mod], m)]
+            unbound = [n for n in dict.fromkeys(runtime_all) if n.isidentifier() and not _is_keyword(n)
+                       and f"{mod}.{n}" not in stubs and n not in made and n not in starred
+                       and not _binds(stubs[mod], n)]
+            if unbound:  # listed, made at run time (a loop, a module __getattr__): type unknown
+                module = module.with_changes(body=[*module.body, *cst.parse_module(
+                    "".join(f"{n}: Incomplete  # in __all__, made at run time\n" for n in unbound)).body])
+                filler_needs_incomplete = True
+            module = module.visit(_SetAll(list(dict.fromkeys(runtime_all))))
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
             line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
             module = module.with_changes(body=[cst.parse_statement(line), *module.body])
+        metaclass = _AbcMetaclass(set(data.get("private_metaclass", {}).get(mod, [])))
+        if metaclass.names:
+            module = module.visit(metaclass)
         nones = set(data.get("none_names", {}).get(mod, []))
         if nones:
             module = module.visit(_NoneDefs(nones))
@@ -764,6 +916,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         head += ["import typing as _t\n", "import collections.abc as _abc\n", "import ctypes as _ctypes\n",
                  "import tvm_ffi as _tvm_ffi\n"] if (additions or funcs) else []
         head += [line + "\n" for line in sorted(ctx.imports)]
+        head += ["from abc import ABCMeta as _ABCMeta\n"] if metaclass.used else []
         if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in module.code:
             head.append("from _typeshed import Incomplete\n")
         out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + module.code
@@ -777,6 +930,7 @@ class _ModuleFunctions(cst.CSTTransformer):
     bodies and nested functions are left as they are."""
 
     def __init__(self, names: set[str]) -> None:
+        super().__init__()
         self.names = names
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
@@ -790,63 +944,151 @@ class _NoneDefs(_ModuleFunctions):
     """Module-level functions whose name the running module binds to None (a registering
     decorator that returns nothing) become ``name: None``."""
 
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.BaseStatement:
-        if updated.name.value not in self.names:
-            return updated
-        return cst.parse_statement(f"{updated.name.value}: None  # a decorator returned None\n")
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.BaseStatement:
+        if updated_node.name.value not in self.names:
+            return updated_node
+        return cst.parse_statement(f"{updated_node.name.value}: None  # a decorator returned None\n")
 
 
 class _PositionalOnly(_ModuleFunctions):
     """The module-level functions in ``names`` (packed functions at run time, which take no
     keywords) get positional-only parameters."""
 
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        ps = updated.params
-        if updated.name.value not in self.names or not ps.params:
-            return updated
-        return updated.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        ps = updated_node.params
+        if updated_node.name.value not in self.names or not ps.params:
+            return updated_node
+        return updated_node.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
 
 
-def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str]) -> str:
+def _names_regex(prefix: str, names: list[str], suffix: str = "") -> str:
+    """``prefix.(a|b)suffix`` as an allowlist regex matching exactly those names."""
+    alts = [re.escape(n) for n in sorted(set(names))]
+    body = alts[0] if len(alts) == 1 else "(" + "|".join(alts) + ")"
+    return f"{re.escape(prefix)}\\.{body}{suffix}\n"
+
+
+_CACHE_DECORATORS = {"cache", "lru_cache", "functools.cache", "functools.lru_cache"}
+
+
+def _cached_functions(text: str) -> list[str]:
+    """Module-level functions of a stub decorated with ``functools.cache`` or ``lru_cache``."""
+    out = []
+    for node in _tree(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                if ast.unparse(d.func if isinstance(d, ast.Call) else d) in _CACHE_DECORATORS:
+                    out.append(node.name)
+                    break
+    return out
+
+
+def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str],
+                       frozen: dict[str, set[str]] | None = None) -> str:
     """The stubtest allowlist of what the stubs declare differently from the running package on
-    purpose, by group, each with its reason (see the comments it writes)."""
-    lines = [STUB_HEADER,
-             "# Packed functions (tvm_ffi.Function): the stubs declare them as functions to give their\n",
-             "# signature, which stubtest cannot compare with a packed function. The functions of an\n",
-             "# _ffi_api module are the registry's: which exist depends on the libraries loaded.\n",
-             "# Classes whose metaclass is tvm_ffi's private _ObjectSlotsMeta, which tvm_ffi's own\n",
-             "# stubs do not declare (\"metaclass differs\"): only the class itself, not its members.\n",
-             "# Members of classes a class decorator replaced by a wrapper class: the stubs declare the\n",
-             "# class as its source writes it.\n",
-             "# Constructors made from registry fields: a defaulted field's run-time default is tvm_ffi's\n",
-             "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type.\n"]
+    purpose: per group, a comment with its reason, then one regex per module naming exactly the
+    objects it covers (one regex for every ``_ffi_api`` module when that states the rule exactly).
+    ``frozen`` is ``frozen_attributes`` of the stubs before ``augment``."""
+    top = data["package"].split(".")[0]
+    out = [STUB_HEADER]
+    targets = sorted(m for m in data["ffi_api"] if m in stubs)
+    api_named = [m for m in targets if m.rsplit(".", 1)[-1] == "_ffi_api"]
+    all_named = [m for m in stubs if m.rsplit(".", 1)[-1] == "_ffi_api"]
+    packed = [_names_regex(m, [n for n in data.get("packed", {}).get(m, []) if n in defs])
+              for m in sorted(stubs) if m not in data["ffi_api"]
+              for defs in [{n.name for n in _tree(stubs[m]).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}]
+              if set(data.get("packed", {}).get(m, [])) & defs]
+    if targets or packed:
+        out.append("\n# The functions of the _ffi_api modules (filled by tvm_ffi.init_ffi_api from the registry:\n"
+                   "# which exist depends on the libraries loaded) and the module-level functions a decorator\n"
+                   "# replaced by a packed function (tvm_ffi.Function): the stubs declare them as functions to\n"
+                   "# give their signatures, which stubtest cannot compare with a packed function.\n")
+        empty = {m for m in all_named if m not in targets and not exported_names(stubs[m])}
+        if api_named and sorted(api_named) == sorted(set(all_named) - empty):  # (an empty one has nothing to hide)
+            out.append(f"{re.escape(top)}(\\.\\w+)*\\._ffi_api\\.\\w+\n")
+            out += [f"{re.escape(m)}\\.\\w+\n" for m in targets if m not in api_named]
+        else:
+            out += [f"{re.escape(m)}\\.\\w+\n" for m in targets]
+        out += packed
+    cached = [_names_regex(m, fs) for m in sorted(stubs) if (fs := _cached_functions(stubs[m]))]
+    if cached:
+        out.append("\n# Functions decorated with functools.cache or lru_cache: typeshed declares the cache\n"
+                   "# wrapper's __call__ as (*args, **kwargs), which stubtest compares with the function's own\n"
+                   "# parameters; the stubs keep the decorator as the source writes it.\n")
+        out += cached
+    inits: dict[str, list[str]] = {}
     for key, info in sorted(data["classes"].items()):
         init = data["types"][key].get("init")
         if info["module"] in stubs and init is not None and init["kind"] != "method" and not info["python_init"] \
                 and info["qualname"] in _class_attributes(stubs[info["module"]]) \
                 and any(f["has_default"] for f in _all_init_fields(data, key)):
-            lines.append(f"{re.escape(info['module'] + '.' + info['qualname'] + '.__init__')}\n")
-    for mod in sorted(stubs):
-        classes = _class_attributes(stubs[mod])
-        lines += [f"{re.escape(mod + '.' + q)}\n" for q in data.get("private_metaclass", {}).get(mod, [])
-                  if q in classes]
-        lines += [f"{re.escape(mod + '.' + q)}\\..+\n" for q in data.get("replaced_classes", {}).get(mod, [])
-                  if q in classes]
-        if mod in data["ffi_api"]:
-            lines.append(f"{re.escape(mod)}\\.\\w+\n")
+            inits.setdefault(info["module"], []).append(info["qualname"])
+    if inits:
+        out.append("\n# Constructors made from registry fields: a defaulted field's run-time default is tvm_ffi's\n"
+                   "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type.\n")
+        out += [_names_regex(m, qs, "\\.__init__") for m, qs in sorted(inits.items())]
+    guarded: dict[str, list[str]] = {}
+    for key, info in sorted(data["classes"].items()):
+        if info["module"] in stubs and data["types"][key].get("init") is None and not info["python_init"] \
+                and info["qualname"] in _class_attributes(stubs[info["module"]]):
+            guarded.setdefault(info["module"], []).append(info["qualname"])
+    if guarded:
+        out.append("\n# Registered classes with no constructor (no __ffi_init__, no Python __init__): tvm_ffi gives\n"
+                   "# them an __init__(*args, **kwargs) that raises TypeError; the stubs keep the constructor\n"
+                   "# their Python bases declare, since no signature says \"cannot be called\".\n")
+        out += [_names_regex(m, qs, "\\.__init__") for m, qs in sorted(guarded.items())]
+    replaced = [_names_regex(m, qs, "\\..+") for m in sorted(stubs)
+                for qs in [[q for q in data.get("replaced_classes", {}).get(m, []) if q in _class_attributes(stubs[m])]]
+                if qs]
+    if replaced:
+        out.append("\n# Members of classes a class decorator replaced by a wrapper class: the stubs declare the\n"
+                   "# class as its source writes it.\n")
+        out += replaced
+    registered = {f"{i['module']}.{i['qualname']}" for i in data["classes"].values()}
+    bases: dict[str, list[str]] = {}
+    for path, names in sorted((frozen or {}).items()):
+        if path in registered:
             continue
-        defs = {n.name for n in _tree(stubs[mod]).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        lines += [f"{re.escape(mod)}\\.{name}\n" for name in data.get("packed", {}).get(mod, []) if name in defs]
-    return "".join(lines)
+        mod = next((m for m in stubs if path.startswith(m + ".") and path[len(m) + 1:] in _class_attributes(stubs[m])),
+                   None)
+        if mod is not None:
+            bases[mod] = bases.get(mod, []) + [_names_regex(path, sorted(names))]
+    if bases:
+        out.append("\n# Attributes a Python base class only annotates for its subclasses (absent from the class\n"
+                   "# at run time), which every registered class deriving from it has as a read-only field:\n"
+                   "# the stub declares them as read-only properties, true of every instance.\n")
+        out += [line for _, lines in sorted(bases.items()) for line in lines]
+    unnamed: dict[str, list[str]] = {}
+    for key, info in sorted(data["classes"].items()):
+        odd: list[str] = [m["name"] for m in _own_fields(data, key) + data["types"][key]["methods"]
+                          if not m["name"].isidentifier() or _is_keyword(m["name"])]
+        if info["module"] in stubs and odd and info["qualname"] in _class_attributes(stubs[info["module"]]):
+            unnamed.setdefault(info["module"], []).append(_names_regex(f"{info['module']}.{info['qualname']}", odd))
+    if unnamed:
+        out.append("\n# Registry members whose names are Python keywords or not identifiers (a field named\n"
+                   "# def): no stub can declare them; they are reached with getattr.\n")
+        out += [line for _, lines in sorted(unnamed.items()) for line in lines]
+    failed = sorted(m for m in data["failed"] if not any(m.startswith(f + ".") for f in data["failed"]))
+    if failed:
+        out.append("\n# Modules not covered (they failed to import while generating: a missing optional\n"
+                   "# dependency, argparse at import, a timeout; see the generator's warnings), with what is\n"
+                   "# under them: the stubs are partial there (py.typed says so).\n")
+        by_parent: dict[str, list[str]] = {}
+        for m in failed:
+            parent, _, name = m.rpartition(".")
+            by_parent.setdefault(parent, []).append(name)
+        out += [_names_regex(parent, names, "(\\..+)?") for parent, names in sorted(by_parent.items())]
+    return "".join(out)
 
 
 class _DropImports(cst.CSTTransformer):
     def __init__(self, missing: set[tuple[int, str]]) -> None:
+        super().__init__()
         self.missing = missing  # (statement index, bound name)
 
-    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         body: list[Any] = []
-        for i, stmt in enumerate(updated.body):
+        for i, stmt in enumerate(updated_node.body):
             drop = {name for (j, name) in self.missing if j == i}
             if drop and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom):
                 imp = stmt.body[0]
@@ -859,7 +1101,7 @@ class _DropImports(cst.CSTTransformer):
                          for name in sorted(drop)]
             else:
                 body.append(stmt)
-        return updated.with_changes(body=body)
+        return updated_node.with_changes(body=body)
 
 
 def _bound(alias: cst.ImportAlias) -> str:
@@ -874,7 +1116,7 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
     ``Incomplete`` attributes instead of import errors."""
     exports = {m: exported_names(t) for m, t in stubs.items()}
     top = next(iter(stubs)).split(".")[0] if stubs else ""
-    for mod, text in shared(list(stubs.items()), stubs, key=lambda item: item[0]):
+    for mod, text in list(stubs.items()):
         tree = _tree(text)
         missing: set[tuple[int, str]] = set()
         for i, node in enumerate(tree.body):
@@ -898,6 +1140,88 @@ def _drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
             if "from _typeshed import Incomplete" not in code:
                 code = code.replace(STUB_HEADER, STUB_HEADER + "from _typeshed import Incomplete\n", 1)
             stubs[mod] = code
+
+
+def _star_exports(mod: str, stubs: dict[str, str], is_pkg: bool, all_names: dict[str, list[str]],
+                  seen: frozenset[str] = frozenset()) -> set[str]:
+    """The names a stub module gets from its ``from X import *`` of other stub modules (a
+    module's run-time ``__all__`` in ``all_names``, which its stub declares, else its stub's;
+    without one, what it defines and gets from its own star imports)."""
+    out: set[str] = set()
+    if mod in seen:
+        return out
+    for node in _tree(stubs[mod]).body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            if node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target in all_names:
+                out |= set(all_names[target])
+            elif target in stubs:
+                listed = _literal_all(stubs[target])
+                out |= set(listed) if listed is not None else exported_names(stubs[target]) | _star_exports(
+                    target, stubs, any(m.startswith(target + ".") for m in stubs),
+                    all_names, seen | {mod})
+    return out
+
+
+def _literal_all(text: str) -> list[str] | None:
+    """The names of a stub's ``__all__ = [...]`` (None when it has no literal one)."""
+    for node in _tree(text).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
+
+
+class _SetAll(cst.CSTTransformer):
+    """The module's ``__all__`` statements (``__all__ = [...]``, ``__all__: Incomplete``,
+    ``__all__ += [...]``) become one ``__all__ = [...]`` of the given names, where the first was."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body: list[Any] = []
+        done = False
+        for stmt in updated_node.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            target = (small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+                      else small.target if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else None)
+            if isinstance(target, cst.Name) and target.value == "__all__":
+                if not done:
+                    body.append(cst.parse_statement(f"__all__ = {self.names!r}\n"))
+                    done = True
+                continue
+            body.append(stmt)
+        if not done:
+            body.append(cst.parse_statement(f"__all__ = {self.names!r}\n"))
+        return updated_node.with_changes(body=body)
+
+
+def _binds(text: str, name: str) -> bool:
+    """Whether a stub binds ``name`` at module level (a definition, an assignment, an import)."""
+    for node in _tree(text).body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) \
+                and any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return True
+    return False
 
 
 def _defines(text: str, name: str) -> bool:
@@ -950,7 +1274,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
     except RuntimeError as exc:
         raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
-    files["stubtest-allowlist.txt"] = stubtest_allowlist(data, final)
+    files["stubtest-allowlist.txt"] = stubtest_allowlist(data, final, frozen_attributes(data, stubs))
     if project:
         from .project import render_project
 

@@ -453,6 +453,10 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     none_names = {m: names for m in ok if m in sys.modules
                   and (names := sorted(a for a, v in list(vars(sys.modules[m]).items()) if v is None))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
+    # each module's __all__ as it is at run time (often built by code a source reader cannot follow)
+    all_names = {m: list(listed) for m in ok if m in sys.modules
+                 and isinstance(listed := getattr(sys.modules[m], "__all__", None), (list, tuple))
+                 and all(isinstance(n, str) for n in listed)}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
     for namespace, target in api_calls:
@@ -479,6 +483,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         "submodules": bound,
         "runtime_names": runtime_names,
         "aliases": aliases,
+        "all_names": all_names,
         "packed": packed,
         "private_metaclass": private_meta,
         "replaced_classes": replaced,

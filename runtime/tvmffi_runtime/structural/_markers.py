@@ -1,5 +1,6 @@
 """Markers and enums of the structural engines: ``UNCHANGED``, ``VisitInterrupt``, ``move``,
-the walk/region/in-place enums, and how the markers pack as arguments; plus ``_call``, how every
+the walk/region/in-place enums, and how the markers pack as arguments (``UNCHANGED`` is defined
+with the plain values, in ``_values``, and packed by ``_convert``); plus ``_call``, how every
 structural layer calls the engine's global functions.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 from .. import _core, _lib
 from .._core import Object, TypeIndex
 from .._object import _adopt
+from .._values import UNCHANGED, Unchanged
 
 __all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInterrupt", "WalkOrder", "WalkResult", "move", "_KINDS", "_MODES", "_call", "_unmove"]
 
@@ -20,26 +22,6 @@ __all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInter
 # =============================================================================================
 # Markers and enums
 # =============================================================================================
-class Unchanged:
-    """Marker returned by structural mappers: the value was not changed."""
-
-    _instance: Unchanged | None = None
-
-    def __new__(cls) -> Unchanged:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNCHANGED"
-
-    def __reduce__(self) -> tuple[type[Unchanged], tuple[()]]:
-        return (Unchanged, ())
-
-
-UNCHANGED = Unchanged()
-
-
 class WalkOrder(IntEnum):
     """Whether a callback runs before (``PRE_ORDER``) or after (``POST_ORDER``) the children."""
 
@@ -128,13 +110,6 @@ def _interrupt_value_field() -> Any:
     return FieldAccessor("ffi.VisitInterrupt", "value")
 
 
-# Arguments: UNCHANGED packs as the reserved kTVMFFIUnchanged marker.
-def _pack_unchanged(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
-    _core._pack_int(buf, off, TypeIndex.UNCHANGED, 0, 0)
-
-
-_core.register_packer(Unchanged, _pack_unchanged)
-_core.set_unchanged(UNCHANGED)
 
 
 # =============================================================================================

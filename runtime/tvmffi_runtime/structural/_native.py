@@ -10,18 +10,11 @@ import sys
 from typing import Any, Callable, TypeAlias
 
 from .. import _core, _lib
-from .._callback import (
-    _CALLBACKS,
-    _MODE_HOOK,
-    _MODE_PLAIN,
-    _MODE_RAW,
-    _MODE_RAW_WALK,
-    _MODE_WALK,
-    compiled_function,
-    fail_into_native,
-    trampoline_function,
-)
-from .._core import Function, Object, TypeIndex
+from .._backend import accelerated
+from .._callback import function_in_mode
+from .._values import CallbackMode
+from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
+from .._core import Function, Object, TypeIndex, _wrap
 from .._errors import moved_result_error, walk_result_error
 from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._match import _Entry, _overlap
@@ -45,7 +38,7 @@ __all__ = [
 # still referenced elsewhere (stored by the callback, returned, held by a traceback) takes its
 # own reference; otherwise it is emptied (and kept as the spare wrapper of its class). So the
 # common case costs no native reference counting and no allocation.
-_ENTRIES = _CALLBACKS  # the runtime's one callback payload table (key -> payload)
+_ENTRIES = CALLBACKS  # the pure backend's one callback payload table (key -> payload)
 _P64 = ctypes.POINTER(ctypes.c_int64)
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _P64, ctypes.c_int32, _P64)
 _IncRef = _lib.ObjectIncRef
@@ -122,7 +115,7 @@ def _write_any(result: Any, r: Any) -> None:
         result[0] = TypeIndex.INT
         result[1] = r
     else:
-        _core._py_to_owned_any(r, ctypes.addressof(result.contents))
+        _core.to_owned_any(r, ctypes.addressof(result.contents))
 
 
 def _value_trampoline(
@@ -255,39 +248,39 @@ _core.set_walk_result(_write_walk_at)
 
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
     """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
-    ``payload`` (for ``_MODE_HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
+    ``payload`` (for ``CallbackMode.HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
     callable); results are written as the ctypes trampolines write them."""
     if trampoline is _T_WALK_PLAIN:
-        return _MODE_WALK, payload
+        return CallbackMode.WALK, payload
     if trampoline is _T_MAP_PLAIN:
-        return _MODE_PLAIN, payload
+        return CallbackMode.PLAIN, payload
     if trampoline is _T_WALK_KIND or trampoline is _T_MAP_KIND:
         fn = payload
 
         def with_kind(value: Any, tindex: int, kind: int) -> Any:
             return fn(value, _KINDS[kind])
 
-        return (_MODE_RAW_WALK if trampoline is _T_WALK_KIND else _MODE_RAW), with_kind
+        return (CallbackMode.RAW_WALK if trampoline is _T_WALK_KIND else CallbackMode.RAW), with_kind
     adapter, run = payload[0], payload[1]
     frame: HookFrame | None = payload[2] if len(payload) > 2 else None
     if frame is not None and isinstance(adapter, HookCall) and not adapter.extra:
         # the hook is called as hook(value) from C; its context waits in the frame
         if trampoline is _T_VISIT:
-            return _MODE_HOOK, (adapter.fn, frame.items, _checked_visit_result, False)
-        return _MODE_HOOK, (adapter.fn, frame.items, _checked_mutate_result, True)
+            return CallbackMode.HOOK, (adapter.fn, frame.items, _checked_visit_result, False)
+        return CallbackMode.HOOK, (adapter.fn, frame.items, _checked_mutate_result, True)
     if trampoline is _T_VISIT:
 
         def visit(value: Any, tindex: int, visitor: int) -> Any:
             r = adapter(value, _visit_context(run, value, tindex, visitor))
             return r if r is None else _checked_visit_result(r)
 
-        return _MODE_RAW, visit
+        return CallbackMode.RAW, visit
     assert trampoline is _T_MUTATE
 
     def mutate(value: Any, tindex: int, mutator: int, mode: int) -> Any:
         return _checked_mutate_result(adapter(value, _mutate_context(run, value, tindex, mutator, mode)))
 
-    return _MODE_RAW, mutate
+    return CallbackMode.RAW, mutate
 
 
 def _visit_context(run: Any, value: Any, tindex: int, visitor: int) -> VisitContext:
@@ -317,7 +310,7 @@ def _checked_mutate_result(r: Any) -> Any:
 def hook_frame(trampoline: Any, run: Any) -> HookFrame | None:
     """The frame compiled-path hooks of one visit (``_T_VISIT``) or mutate run keep their node
     in, or None on the pure-ctypes path (hooks get their context per call there)."""
-    if not _core.accelerated():
+    if not accelerated():
         return None
     if trampoline is _T_VISIT:  # (value, type index, visitor handle)
         return HookFrame(3, lambda it: _visit_context(run, it[0], it[1], it[2]))
@@ -327,10 +320,11 @@ def hook_frame(trampoline: Any, run: Any) -> HookFrame | None:
 
 def _native(trampoline: Any, payload: Any) -> Function:
     """A Function whose calls run ``trampoline`` with ``payload`` (released with the Function)."""
-    if _core.accelerated():
+    if accelerated():
         # the compiled trampoline: the same calls, without a ctypes callback per node
-        return compiled_function(*_compiled_callback(trampoline, payload))
-    return trampoline_function(_ADDR[id(trampoline)], payload)
+        return function_in_mode(*_compiled_callback(trampoline, payload))
+    # the pure backend's: this module's ctypes trampolines over its callback table
+    return _wrap(trampoline_function(_ADDR[id(trampoline)], payload), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 
 def _links(entries: list[_Entry], trampoline: Any) -> list[tuple[int, Function]]:

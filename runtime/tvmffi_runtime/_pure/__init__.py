@@ -1,0 +1,50 @@
+"""The pure-ctypes backend: the names of the compiled ``_accel`` with the same meaning, one
+for one (``_accel.pyi`` states them; a test holds both modules to it). Its parts mirror
+``_accel_parts/``: ``objects`` (the wrappers' base), ``calls`` (calls, construction, a
+sequence's items), ``callbacks``, ``lazy_function``, ``fields``, ``graph`` (the cycle / depth
+check).
+
+It sits as low as ``_accel`` (it imports only ``_lib``, ``_errors`` and ``_values``): what it
+needs from the layers above (the packers, the unpack table, wrapping, callback results) it
+takes in :func:`init`, by name from ``tvmffi_runtime._backend_hooks``, as the compiled backend
+does.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from . import callbacks as _callbacks
+from . import calls as _calls
+from . import fields as _fields
+from .callbacks import callback_function, function_create, live_callbacks
+from .calls import call, construct, set_gil_auto, view_items
+from .fields import Field
+from .graph import graph_check
+from .lazy_function import LazyFunction
+from .objects import ObjectBase, set_unchanged
+
+__all__ = [
+    "Field",
+    "LazyFunction",
+    "ObjectBase",
+    "call",
+    "callback_function",
+    "construct",
+    "function_create",
+    "graph_check",
+    "init",
+    "live_callbacks",
+    "set_gil_auto",
+    "set_unchanged",
+    "view_items",
+]
+
+
+def init(addresses: dict[str, int]) -> None:
+    """Connect to the Python runtime: each part takes its helpers from ``_backend_hooks``
+    (imported by name, as ``_accel.c`` imports it). ``addresses`` (the library's entry points
+    the compiled backend calls) are the ctypes prototypes' own here."""
+    hooks = importlib.import_module("tvmffi_runtime._backend_hooks")
+    for part in (_calls, _callbacks, _fields):
+        part.connect(hooks)

@@ -1,0 +1,66 @@
+"""Checks shared by the registry tests of this folder (``test_properties``, ``test_hostile_registries``):
+what a rendered class declares, a rendered module's imports, and mypy --strict over a rendered
+package."""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from pathlib import Path
+
+from tvmffi_gen.render import STANDARD_IMPORTS
+from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.writer import apply_plan, plan_output
+
+#: The aliases of the standard imports a generated module may need (``_t``, ``_rt``, ...).
+STANDARD_ALIASES = {alias for group in STANDARD_IMPORTS for alias in group}
+
+
+def declared_fields(node: ast.ClassDef) -> dict[str, str]:
+    """Registry name -> how it is given ("attribute" or "name=") of the class's field declarations
+    (``x: ... = _gen.field(...)`` / ``_gen.registry_field(...)``)."""
+    out: dict[str, str] = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        call = stmt.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        if call.func.attr not in ("field", "registry_field"):
+            continue
+        named = [k.value for k in call.keywords if k.arg == "name"]
+        if named:
+            assert isinstance(named[0], ast.Constant) and isinstance(named[0].value, str)
+            out[named[0].value] = "name="
+        else:
+            out[stmt.target.id] = "attribute"
+    return out
+
+
+def import_problems(tree: ast.Module) -> list[str]:
+    """What is wrong with a generated module's imports: an import it never uses (a re-export is
+    written ``name as name``), or a name of the generator's standard imports (``_t``, ``_rt``...)
+    that it uses without importing."""
+    imported: set[str] = set()
+    unused: list[str] = []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (
+            isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                imported.add(bound)
+                if bound not in used and alias.asname != alias.name:
+                    unused.append(f"unused import {bound!r} (line {node.lineno})")
+    missing = [f"{name!r} used but not imported" for name in sorted(STANDARD_ALIASES & used - imported)]
+    return unused + missing
+
+
+def mypy_errors(files: dict[str, str]) -> tuple[int, str]:
+    """mypy --strict over the rendered package ``files``, written to a temporary folder: the
+    error count and the report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "pkg"
+        apply_plan(plan_output(root, files, "test"))
+        return run_mypy(root)
