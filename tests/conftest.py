@@ -17,6 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "tests" / "_build"
 sys.path.insert(0, str(ROOT / "runtime"))  # tests run against the source tree's runtime
+# --stubs-for caches its stubgen and libcst results in the user's cache folder; the tests keep theirs
+# in the build folder instead (the child processes they start inherit this)
+os.environ.setdefault("TVMFFI_GEN_CACHE_DIR", str(BUILD_DIR / "stubs-cache"))
 
 import tvmffi_runtime as rt  # noqa: E402
 
