@@ -23,9 +23,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .build import PythonStubs
 
@@ -47,7 +47,7 @@ def cache_dir() -> Path | None:
 
 
 @contextlib.contextmanager
-def disabled(off: bool = True) -> Iterator[None]:
+def disabled(off: bool = True) -> Generator[None]:
     """Within it, with ``off``, nothing is read from or written to the cache."""
     _OFF.append(off)
     try:
@@ -82,11 +82,14 @@ def _load(kind: str, key: str) -> Any:
         return None
     path = where / kind / f"{key}.json"
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry: object = json.loads(path.read_text(encoding="utf-8"))
         os.utime(path)  # recently used: kept by the pruning
     except (OSError, ValueError):
         return None
-    return entry["value"] if isinstance(entry, dict) and entry.get("key") == key else None
+    if not isinstance(entry, dict):
+        return None
+    fields = cast("dict[str, Any]", entry)
+    return fields["value"] if fields.get("key") == key else None
 
 
 def _store(kind: str, key: str, value: Any) -> None:
@@ -139,9 +142,9 @@ class CachedPythonStubs(PythonStubs):
                 self._key = _key("stubgen", *parts)
             except OSError:
                 self._key = None
-            hit = _load("stubgen", self._key) if self._key is not None else None
-            if isinstance(hit, dict) and set(hit) == {name for name, _ in sources}:
-                self._hit = hit
+            hit: object = _load("stubgen", self._key) if self._key is not None else None
+            if isinstance(hit, dict) and set(cast("dict[str, str]", hit)) == {name for name, _ in sources}:
+                self._hit = cast("dict[str, str]", hit)
         if self._hit is None:
             super().__init__(modules)
             return
@@ -170,9 +173,12 @@ def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[st
     if cache_dir() is None:
         return augment(data, stubs)
     key = _key("augment", version("libcst"), json.dumps(data, sort_keys=True), json.dumps(list(stubs.items())))
-    hit = _load("augment", key)
-    if isinstance(hit, dict) and isinstance(hit.get("final"), list) and isinstance(hit.get("warnings"), list):
-        return dict(hit["final"]), list(hit["warnings"])
+    hit: object = _load("augment", key)
+    if isinstance(hit, dict):
+        entry = cast("dict[str, Any]", hit)
+        final_items, warned = entry.get("final"), entry.get("warnings")
+        if isinstance(final_items, list) and isinstance(warned, list):
+            return dict(cast("list[tuple[str, str]]", final_items)), cast("list[str]", warned)
     final, warnings = augment(data, stubs)
     _store("augment", key, {"final": list(final.items()), "warnings": warnings})
     return final, warnings

@@ -25,8 +25,9 @@ import signal
 import sys
 import time
 import traceback
+from types import ModuleType
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["collect", "module_files", "excluded", "CollectError"]
 
@@ -202,21 +203,35 @@ def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
     return ok, failed
 
 
+def _namespace(owner: object) -> dict[str, Any]:
+    """A copy of a module's or class's namespace (the walk below may import, which can add names)."""
+    return dict(vars(owner))
+
+
+def _runtime_all(mod: ModuleType) -> list[str] | None:
+    """A module's ``__all__`` as it is at run time, when it is a list or tuple of strings."""
+    listed: object = getattr(mod, "__all__", None)
+    if not isinstance(listed, (list, tuple)):
+        return None
+    names = list(cast("list[object] | tuple[object, ...]", listed))
+    return [n for n in names if isinstance(n, str)] if all(isinstance(n, str) for n in names) else None
+
+
 def _type_facts(key: str) -> dict[str, Any]:
     from tvmffi_runtime import reflection as R
 
     from ..snapshot import _field_snap, _parse_schema
 
     info = R.type_info(key)
-    fields = []
+    fields: list[dict[str, Any]] = []
     for f in info.fields:
         snap = _field_snap(f)
         fields.append({"name": snap.name, "doc": snap.doc, "schema": snap.schema, "writable": snap.writable,
                        "has_default": snap.has_default, "init": snap.init, "kw_only": snap.kw_only})
-    methods = []
+    methods: list[dict[str, Any]] = []
     init: dict[str, Any] | None = None
     for m in info.methods:
-        entry = {"name": m.name, "doc": m.doc, "schema": _parse_schema(m.type_schema), "is_static": m.is_static}
+        entry: dict[str, Any] = {"name": m.name, "doc": m.doc, "schema": _parse_schema(m.type_schema), "is_static": m.is_static}
         if m.name == "__ffi_init__":
             init = {"kind": "method", **entry}
         else:
@@ -232,7 +247,7 @@ def _signature_text(obj: Any) -> str | None:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
-    parts = []
+    parts: list[str] = []
     kind_prev = None
     for p in sig.parameters.values():
         if p.kind == p.KEYWORD_ONLY and kind_prev not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL):
@@ -254,8 +269,8 @@ def _runtime_names(mod: Any) -> list[str]:
 
     name = mod.__name__
     explicit = getattr(mod, "__all__", None)
-    out = []
-    for attr, value in list(vars(mod).items()):
+    out: list[str] = []
+    for attr, value in _namespace(mod).items():
         if isinstance(value, types.ModuleType) or type(value).__module__ == "__future__":
             continue
         if isinstance(explicit, (list, tuple)):
@@ -275,7 +290,7 @@ def _packed_functions(mod: Any) -> list[str]:
     function by a decorator is replaced by the packed function, which takes no keywords)."""
     import tvm_ffi
 
-    return sorted(attr for attr, value in list(vars(mod).items()) if isinstance(value, tvm_ffi.Function))
+    return sorted(attr for attr, value in _namespace(mod).items() if isinstance(value, tvm_ffi.Function))
 
 
 def _private_metaclass(mod: Any) -> list[str]:
@@ -285,7 +300,7 @@ def _private_metaclass(mod: Any) -> list[str]:
     out: list[str] = []
 
     def walk(owner: Any, prefix: str) -> None:
-        for attr, value in list(vars(owner).items()):
+        for attr, value in _namespace(owner).items():
             if inspect.isclass(value) and value.__module__ == mod.__name__:
                 meta = type(value)
                 if meta.__module__.split(".")[0] == "tvm_ffi" and meta.__name__.startswith("_"):
@@ -301,7 +316,7 @@ def _replaced_classes(mod: Any) -> list[str]:
     """Module-level names bound to a class with another name, made in a function: where the
     stub declares a class by that name, a class decorator replaced it by a wrapper class
     (``@relax.expr_functor.mutator``)."""
-    return sorted(attr for attr, value in list(vars(mod).items())
+    return sorted(attr for attr, value in _namespace(mod).items()
                   if inspect.isclass(value) and "<locals>" in value.__qualname__
                   and value.__qualname__.rsplit(".", 1)[-1] != attr)
 
@@ -310,7 +325,7 @@ def _renamed_imports(mod: Any) -> dict[str, str]:
     """Public names bound to a class imported under another name
     (``from tvm_ffi._dtype import dtype as DataType``), which stubgen leaves out: name -> path."""
     out: dict[str, str] = {}
-    for attr, value in list(vars(mod).items()):
+    for attr, value in _namespace(mod).items():
         if attr.startswith("_") or not inspect.isclass(value):
             continue
         where, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
@@ -338,11 +353,11 @@ def _late_members(cls: type, package: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, value in cls.__dict__.items():
         kind = "method"
-        func = value
+        func: object = value
         if isinstance(value, staticmethod):
-            kind, func = "static", value.__func__
+            kind, func = "static", cast("object", value.__func__)
         elif isinstance(value, classmethod):
-            kind, func = "class", value.__func__
+            kind, func = "class", cast("object", value.__func__)
         elif isinstance(value, property):
             kind, func = "property", value.fget
         if not inspect.isfunction(func) or name in ("__init__", "__ffi_init__"):
@@ -412,10 +427,11 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     classes: dict[str, Any] = {}
     # every path a class is reachable by, over the modules loaded now
     paths: dict[int, list[str]] = {}
-    for mod_name, mod in sorted(sys.modules.items()):
+    loaded: dict[str, ModuleType | None] = dict(sys.modules)  # a failed import can leave None
+    for mod_name, mod in sorted(loaded.items()):
         if mod is None or not (mod_name in covered or mod_name == "tvm_ffi" or mod_name.startswith("tvm_ffi.")):
             continue
-        for attr, value in list(vars(mod).items()):
+        for attr, value in _namespace(mod).items():
             if isinstance(value, type) and "__tvm_ffi_type_info__" in value.__dict__:
                 paths.setdefault(id(value), []).append(f"{mod_name}.{attr}")
     for key in sorted(R.list_type_keys()):
@@ -451,12 +467,10 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
     private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
     replaced = {m: names for m in ok if m in sys.modules and (names := _replaced_classes(sys.modules[m]))}
     none_names = {m: names for m in ok if m in sys.modules
-                  and (names := sorted(a for a, v in list(vars(sys.modules[m]).items()) if v is None))}
+                  and (names := sorted(a for a, v in _namespace(sys.modules[m]).items() if v is None))}
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     # each module's __all__ as it is at run time (often built by code a source reader cannot follow)
-    all_names = {m: list(listed) for m in ok if m in sys.modules
-                 and isinstance(listed := getattr(sys.modules[m], "__all__", None), (list, tuple))
-                 and all(isinstance(n, str) for n in listed)}
+    all_names = {m: listed for m in ok if m in sys.modules and (listed := _runtime_all(sys.modules[m])) is not None}
     ffi_api: dict[str, list[dict[str, Any]]] = {}
     all_funcs = tvm_ffi.registry.list_global_func_names()
     for namespace, target in api_calls:
