@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.stubs import build, cache
+from tvmffi_gen.stubs import cache
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(cache_home: Path
         calls.append(stubs)
         return {m: f"# {data['n']}\n{t}" for m, t in stubs.items()}, [f"warning {data['n']}"]
 
-    monkeypatch.setattr(build, "augment", fake_augment)
+    monkeypatch.setattr(cache, "augment", fake_augment)
     stubs = {"p": "x: int\n", "p.a": "y: str\n"}
     first = cache.cached_augment({"n": 1}, stubs)
     assert cache.cached_augment({"n": 1}, dict(stubs)) == first and len(calls) == 1

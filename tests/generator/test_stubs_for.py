@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
-from tvmffi_gen.stubs.build import STUB_HEADER
+from tvmffi_gen.stubs.stubtext import STUB_HEADER
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -403,7 +403,7 @@ def test_the_project_pins_the_stubbed_release() -> None:
 
 
 def test_public_path_is_the_shortest_exported_one() -> None:
-    from tvmffi_gen.stubs.build import public_path
+    from tvmffi_gen.stubs.resolve import public_path
 
     info = {"module": "tvm.ir.prim.expr", "qualname": "Ramp",
             "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"]}
@@ -416,7 +416,7 @@ def test_public_path_is_the_shortest_exported_one() -> None:
 def test_bare_generics_get_explicit_any_arguments() -> None:
     import libcst as cst
 
-    from tvmffi_gen.stubs.build import _spell_generics, stdlib_generic_names
+    from tvmffi_gen.stubs.fill_annotations import _spell_generics, stdlib_generic_names
 
     text = "from typing import Callable\nfrom .ir import Type\n"
     generic = stdlib_generic_names(text)
@@ -485,7 +485,7 @@ def test_no_cache_without_stubs_for_is_refused(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--no-cache is for the cache of --stubs-for PKG: give --stubs-for too" in proc.stderr
 def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
-    from tvmffi_gen.stubs.build import stubtest_allowlist
+    from tvmffi_gen.stubs.allowlist import stubtest_allowlist
 
     field = {"name": "def", "doc": "", "schema": None, "writable": False, "has_default": False, "init": True,
              "kw_only": False}
@@ -505,7 +505,7 @@ class TestWhatTvmConvertsAtTheBoundary:
 
     @staticmethod
     def _stubs() -> dict[str, str]:
-        from tvmffi_gen.stubs.build import augment
+        from tvmffi_gen.stubs.rewrite import augment
 
         def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
             return {"module": module, "qualname": name, "paths": [f"{module}.{name}"], "bases": bases,

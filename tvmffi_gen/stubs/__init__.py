@@ -6,7 +6,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .build import STUB_HEADER, StubsError, build_stubs
+from .build import build_stubs
+from .cache import disabled
+from .errors import StubsError
+from .stubtext import STUB_HEADER
 
 __all__ = ["StubsError", "run_stubs", "build_stubs"]
 
@@ -28,8 +31,6 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
     """Write (or with ``check``, compare) the stubs of ``package`` under ``output``; 1 when
     ``check`` finds a difference. ``use_cache``: use the user cache of stubgen and libcst results
     (``cache.py``)."""
-    from .cache import disabled
-
     start = time.perf_counter()
     out = Path(output)
     marker = next((m for m in ("__init__.py", ".tvmffi-gen.json") if (out / m).is_file()), None)

@@ -27,7 +27,8 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, cast
 
-from .build import PythonStubs
+from .rewrite import augment
+from .stubgen import PythonStubs
 
 __all__ = ["cache_dir", "disabled", "CachedPythonStubs", "cached_augment", "tool_version"]
 
@@ -165,10 +166,8 @@ class CachedPythonStubs(PythonStubs):
 
 
 def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """``build.augment``, from the cache when the data and stubs are the same."""
+    """``rewrite.augment``, from the cache when the data and stubs are the same."""
     from importlib.metadata import version
-
-    from .build import augment
 
     if cache_dir() is None:
         return augment(data, stubs)

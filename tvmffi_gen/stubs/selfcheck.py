@@ -1,5 +1,5 @@
 """The stubs checked by ``mypy --strict`` as a last step: what the package's own sources declare
-and no rule of ``build.py`` can repair (an override its classes really make, ``__eq__`` returning
+and no rule of ``rewrite.py`` can repair (an override its classes really make, ``__eq__`` returning
 an expression, an optional dependency that is not installed) gets the narrowest
 ``# type: ignore[code]`` on the line mypy reports, as a hand-written stub would carry; so the stub
 package has no errors of its own.

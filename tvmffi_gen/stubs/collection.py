@@ -1,0 +1,75 @@
+"""Step 1 of ``--stubs-for``, the parent's side of ``collect.py``: ``take_collection`` runs
+``collect.py`` for the package in a child process (importing a package may crash, hang or exit)
+and gets back what only the running process knows: which submodules import, the registry's types
+with the Python class registered for each, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api``
+filled; a failure becomes a ``StubsError`` naming the package and the reason.
+``modules_on_disk`` lists the package's modules without importing it, so that stubgen can start
+while the child imports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..snapshot import summarise_failure
+from .errors import StubsError
+
+__all__ = ["take_collection", "modules_on_disk"]
+
+
+def take_collection(package: str, exclude: list[str], preload: list[str], timeout: float) -> dict[str, Any]:
+    """Run ``collect.py`` for ``package`` in a child process; StubsError names what went wrong."""
+    if not all(part.isidentifier() for part in package.split(".")):
+        raise StubsError(f"--stubs-for {package!r}: not a Python package name")
+    for lib in preload:
+        if not os.path.isfile(lib):
+            raise StubsError(f"--preload {lib}: no such file")
+    cmd = [sys.executable, "-m", "tvmffi_gen.stubs.collect", package]
+    for pat in exclude:
+        cmd += ["--exclude", pat]
+    for lib in preload:
+        cmd += ["--preload", lib]
+    env = dict(os.environ)
+    runtime_dir = str(Path(__file__).resolve().parents[2] / "runtime")
+    if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise StubsError(f"{package}: importing it did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        error, frames = summarise_failure(proc.stderr)
+        where = "".join(f"\n  at {f}" for f in frames)
+        if proc.returncode < 0:
+            raise StubsError(f"{package}: the process importing it died with signal {-proc.returncode}"
+                             + (f": {error}" if error else "") + where, proc.stderr)
+        last = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        raise StubsError(f"{package}: {last[-1] if last else error}", proc.stderr)
+    data: dict[str, Any] = json.loads(proc.stdout)
+    own = [k for k, c in data["classes"].items() if c["module"] in data["modules"]]
+    if not own and not data["ffi_api"]:
+        raise StubsError(f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
+                         " to stub beyond its Python (use mypy's stubgen for that)")
+    return data
+
+
+def modules_on_disk(package: str, exclude: list[str]) -> dict[str, str] | None:
+    """The package's modules found without importing it (None when it is not found)."""
+    # not at the top: ``python -m tvmffi_gen.stubs.collect`` imports this package first, and runpy
+    # warns when the module it runs is already imported
+    from .collect import module_files
+
+    try:
+        spec = importlib.util.find_spec(package.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations or "." in package:
+        return None
+    return module_files(package, list(spec.submodule_search_locations), exclude)

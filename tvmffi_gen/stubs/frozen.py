@@ -1,0 +1,80 @@
+"""Which attributes a stub declares that are read-only at run time (``frozen_attributes``): an
+attribute without a value (``span: Span``) that is a read-only registry field of the class, or,
+in a Python base that is not registered, of every registered class deriving from it. The rewrite
+declares them as read-only properties of the type declared, and the stubtest allowlist names
+those a Python base only annotates.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .stubtext import class_attributes, stub_tree
+
+__all__ = ["frozen_attributes"]
+
+
+def _bare_attributes(text: str) -> dict[str, set[str]]:
+    """Per class (qualname) of a stub, the attributes its body declares without a value."""
+    out: dict[str, set[str]] = {}
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                q = prefix + node.name
+                out[q] = {st.target.id for st in node.body if isinstance(st, ast.AnnAssign)
+                          and isinstance(st.target, ast.Name) and st.value is None}
+                walk(node.body, q + ".")
+
+    walk(stub_tree(text).body, "")
+    return out
+
+
+def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, set[str]]:
+    """Per class ("module.qualname"), the attributes its stub declares (``span: Span``, without a
+    value) that are read-only registry fields at run time, to be written as read-only properties
+    of the type declared: in a registered class, a read-only field of its type or of an ancestor's;
+    in a Python class that is not registered (a base such as ``BinaryOpExpr`` declaring ``a: Expr``
+    for its subclasses), a read-only field of every registered class deriving from it (at least
+    one). Not when a base in the class's MRO declares the attribute and does not become a
+    property too (a property cannot override an attribute)."""
+    bare = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _bare_attributes(t).items()}
+    declared = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()}
+    types = data["types"]
+    fields: dict[str, tuple[set[str], set[str]]] = {}  # class path -> (read-only, writable) field names
+    mro: dict[str, list[str]] = {}
+    derived: dict[str, list[str]] = {}  # unregistered class path -> registered classes deriving from it
+    for key, info in data["classes"].items():
+        path = f"{info['module']}.{info['qualname']}"
+        all_fields = [f for k in [*types[key]["ancestors"], key] for f in types.get(k, {}).get("fields", [])]
+        fields[path] = ({f["name"] for f in all_fields if not f["writable"]},
+                        {f["name"] for f in all_fields if f["writable"]})
+        bases = list(info.get("bases", []))
+        mro[path] = bases
+        for i, b in enumerate(bases):
+            derived.setdefault(b, []).append(path)
+            mro.setdefault(b, bases[i + 1:])
+    candidates: dict[str, set[str]] = {}
+    for path, names in bare.items():
+        if path in fields:
+            chosen = names & fields[path][0]
+        else:
+            subs = derived.get(path, [])
+            chosen = {n for n in names if subs and all(n in fields[k][0] for k in subs if k in fields)
+                      and any(k in fields for k in subs)}
+        if chosen:
+            candidates[path] = chosen
+    changed = True
+    while changed:  # drop what would override a base's attribute that stays an attribute
+        changed = False
+        for path, names in list(candidates.items()):
+            blocked = {n for n in names for b in mro.get(path, [])
+                       if n in declared.get(b, set()) and n not in candidates.get(b, set())}
+            if blocked:
+                changed = True
+                if names - blocked:
+                    candidates[path] = names - blocked
+                else:
+                    del candidates[path]
+    return candidates

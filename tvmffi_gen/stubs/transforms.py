@@ -1,0 +1,194 @@
+"""The libcst rewrites of a stub module that follow the running package, one transformer each,
+applied by ``rewrite.augment``: registry members appended to class bodies and read-only fields
+declared as attributes turned into properties (``AddMembers``), the ``ABCMeta`` metaclass of
+classes whose metaclass is tvm_ffi's private one (``AbcMetaclass``), the run-time ``__all__``
+(``SetAll``), module functions a decorator bound to None (``NoneDefs``) or replaced by a packed
+function, which takes no keywords (``PositionalOnly``); and the index of a module's classes by
+qualname with the names each body defines (``class_index``, ``body_names``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import libcst as cst
+
+__all__ = ["class_index", "body_names", "AddMembers", "AbcMetaclass", "SetAll", "NoneDefs", "PositionalOnly"]
+
+
+def class_index(module: cst.Module) -> dict[str, cst.ClassDef]:
+    out: dict[str, cst.ClassDef] = {}
+
+    def walk(body: Any, prefix: str) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.ClassDef):
+                q = prefix + stmt.name.value
+                out[q] = stmt
+                if isinstance(stmt.body, cst.IndentedBlock):
+                    walk(stmt.body.body, q + ".")
+
+    walk(module.body, "")
+    return out
+
+
+def body_names(cls: cst.ClassDef) -> set[str]:
+    names: set[str] = set()
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            names.add(stmt.name.value)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                target = small.target if isinstance(small, cst.AnnAssign) else None
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            names.add(t.target.value)
+                if isinstance(target, cst.Name):
+                    names.add(target.value)
+    return names
+
+
+def _dedent(text: str) -> str:
+    return textwrap.dedent(text)
+
+
+class AddMembers(cst.CSTTransformer):
+    """Appends registry members to class bodies; turns the attributes in ``read_only`` (per
+    class) into read-only properties of the type the package annotated them with."""
+
+    def __init__(self, additions: dict[str, str], read_only: dict[str, set[str]]) -> None:
+        super().__init__()
+        self.additions = additions
+        self.read_only = read_only
+        self.stack: list[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        q = ".".join(self.stack)
+        self.stack.pop()
+        text = self.additions.get(q)
+        frozen = self.read_only.get(q)
+        if frozen and isinstance(updated_node.body, cst.IndentedBlock):
+            body: list[Any] = []
+            for st in updated_node.body.body:
+                small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                if isinstance(small, cst.AnnAssign) and small.value is None and isinstance(small.target, cst.Name) \
+                        and small.target.value in frozen:
+                    ann = cst.Module([]).code_for_node(small.annotation.annotation)
+                    body += list(cst.parse_module(f"@property\ndef {small.target.value}(self) -> {ann}: ...\n").body)
+                else:
+                    body.append(st)
+            updated_node = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
+        if not text:
+            return updated_node
+        new_stmts = list(cst.parse_module(_dedent(text)).body)
+        if isinstance(updated_node.body, cst.IndentedBlock):
+            old = [s for s in updated_node.body.body
+                   if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+                           and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.Ellipsis))]
+            return updated_node.with_changes(body=updated_node.body.with_changes(body=[*old, *new_stmts]))
+        return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
+
+
+class AbcMetaclass(cst.CSTTransformer):
+    """The classes in ``names`` (qualnames) whose metaclass is tvm_ffi's private
+    ``_ObjectSlotsMeta`` get ``metaclass=_ABCMeta``: its public base, which no stub of tvm_ffi
+    declares on ``Object`` (the private class itself cannot be named), so a checker and stubtest
+    see the metaclass the class has; a class that names a metaclass keeps it."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.stack: list[str] = []
+        self.used = False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        q = ".".join(self.stack)
+        self.stack.pop()
+        if q not in self.names or any(k.keyword is not None and k.keyword.value == "metaclass"
+                                      for k in updated_node.keywords):
+            return updated_node
+        self.used = True
+        meta = cst.Arg(cst.Name("_ABCMeta"), keyword=cst.Name("metaclass"),
+                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        args = list(updated_node.bases) + list(updated_node.keywords)
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        bases = args[: len(updated_node.bases)]
+        keywords = [*args[len(updated_node.bases):], meta]
+        return updated_node.with_changes(bases=bases, keywords=keywords, lpar=cst.LeftParen(), rpar=cst.RightParen())
+
+
+class SetAll(cst.CSTTransformer):
+    """The module's ``__all__`` statements (``__all__ = [...]``, ``__all__: Incomplete``,
+    ``__all__ += [...]``) become one ``__all__ = [...]`` of the given names, where the first was."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body: list[Any] = []
+        done = False
+        for stmt in updated_node.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            target = (small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
+                      else small.target if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else None)
+            if isinstance(target, cst.Name) and target.value == "__all__":
+                if not done:
+                    body.append(cst.parse_statement(f"__all__ = {self.names!r}\n"))
+                    done = True
+                continue
+            body.append(stmt)
+        if not done:
+            body.append(cst.parse_statement(f"__all__ = {self.names!r}\n"))
+        return updated_node.with_changes(body=body)
+
+
+class _ModuleFunctions(cst.CSTTransformer):
+    """Rewrites the module-level functions named in ``names`` (``leave_FunctionDef``); class
+    bodies and nested functions are left as they are."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+class NoneDefs(_ModuleFunctions):
+    """Module-level functions whose name the running module binds to None (a registering
+    decorator that returns nothing) become ``name: None``."""
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.BaseStatement:
+        if updated_node.name.value not in self.names:
+            return updated_node
+        return cst.parse_statement(f"{updated_node.name.value}: None  # a decorator returned None\n")
+
+
+class PositionalOnly(_ModuleFunctions):
+    """The module-level functions in ``names`` (packed functions at run time, which take no
+    keywords) get positional-only parameters."""
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        ps = updated_node.params
+        if updated_node.name.value not in self.names or not ps.params:
+            return updated_node
+        return updated_node.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
