@@ -59,13 +59,14 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
                 acc[1] += c1 - c0
         return wrapper
 
-    build.take_collection = timed("import (child)", build.take_collection)
+    setattr(build, "take_collection", timed("import (child)", getattr(build, "take_collection")))
     setattr(build, "silence_own_errors", timed("mypy self-check", getattr(build, "silence_own_errors")))
     try:
         from tvmffi_gen.stubs import cache
     except ImportError:  # a revision before the cache
-        build.PythonStubs.result = timed("stubgen wait", build.PythonStubs.result)  # type: ignore[method-assign]
-        build.augment = timed("libcst rewrite", build.augment)
+        stubs_class = getattr(build, "PythonStubs")
+        stubs_class.result = timed("stubgen wait", stubs_class.result)
+        setattr(build, "augment", timed("libcst rewrite", getattr(build, "augment")))
     else:
         cache.CachedPythonStubs.result = timed("stubgen wait", cache.CachedPythonStubs.result)  # type: ignore[method-assign]
         cache.cached_augment = timed("libcst rewrite", cache.cached_augment)
