@@ -48,7 +48,7 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
         warn(w)
     stale = sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(out).as_posix() not in result.files) \
         if root.is_dir() else []
-    changed = []
+    changed: list[tuple[Path, str]] = []
     for rel, text in sorted(result.files.items()):
         path = out / rel
         old = path.read_text(encoding="utf-8") if path.is_file() else None

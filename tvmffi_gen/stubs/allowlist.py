@@ -30,7 +30,7 @@ _CACHE_DECORATORS = {"cache", "lru_cache", "functools.cache", "functools.lru_cac
 
 def _cached_functions(text: str) -> list[str]:
     """Module-level functions of a stub decorated with ``functools.cache`` or ``lru_cache``."""
-    out = []
+    out: list[str] = []
     for node in stub_tree(text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in node.decorator_list:

@@ -72,7 +72,7 @@ def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.Ba
         return expr.with_changes(left=left, right=right), a or b
     if isinstance(expr, cst.Subscript):
         changed = False
-        elems = []
+        elems: list[cst.SubscriptElement] = []
         for el in expr.slice:
             if isinstance(el.slice, cst.Index):
                 new, c = _spell_generics(el.slice.value, generic)
@@ -82,7 +82,7 @@ def _spell_generics(expr: cst.BaseExpression, generic: set[str]) -> tuple[cst.Ba
         return expr.with_changes(slice=elems), changed
     if isinstance(expr, cst.List):  # Callable[[a, b], r]
         changed = False
-        items = []
+        items: list[cst.BaseElement] = []
         for item in expr.elements:
             new, c = _spell_generics(item.value, generic)
             changed = changed or c

@@ -114,7 +114,7 @@ def class_members(ctx: StubContext, key: str, existing: set[str], inherited: set
             ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
         except SchemaError:
             ref = TypeRef("Any")
-        base_attrs = set().union(*(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set())
+        base_attrs: set[str] = set[str]().union(*(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set())
                                    for b in info.get("bases", [])))
         if f["writable"] or name in base_attrs:  # a property cannot override a base's attribute
             ann = ctx.annotate(ref, "return", where)

@@ -34,7 +34,7 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
     where it is defined."""
     qual = info["qualname"]
     defined = f"{info['module']}.{qual}"
-    candidates = []
+    candidates: list[tuple[int, int, str]] = []
     for path in info["paths"]:
         mod, _, attr = path.rpartition(".")
         if attr != qual or any(p.startswith("_") for p in path.split(".")):

@@ -68,7 +68,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         funcs = data["ffi_api"].get(mod, [])
         if funcs:
             defined = exported_names(stubs[mod])
-            extra = []
+            extra: list[str] = []
             for f in funcs:
                 name = f["name"]
                 if name in defined or not name.isidentifier() or is_keyword(name):
@@ -83,7 +83,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         if re.search(r"^from \S+ import \*", stubs[mod], re.M):
             made = []  # what a star import brings is not known here
         renamed = data.get("aliases", {}).get(mod, {})
-        imports = []
+        imports: list[str] = []
         for n, path in sorted(renamed.items()):
             where, qual = path.split(":")
             if n in have or n in made or defines(stubs[mod], n) or re.search(r"^from \S+ import \*", stubs[mod], re.M):

@@ -10,6 +10,7 @@ qualname with the names each body defines (``class_index``, ``body_names``).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import libcst as cst
@@ -34,7 +35,7 @@ def class_index(module: cst.Module) -> dict[str, cst.ClassDef]:
 
 def body_names(cls: cst.ClassDef) -> set[str]:
     names: set[str] = set()
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    body: Sequence[cst.BaseStatement] = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
     for stmt in body:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             names.add(stmt.name.value)
