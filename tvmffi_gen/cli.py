@@ -24,6 +24,7 @@ from .project import (
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError, take_snapshot
 from .uses import UsedPackageError
+from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output
 
 __all__ = ["main", "generate", "default_library", "library_shipped_with"]
@@ -429,8 +430,8 @@ def main(argv: list[str] | None = None) -> int:
             t.type_key.startswith(p.rstrip(".") + ".") for p in args.prefix))
         elapsed = time.perf_counter() - start
         log.info(
-            f"wrote {root} ({n_types} types, {sum(1 for f in files if f.endswith('.py'))} modules;"
-            f" {_files_changed(plan, project)} files changed) in {elapsed:.2f} s"
+            f"wrote {root} ({counted(n_types, 'type')}, {counted(sum(1 for f in files if f.endswith('.py')), 'module')};"
+            f" {counted(_files_changed(plan, project), 'file')} changed) in {elapsed:.2f} s"
         )
         if args.verify:
             return _verify(root, args.verify, log)

@@ -192,7 +192,7 @@ def test_the_run_reports_project_files_and_only_members_it_kept(
     capsys.readouterr()
     assert main([str(v1), "-o", str(proj), "--project", "--project-version", "0.2.0"]) == 0
     out = capsys.readouterr().out
-    assert "; 1 files changed)" in out, out
+    assert "; 1 file changed)" in out, out
     assert 'version = "0.2.0"' in (proj / "pyproject.toml").read_text()
     # a formatted package: files merged, but no member of the user's to report
     format_tree("ruff", proj / "regenproj")

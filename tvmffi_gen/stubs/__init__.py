@@ -10,6 +10,7 @@ from .build import build_stubs
 from .cache import disabled
 from .errors import StubsError
 from .stubtext import STUB_HEADER
+from ..wording import counted
 
 __all__ = ["StubsError", "run_stubs", "build_stubs"]
 
@@ -70,10 +71,8 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
     for path in stale:
         if _is_ours(path):
             path.unlink()
-    n = len(result.data["modules"])
-    info(f"wrote {root} ({n} modules, {len(result.data['classes'])} registered classes,"
-         f" {len(result.data['failed'])} modules not covered; {len(changed)} files changed)"
-         f" in {time.perf_counter() - start:.2f} s")
+    counts = ", ".join([counted(len(result.data["modules"]), "module"),
+                        counted(len(result.data["classes"]), "registered class", "registered classes"),
+                        counted(len(result.data["failed"]), "module") + " not covered"])
+    info(f"wrote {root} ({counts}; {counted(len(changed), 'file')} changed) in {time.perf_counter() - start:.2f} s")
     return 0
-
-
