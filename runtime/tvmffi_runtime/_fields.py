@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from . import _core
+from . import _errors
 from ._backend import backend
-from ._core import Object
+from ._object import Object
 from ._errors import field_delete_error, field_read_only_error, naming_field
 from ._pure.fields import FIELD_KINDS, IN_PLACE_FIELD_KINDS
 
@@ -63,7 +63,7 @@ class FieldAccess:
 
 def _naming_field(exc: BaseException, qualname: str) -> BaseException:
     """``exc`` of a field write, reworded to name the field (a message that names it is kept)."""
-    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _core.ReleasedObjectError):
+    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _errors.ReleasedObjectError):
         return exc
     return naming_field(qualname, exc)
 

@@ -13,9 +13,9 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
-from . import _core, _lib, _platform
+from . import _call, _errors, _lib, _object, _platform
 from ._call import _INITS, ffi_init
-from ._core import Object, type_key_to_index
+from ._object import Object, type_key_to_index
 from ._backend import backend
 from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
@@ -117,7 +117,7 @@ def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
 def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ...]) -> None:
     """Initialise ``self`` through reflected auto-init: every argument by name (KWARGS protocol);
     arguments left as ``MISSING`` are not passed, so the native defaults apply."""
-    args: list[Any] = [_core._kwargs_marker()]
+    args: list[Any] = [_call._kwargs_marker()]
     for key, value in named:
         if value is not MISSING:
             args.append(key)
@@ -150,8 +150,8 @@ def _auto_argument_error(
     what = _argument_words(self, type_key, key, [k for k, _ in named])
     value = args[slot]
     detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
-    if isinstance(exc, _core.ReleasedObjectError):
-        return _core.ReleasedObjectError(f"{type_key}.__init__: {what}: {_core._released_object_error(value)}")
+    if isinstance(exc, _errors.ReleasedObjectError):
+        return _errors.ReleasedObjectError(f"{type_key}.__init__: {what}: {_errors._released_object_error(value)}")
     return TypeError(
         f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
         f" to a TVM FFI value{detail}"
@@ -222,7 +222,7 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
             f"type {type_key!r} is not registered by {_loaded_library_of(type_key)}; the generated"
             " package is out of date for it (regenerate it with tvmffi-gen)"
         )
-    registrar = _core.register_object(type_key)
+    registrar = _object.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:
         declared = {a: v for a, v in vars(cls).items() if isinstance(v, UnboundField)}
@@ -422,7 +422,7 @@ def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
                 f" package was generated from; {fix}"
             )
     _LAZY_TYPES.update(modules_by_type_key)
-    _core.set_class_loader(_load_lazy_class)
+    _object.set_class_loader(_load_lazy_class)
 
 
 def _load_lazy_class(type_key: str) -> bool:

@@ -53,7 +53,7 @@ except TypeError:
     pass
 else:
     raise AssertionError("a str was stored in an int field")
-print("accelerated" if rt._core.accelerated() else "pure", "OK")
+print("accelerated" if rt._backend.accelerated() else "pure", "OK")
 """
 
 

@@ -72,12 +72,28 @@ def test_core_layers_import_only_lower_layers() -> None:
     # above by name from _backend_hooks at init, as _accel.c does
     order = ["_platform", "_lib", "_errors", "_values", "_pure.objects", "_pure.calls", "_pure.lazy_function",
              "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object", "_convert", "_call",
-             "_callback", "_backend_hooks", "_env", "_core"]  # fmt: skip
+             "_callback", "_backend_hooks", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
         assert not higher, f"{m} imports the higher layer(s) {sorted(higher)}"
         assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
+
+
+def test_the_package_connects_the_backend_before_any_higher_module() -> None:
+    """Nothing imports ``_backend_hooks`` (which runs ``backend.init``) or ``_env`` (the signal and
+    GIL hooks) for a name: the package ``__init__`` imports both first, before any module above
+    the core layers, so every import of the package connects the backend before native calls."""
+    graph = _graph()
+    assert not {m for m, deps in graph.items() if deps & {"_backend_hooks", "_env"}}
+    core = {"_platform", "_lib", "_errors", "_values", "_backend", "_object", "_convert", "_call", "_callback"}
+    imported: list[str] = []
+    for node in ast.parse((PACKAGE / "__init__.py").read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            imported += [node.module] if node.module else [alias.name for alias in node.names]
+    first = imported.index("_backend_hooks"), imported.index("_env")
+    higher = [i for i, m in enumerate(imported) if m not in core | {"_backend_hooks", "_env"}]
+    assert higher and max(first) < min(higher), imported
 
 
 def test_the_backend_is_chosen_in_one_place() -> None:
