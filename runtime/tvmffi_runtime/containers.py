@@ -26,9 +26,8 @@ from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from ._call import _new_container, ffi_call, global_handle
 from ._convert import view_from_buffer
-from ._object import Object, _wrap, register_object
+from ._object import Object, _adopt, _wrap, register_object
 from ._values import TypeIndex
-from ._object import _adopt
 from ._backend import backend
 from ._lib import OBJECT_HEADER_SIZE
 

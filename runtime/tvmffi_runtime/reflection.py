@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 from . import _call, _convert, _lib, _object
-from ._errors import _check
+from ._errors import _check, field_released_error
 from ._lib import ObjectIncRef as _IncRef
 from ._object import Object, _wrap
 from ._values import TypeIndex
-from ._errors import field_released_error
 
 __all__ = [
     "JSON",

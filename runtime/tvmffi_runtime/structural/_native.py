@@ -12,11 +12,10 @@ from typing import Any, Callable, TypeAlias
 from .. import _callback, _convert, _lib, _object
 from .._backend import accelerated
 from .._callback import function_in_mode
-from .._values import CallbackMode
+from .._values import CallbackMode, TypeIndex
 from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
 from .._call import Function
 from .._object import Object, _wrap
-from .._values import TypeIndex
 from .._errors import moved_result_error, walk_result_error
 from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._match import _Entry, _overlap
