@@ -74,7 +74,7 @@ __all__ = [
     "set_release_gil",
     "type_key_to_index",
     "libtvm_ffi_version",
-    "gen",
+    "bind",
 ]
 
 
@@ -85,7 +85,7 @@ def libtvm_ffi_version() -> tuple[int, int, int]:
     return (v.major, v.minor, v.patch)
 
 
-from . import gen  # noqa: E402  (support for generated packages)
+from . import bind  # noqa: E402  (what generated packages declare their classes and functions with)
 from .records import FieldDescription, fields, replace  # noqa: E402
 from .structural import (  # noqa: E402
     UNCHANGED,

@@ -2,8 +2,8 @@
 :func:`register` binds, and the descriptors it binds them to (the backend's ``Field``, reading
 and writing object memory at reflected offsets, or the registry's accessors).
 
-``gen`` re-exports everything here; generated code reaches it as ``_gen.field(...)``,
-``_gen.ReadOnlyField[...]``, and so on.
+``bind`` re-exports everything here; generated code reaches it as ``_bind.field(...)``,
+``_bind.ReadOnlyField[...]``, and so on.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ class UnboundField:
         where = self.owner.__name__ if self.owner is not None else "?"
         raise TypeError(
             f"field {where}.{self.attr} is not bound to a type: decorate {where} with"
-            " tvmffi_runtime.gen.register(type_key)"
+            " tvmffi_runtime.bind.register(type_key)"
         )
 
     def __repr__(self) -> str:

@@ -2,7 +2,7 @@
 :func:`replace` makes a new object with some fields changed (what a generated class's
 ``replace`` and ``__replace__`` call).
 
-Both read what ``gen.register`` recorded about the class (its field declarations, in order) and
+Both read what ``bind.register`` recorded about the class (its field declarations, in order) and
 the library's reflection registry (documentation, flags, schemas, defaults).
 """
 
@@ -120,7 +120,7 @@ def _read_type(annotation: Any) -> Any:
 
 
 def _read_type_text(text: str) -> str:
-    for prefix in ("_t.Final[_gen.ReadOnlyField[", "_gen.Field["):
+    for prefix in ("_t.Final[_bind.ReadOnlyField[", "_bind.Field["):
         if text.startswith(prefix):
             inner = text[len(prefix) :]
             depth = 0

@@ -42,9 +42,9 @@ def test_compiled_path_is_built_and_used() -> None:
         "tvmffi_runtime._accel was not built (no C compiler or Python headers at install time?);"
         " the runtime fell back to ctypes"
     )
-    from tvmffi_runtime import gen
+    from tvmffi_runtime import bind
 
-    assert type(gen.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
+    assert type(bind.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
     assert isinstance(rt.Array([1]), _backend.backend.ObjectBase)
     assert not isinstance(rt.Array([1]), _pure.ObjectBase)
 

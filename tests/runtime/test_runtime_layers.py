@@ -132,7 +132,7 @@ def test_callback_modes_match_the_compiled_backend() -> None:
 def test_one_table_of_field_kinds() -> None:
     """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
     (indexed by its F_* enum) and the generator's layout rules must agree with it."""
-    from tvmffi_runtime import _fields as gen
+    from tvmffi_runtime import _fields
     from tvmffi_gen import members
 
     source = accel_source()
@@ -140,14 +140,14 @@ def test_one_table_of_field_kinds() -> None:
     enum = re.search(r"enum \{ (F_I64[^}]*)\};", source)
     assert table is not None and enum is not None
     c_kinds = tuple(k.strip().strip('"') for k in table.group(1).split(",") if k.strip() != "NULL")
-    assert c_kinds == gen.FIELD_KINDS
-    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in gen.FIELD_KINDS]
+    assert c_kinds == _fields.FIELD_KINDS
+    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in _fields.FIELD_KINDS]
     in_place = re.search(r"setter == Py_True && (k != F_\w+(?: && k != F_\w+)*)", source)
     assert in_place is not None
     c_in_place = tuple(m.lower() for m in re.findall(r"k != F_(\w+)", in_place.group(1)))
-    assert c_in_place == gen.IN_PLACE_FIELD_KINDS
-    assert members.IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
-    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)
+    assert c_in_place == _fields.IN_PLACE_FIELD_KINDS
+    assert members.IN_PLACE_KINDS == _fields.IN_PLACE_FIELD_KINDS
+    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(_fields.FIELD_KINDS)
 
 
 def test_every_subpackage_is_in_the_distribution() -> None:

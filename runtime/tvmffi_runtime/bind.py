@@ -1,5 +1,7 @@
-"""Support for generated packages: lazy functions, methods, fields, constructors, enum entries,
-library loading and lazy class registration.
+"""What a generated package declares its bindings with (imported there as ``_bind``): classes
+bound to their type keys (``@_bind.register``), their fields (``_bind.field``,
+``_bind.registry_field``), constructors, enum entries, native functions and methods
+(``@_bind.registry_function`` ...), dispatch bases, library loading and lazy class registration.
 
 Generated code calls only what is here and the public runtime classes, so the generated text
 stays small and the hot paths stay in one place.
@@ -44,11 +46,13 @@ if TYPE_CHECKING:
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
-#: Level 4 (the only one supported: earlier levels were never published): fields bound by
-#: ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are decorated
-#: defs (``registry_function``, ``registry_method``, ``exported_function``, which take
+#: Level 5 (the only one supported: earlier levels were never published): this module is
+#: ``tvmffi_runtime.bind`` (level 4 called it ``gen``, so a level-5 package on a level-4 runtime
+#: stops at its import line with an ImportError naming ``bind``, before the level check); fields
+#: bound by ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are
+#: decorated defs (``registry_function``, ``registry_method``, ``exported_function``, which take
 #: ``result=``, a named tuple class); ``replace`` methods (``replace_method``, ``KEEP``).
-API_LEVEL = 4
+API_LEVEL = 5
 
 __all__ = [
     "API_LEVEL",
