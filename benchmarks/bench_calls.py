@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pure", action="store_true", help="measure the pure-ctypes path")
     parser.add_argument("--with-pure", action="store_true", help="add a pure-ctypes column (second process)")
     args = parser.parse_args(argv)
-    print(f"runtime path: {'compiled' if rt._core.accelerated() else 'pure ctypes'}")
+    print(f"runtime path: {'compiled' if rt._backend.accelerated() else 'pure ctypes'}")
     selected = [c for c in cases() if not args.only or args.only in c[0]]
     for _, ours, theirs, _ in selected:
         assert_same = ours(), theirs()  # warm up both (and resolve lazy lookups)
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             f" {floor['nop_auto_ns']:.0f} ns ({floor['ratio_auto']:.2f}x)"
         )
     if args.json:
-        path = "compiled" if rt._core.accelerated() else "pure ctypes"
+        path = "compiled" if rt._backend.accelerated() else "pure ctypes"
         out = {"runtime": path, "rows": rows, "floor": floor if not args.only else None}
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0

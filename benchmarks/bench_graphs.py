@@ -116,7 +116,7 @@ def run(nodes: int, repeat: int) -> dict[str, Any]:
         if bare is not None:
             row.update(bare_ms=best_b, ratio=best_g / best_b)
         rows.append(row)
-    path = "compiled" if rt._core.accelerated() else "pure ctypes"
+    path = "compiled" if rt._backend.accelerated() else "pure ctypes"
     return {"path": path, "nodes": nodes, "rows": rows}
 
 

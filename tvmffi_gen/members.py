@@ -26,7 +26,7 @@ from .snapshot import FieldSnap, MethodSnap, TypeSnap
 
 __all__ = ["ClassBodies", "POD_KINDS", "IN_PLACE_KINDS"]
 
-# Fields read straight from object memory by a runtime descriptor (``_gen.field``), by layout:
+# Fields read straight from object memory by a runtime descriptor (``_bind.field``), by layout:
 # POD fields by (static type index, size, schema); an ObjectRef is one pointer; String, Bytes
 # and Any are laid out as a TVMFFIAny.
 POD_KINDS: dict[tuple[int, int, str], FieldKind] = {
@@ -285,10 +285,10 @@ class ClassBodies:
             if uf.name in chain or uf.name == "self" or any(p.name == uf.name for p in params):
                 continue
             ann = self.b.annotator(mod, f"field {uf.owner}.{uf.reg_name}", members)  # warned once
-            params.append(Param(uf.name, ann.annotate(uf.ref, "param"), "_gen.KEEP", "kwonly", uf.reg_name))
+            params.append(Param(uf.name, ann.annotate(uf.ref, "param"), "_bind.KEEP", "kwonly", uf.reg_name))
         for f in chain.values():
             ann = self.b.annotator(mod, f"field {f.owner}.{f.reg_name}", members)  # warned once
-            params.append(Param(f.name, ann.annotate(f.ref, "param"), "_gen.KEEP", "kwonly", f.reg_name))
+            params.append(Param(f.name, ann.annotate(f.ref, "param"), "_bind.KEEP", "kwonly", f.reg_name))
             ignore = ignore or f.override_ignore
         overrides = any(anc in self.b.used for anc in t.ancestors)  # its classes have one too
         key = cls.base_key

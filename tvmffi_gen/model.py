@@ -49,7 +49,7 @@ ParamKind = Literal["posonly", "normal", "kwonly", "varargs"]
 InitKind = Literal["method", "auto", "none"]
 #: How a writable field is written: in object memory, or through the registry's setter.
 FieldWrite = Literal["in_place", "registry"]
-#: How ``_gen.field`` reads a field from object memory (the runtime's ``FIELD_KINDS``): a POD
+#: How ``_bind.field`` reads a field from object memory (the runtime's ``FIELD_KINDS``): a POD
 #: (``i64``, ``i32``, ``f64``, ``f32``, ``bool``), an ObjectRef (``object``: one pointer) or a
 #: value laid out as a TVMFFIAny (``any``).
 FieldKind = Literal["i64", "i32", "f64", "f32", "bool", "object", "any"]
@@ -91,7 +91,7 @@ class FieldModel:
     setter_type: str
     writable: bool
     doc: str
-    kind: FieldKind | None  # read from memory by ``_gen.field`` (None: ``_gen.registry_field``)
+    kind: FieldKind | None  # read from memory by ``_bind.field`` (None: ``_bind.registry_field``)
     write: FieldWrite | None  # None: read-only
     offset: int
     accessor: str  # a module-level name unique to the field (its registry name may not be)

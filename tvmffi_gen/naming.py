@@ -4,7 +4,7 @@
    ``str.isidentifier()`` does not accept inside a name becomes ``_``; a name that cannot start
    with its first character (a digit) gets a leading ``_``; an empty name becomes ``_``.
 2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, an alias
-   generated modules import under (``_t``, ``_rt``, ``_gen``, ...), a file the package root holds
+   generated modules import under (``_t``, ``_rt``, ``_bind``, ...), a file the package root holds
    (``visitors``, ``_lib``), or a member the runtime base class already defines (for enums also
    ``name``, ``ordinal``, ``value``) gets a trailing ``_``; a dunder name or a name
    starting with ``_ffi`` (the prefix of generated private helpers) gets a leading ``x``.
@@ -38,7 +38,7 @@ _ANNOTATION_BUILTINS = frozenset(
 )  # fmt: skip
 _SOFT_KEYWORDS = frozenset({"match", "case", "_", "type"})
 # The aliases every generated module imports under (``import tvmffi_runtime as _rt``, ...).
-_MODULE_ALIASES = frozenset({"_t", "_abc", "_rt", "_gen", "_os", "_lib", "_ctypes", "_default_hook"})
+_MODULE_ALIASES = frozenset({"_t", "_abc", "_rt", "_bind", "_os", "_lib", "_ctypes", "_default_hook"})
 RESERVED_MODULE = (
     frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | _MODULE_ALIASES | {"annotations"}
 )

@@ -39,10 +39,11 @@ from .suppressions import (
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
-#: The ``tvmffi_runtime.gen.API_LEVEL`` the generated code needs (native functions as decorated
+#: The ``tvmffi_runtime.bind.API_LEVEL`` the generated code needs (native functions as decorated
 #: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
-#: KEEP, named results); a generated package checks it at import.
-RUNTIME_API_LEVEL = 4
+#: KEEP, named results; level 5: the module is ``tvmffi_runtime.bind``, imported as ``_bind``, no
+#: longer ``gen`` / ``_gen``); a generated package checks it at import.
+RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -139,14 +140,14 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     if f.write is None:
         # Final: assigning it reads as a read-only error in both checkers ("cannot assign to
         # final attribute"), not as a type mismatch
-        ann_name, ann_args, ann_tail = "_t.Final[_gen.ReadOnlyField", [f.getter_type], "]"
+        ann_name, ann_args, ann_tail = "_t.Final[_bind.ReadOnlyField", [f.getter_type], "]"
     else:
-        ann_name, ann_args, ann_tail = "_gen.Field", [f.getter_type, f.setter_type], ""
+        ann_name, ann_args, ann_tail = "_bind.Field", [f.getter_type, f.setter_type], ""
     if f.kind is None:  # through the registry's accessors
-        call = "_gen.registry_field("
+        call = "_bind.registry_field("
         args = ["write=True"] if f.write is not None else []
     else:
-        call = "_gen.field("
+        call = "_bind.field("
         args = [q(f.kind), str(f.offset)] + ([f"write={q(f.write)}"] if f.write is not None else [])
     if f.reg_name != f.name:
         args.append(f"name={q(f.reg_name)}")
@@ -175,11 +176,11 @@ def _replace_doc(cls: ClassModel) -> str:
 
 
 def _register_line(cls: ClassModel) -> str:
-    """``@_gen.register(type_key)``: it binds the class's fields (and checks their offsets)."""
+    """``@_bind.register(type_key)``: it binds the class's fields (and checks their offsets)."""
     args = [q(cls.type_key)]
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
-    return "\n".join(fit("@_gen.register(", args, ")", ""))
+    return "\n".join(fit("@_bind.register(", args, ")", ""))
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
@@ -208,14 +209,14 @@ def _init_body(cls: ClassModel) -> str:
     assert cls.init is not None
     key = cls.type_key
     if cls.init.kind == "none":
-        return f"_gen.not_constructible(self, {q(key)})"
+        return f"_bind.not_constructible(self, {q(key)})"
     params = cls.init.params
     if params and params[0].kind == "varargs":
-        return f"_gen.construct(self, {q(key)}, args)"
+        return f"_bind.construct(self, {q(key)}, args)"
     if cls.init.kind == "method":
-        return f"_gen.construct(self, {q(key)}, {tuple_text([p.name for p in params])})"
+        return f"_bind.construct(self, {q(key)}, {tuple_text([p.name for p in params])})"
     pairs = [f"({q(p.reg_name)}, {p.name})" for p in params]
-    return "\n".join(fit_call_with_tuple("_gen.construct_auto(", ["self", q(key)], pairs, ")", " " * 8)).strip()
+    return "\n".join(fit_call_with_tuple("_bind.construct_auto(", ["self", q(key)], pairs, ")", " " * 8)).strip()
 
 
 def _method_signature(m: MethodModel) -> list[str]:
@@ -226,9 +227,9 @@ def _method_signature(m: MethodModel) -> list[str]:
 
 
 def _native_decorator(args: list[str], indent: str) -> list[str]:
-    """The decorator that makes the def the native function: ``@_gen.registry_method(key, name)``."""
+    """The decorator that makes the def the native function: ``@_bind.registry_method(key, name)``."""
     call, *rest = args
-    return fit(f"@_gen.{call}(", rest, ")", indent)
+    return fit(f"@_bind.{call}(", rest, ")", indent)
 
 
 def _method_decorators(cls: ClassModel, m: MethodModel) -> list[str]:
@@ -243,8 +244,8 @@ def _function_signature(f: FunctionModel) -> list[str]:
 
 
 def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
-    """``@_gen.registry_function(name)``, or for a function the library exports
-    ``@_gen.exported_function(lib_module, name)``."""
+    """``@_bind.registry_function(name)``, or for a function the library exports
+    ``@_bind.exported_function(lib_module, name)``."""
     result = [f"result={fn.result.name}"] if fn.result else []
     if fn.exported:
         return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name), *result], "")
@@ -302,7 +303,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
 STANDARD_IMPORTS: list[dict[str, str]] = [
     {"_os": "import os as _os", "_ctypes": "import ctypes as _ctypes", "_t": "import typing as _t",
      "_abc": "from collections import abc as _abc"},
-    {"_rt": "import tvmffi_runtime as _rt", "_gen": "from tvmffi_runtime import gen as _gen"},
+    {"_rt": "import tvmffi_runtime as _rt", "_bind": "from tvmffi_runtime import bind as _bind"},
 ]
 
 
@@ -315,7 +316,7 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
 
 def _aliases_in(text: str) -> set[str]:
     """The standard aliases an annotation or expression (model text, not rendered output) names."""
-    return set(re.findall(r"(?<![\w.])(_os|_ctypes|_t|_abc|_rt|_gen)\.", text))
+    return set(re.findall(r"(?<![\w.])(_os|_ctypes|_t|_abc|_rt|_bind)\.", text))
 
 
 def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
@@ -324,7 +325,7 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
     aliases: set[str] = set()
     texts: list[str] = []
     for cls in mod.classes:
-        aliases.add("_gen")  # register
+        aliases.add("_bind")  # register
         texts.append(cls.base)
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
@@ -345,7 +346,7 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
         if cls.replace is not None:
             texts += [p.annotation for p in cls.replace.params] + [cls.replace.ret]
     for fn in mod.functions:
-        aliases.add("_gen")  # the native function's decorator
+        aliases.add("_bind")  # the native function's decorator
         texts += [p.annotation for p in fn.params] + [fn.ret]
         if not fn.typed:
             aliases.add("_t")
@@ -353,7 +354,7 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
             aliases.add("_t")  # NamedTuple
             texts += [annotation for _, annotation in fn.result.fields]
     if uses_missing:
-        aliases |= {"_t", "_gen"}
+        aliases |= {"_t", "_bind"}
     if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
         aliases.add("_t")
     for text in texts:
@@ -403,7 +404,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     )
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     # the level check, finding and loading the library; the Module of its exports
-    aliases = {"_gen"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
+    aliases = {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
     return env.get_template("lib.py.jinja").render(
         api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
         pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,

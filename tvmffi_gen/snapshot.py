@@ -257,10 +257,10 @@ def _init_takes(init: Any, name: str) -> bool:
     so the init is asked: called with that one keyword (value None), it either rejects the name
     before anything else (not taken) or gets further (taken): it then fails on a missing or
     unconvertible argument, or builds an object that is dropped at once."""
-    from tvmffi_runtime import _core
+    from tvmffi_runtime import _call
 
     try:
-        init(_core._kwargs_marker(), name, None)
+        init(_call._kwargs_marker(), name, None)
     except TypeError as exc:
         return f"unexpected keyword argument '{name}'" not in str(exc)
     except Exception:  # noqa: BLE001 - any other refusal came after the name was accepted

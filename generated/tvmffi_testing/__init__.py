@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typing as _t
 
-from tvmffi_runtime import gen as _gen
+from tvmffi_runtime import bind as _bind
 
 from . import _lib as _lib  # loads the library
 
@@ -20,7 +20,7 @@ if _t.TYPE_CHECKING:
 __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 
-@_gen.exported_function("tvmffi_testing._lib", "testing_dll_schema_id_int")
+@_bind.exported_function("tvmffi_testing._lib", "testing_dll_schema_id_int")
 def testing_dll_schema_id_int(_0: _t.SupportsIndex, /) -> int:
     """Exported function: ``testing_dll_schema_id_int``
     (symbol ``__tvm_ffi_testing_dll_schema_id_int``).
@@ -28,7 +28,7 @@ def testing_dll_schema_id_int(_0: _t.SupportsIndex, /) -> int:
     ...
 
 
-@_gen.exported_function("tvmffi_testing._lib", "testing_dll_test_add_with_docstring")
+@_bind.exported_function("tvmffi_testing._lib", "testing_dll_test_add_with_docstring")
 def testing_dll_test_add_with_docstring(a: _t.SupportsIndex, b: _t.SupportsIndex) -> int:
     """Add two integers and return the sum.
 

@@ -10,22 +10,22 @@ Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``Lis
 
 from __future__ import annotations
 
+# The value core's one ordering need: the layers (_lib ... _callback, see runtime/README.md) are
+# imported by whoever uses them, but the backend is connected only when ``_backend_hooks`` runs
+# ``backend.init`` (after every layer it reads exists), and ``_env`` registers the signal-check
+# and GIL hooks. Importing both first here, before any higher module, does both before anything
+# can call native code. Conventions of the core: an argument is packed as a borrowed view into a
+# reusable buffer of TVMFFIAny slots (a temporary owned object it needs goes on a ``temps`` list
+# released after the call); a result is an owned Any whose wrapper takes over the reference; every
+# Object wrapper owns exactly one reference, released once (or handed over by
+# ``_object._release_into`` / ``_adopt``).
+from . import _backend_hooks as _backend_hooks  # connects the backend (backend.init)
+from . import _env as _env  # registers the env hooks
 from . import _lib
-from ._core import (
-    DataType,
-    Device,
-    Error,
-    ReleasedObjectError,
-    Function,
-    Object,
-    TypeIndex,
-    class_for_index,
-    get_global_func,
-    register_error,
-    register_object,
-    set_release_gil,
-    type_key_to_index,
-)
+from ._call import Function, get_global_func, set_release_gil
+from ._errors import Error, ReleasedObjectError, register_error
+from ._object import Object, class_for_index, register_object, type_key_to_index
+from ._values import DataType, Device, TypeIndex
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth
 from ._lib import LIB_PATH, LibraryLoadError, load_library
 from .containers import Array, Dict, List, Map, Shape
@@ -74,7 +74,7 @@ __all__ = [
     "set_release_gil",
     "type_key_to_index",
     "libtvm_ffi_version",
-    "gen",
+    "bind",
 ]
 
 
@@ -85,7 +85,7 @@ def libtvm_ffi_version() -> tuple[int, int, int]:
     return (v.major, v.minor, v.patch)
 
 
-from . import gen  # noqa: E402  (support for generated packages)
+from . import bind  # noqa: E402  (what generated packages declare their classes and functions with)
 from .records import FieldDescription, fields, replace  # noqa: E402
 from .structural import (  # noqa: E402
     UNCHANGED,

@@ -2,17 +2,17 @@
 :func:`register` binds, and the descriptors it binds them to (the backend's ``Field``, reading
 and writing object memory at reflected offsets, or the registry's accessors).
 
-``gen`` re-exports everything here; generated code reaches it as ``_gen.field(...)``,
-``_gen.ReadOnlyField[...]``, and so on.
+``bind`` re-exports everything here; generated code reaches it as ``_bind.field(...)``,
+``_bind.ReadOnlyField[...]``, and so on.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
-from . import _core
+from . import _errors
 from ._backend import backend
-from ._core import Object
+from ._object import Object
 from ._errors import field_delete_error, field_read_only_error, naming_field
 from ._pure.fields import FIELD_KINDS, IN_PLACE_FIELD_KINDS
 
@@ -63,7 +63,7 @@ class FieldAccess:
 
 def _naming_field(exc: BaseException, qualname: str) -> BaseException:
     """``exc`` of a field write, reworded to name the field (a message that names it is kept)."""
-    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _core.ReleasedObjectError):
+    if qualname in str(exc) or type(exc) not in (TypeError, ValueError, _errors.ReleasedObjectError):
         return exc
     return naming_field(qualname, exc)
 
@@ -216,7 +216,7 @@ class UnboundField:
         where = self.owner.__name__ if self.owner is not None else "?"
         raise TypeError(
             f"field {where}.{self.attr} is not bound to a type: decorate {where} with"
-            " tvmffi_runtime.gen.register(type_key)"
+            " tvmffi_runtime.bind.register(type_key)"
         )
 
     def __repr__(self) -> str:

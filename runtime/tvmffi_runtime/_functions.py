@@ -17,9 +17,10 @@ import functools
 import importlib
 from typing import Any, Callable, TypeVar
 
-from . import _core
+from . import _call
 from ._backend import backend
-from ._core import Function, type_key_to_index, type_method
+from ._call import Function, type_method
+from ._object import type_key_to_index
 
 __all__ = [
     "GlobalFunction",
@@ -78,7 +79,7 @@ class GlobalFunction:
         self._lazy: Callable[..., Any] | None = None
 
     def _lookup(self) -> Function:
-        f = _core.get_global_func(self.name, allow_missing=True)
+        f = _call.get_global_func(self.name, allow_missing=True)
         if f is None:
             raise NotImplementedError(
                 f"global function {self.name!r} is not registered: the loaded library no longer"

@@ -21,9 +21,10 @@ import json
 import struct
 from typing import Any, Iterator, cast
 
-from . import _core, _lib
+from . import _lib, _object
 from ._call import _repr as _printer_repr
-from ._core import Object, TypeIndex, set_object_service
+from ._object import Object, set_object_service
+from ._values import TypeIndex
 from ._backend import backend
 from ._pure.graph import GETTER as _GETTER
 from ._pure.graph import LEAVES as _LEAVES
@@ -218,7 +219,7 @@ def _field_layout(static: int, size: int, schema: dict[str, Any] | None) -> str:
     if name == "Optional" and size == 8:
         args: Any = _get(schema, "args") or [None]
         arg = _get(args[0], "type")
-        index = _core.type_key_to_index(arg) if isinstance(arg, str) else None
+        index = _object.type_key_to_index(arg) if isinstance(arg, str) else None
         if index is not None and index >= _OBJECT:
             return "pointer"  # Optional<ObjectRef>: the ObjectRef itself, null for None
     if name in ("Any", "Variant") and size == 16:
@@ -238,7 +239,7 @@ def _getter_child(getter: Any, addr: int) -> int:
         return 0  # the routine's own getter fails the same way, with its error
     tindex, _, payload = _ANY.unpack(cell.raw)
     if tindex >= TypeIndex.OBJECT:
-        _core._DecRef(payload)  # the getter's reference; the field keeps the object alive
+        _lib.ObjectDecRef(payload)  # the getter's reference; the field keeps the object alive
     return _object_of_any(tindex, payload)
 
 
@@ -291,9 +292,9 @@ def _map_edges(h: int, tindex: int, labels: bool) -> list[Any]:
 def _map_edges_by_items(h: int, tindex: int, labels: bool) -> list[Any]:
     """Keys then values of a Map / Dict read through its wrapper, in the order of the small
     layout's reader (key before value, entry by entry)."""
-    _core._IncRef(h)
+    _lib.ObjectIncRef(h)
     edges: list[Any] = []
-    for k, v in _core._wrap(h, tindex).items():
+    for k, v in _object._wrap(h, tindex).items():
         if isinstance(k, Object) and k._h and k._t not in _LEAVES:
             edges.append((k._h, ("key", k)) if labels else k._h)
         if isinstance(v, Object) and v._h and v._t not in _LEAVES:

@@ -112,7 +112,7 @@ class Object(backend.ObjectBase):
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _TYPE_CLASSES: dict[int, type] = {}
 _CLASS_CACHE: dict[int, type] = {}
-# Installed by tvmffi_runtime.gen (set_class_loader): imports the module of a generated class on
+# Installed by tvmffi_runtime.bind (set_class_loader): imports the module of a generated class on
 # first sight of its type.
 _LAZY_CLASS_LOADER: list[Callable[[str], bool] | None] = [None]
 _TypeT = TypeVar("_TypeT", bound=type)

@@ -24,8 +24,10 @@ from collections.abc import (
 from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
-from ._core import Object, TypeIndex, _new_container, _wrap, ffi_call, global_handle, register_object, view_from_buffer
-from ._object import _adopt
+from ._call import _new_container, ffi_call, global_handle
+from ._convert import view_from_buffer
+from ._object import Object, _adopt, _wrap, register_object
+from ._values import TypeIndex
 from ._backend import backend
 from ._lib import OBJECT_HEADER_SIZE
 

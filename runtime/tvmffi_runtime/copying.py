@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from ._core import Function, Object, TypeIndex, get_global_func, set_object_service, type_attr_value
+from ._call import Function, get_global_func, type_attr_value
+from ._object import Object, set_object_service
+from ._values import TypeIndex
 from ._graph_guard import check_graph
 
 __all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy", "to_json_graph"]

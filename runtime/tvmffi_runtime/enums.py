@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, TypeVar
 
-from . import _core
-from ._core import Object
+from . import _lib, _object
+from ._object import Object
 
 __all__ = ["Enum", "IntEnum", "StrEnum", "intern_entries"]
 
@@ -52,15 +52,15 @@ def intern_entries(cls: type) -> None:
     def entry_from_handle(handle: int) -> Any:
         obj: Any = _INTERNED.get(handle)
         if obj is not None and obj._h == handle:
-            _core._DecRef(handle)  # the wrapper already holds its reference
+            _lib.ObjectDecRef(handle)  # the wrapper already holds its reference
             return obj
-        obj = _core._new(_core._CLASS_CACHE.get(index) or _core.class_for_index(index))
+        obj = _object._new(_object._CLASS_CACHE.get(index) or _object.class_for_index(index))
         obj._h = handle
         obj._t = index
         _INTERNED[handle] = obj  # (replaces a wrapper the user moved away with rt.move)
         return obj
 
-    _core.set_object_return(index, entry_from_handle)
+    _object.set_object_return(index, entry_from_handle)
 
 
 def _field(obj: Object, name: str) -> Any:
@@ -69,7 +69,7 @@ def _field(obj: Object, name: str) -> Any:
     return get_field(obj, name)
 
 
-@_core.register_object("ffi.Enum")
+@_object.register_object("ffi.Enum")
 class Enum(Object, metaclass=EnumType):
     """An entry of a registered enum; ``name`` is the entry's registered name."""
 
@@ -84,7 +84,7 @@ class Enum(Object, metaclass=EnumType):
         return int(_field(self, "_int_index"))
 
 
-@_core.register_object("ffi.IntEnum")
+@_object.register_object("ffi.IntEnum")
 class IntEnum(Enum):
     """An enum whose entries carry an int ``value``."""
 
@@ -95,7 +95,7 @@ class IntEnum(Enum):
         return int(_field(self, "value"))
 
 
-@_core.register_object("ffi.StrEnum")
+@_object.register_object("ffi.StrEnum")
 class StrEnum(Enum):
     """An enum whose entries carry a str ``value``."""
 

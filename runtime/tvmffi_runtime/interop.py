@@ -21,7 +21,9 @@ import threading
 from typing import Any
 
 from . import _lib
-from ._core import Function, Object, _released_object_error, set_object_service
+from ._call import Function
+from ._errors import _released_object_error
+from ._object import Object, set_object_service
 
 __all__ = ["HANDOFF_FUNCTION", "to_tvm_ffi"]
 

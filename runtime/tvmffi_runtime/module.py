@@ -23,18 +23,19 @@ import json
 import os
 from typing import Any, cast
 
-from . import _core
-from ._core import Function, Object, ffi_call
+from . import _call, _object
+from ._call import Function, ffi_call
+from ._object import Object
 from ._lib import LibraryLoadError, _elf_problem
 
 __all__ = ["Module"]
 
 
 def _g(name: str) -> Function:
-    return _core.global_func(name)
+    return _call.global_func(name)
 
 
-@_core.register_object("ffi.Module")
+@_object.register_object("ffi.Module")
 class Module(Object):
     """A TVM FFI module: look functions up by name, call them, inspect imports."""
 
@@ -59,7 +60,7 @@ class Module(Object):
         if problem is not None:
             raise LibraryLoadError(f"cannot load module {spath}: {problem}")
         full = os.path.abspath(spath)
-        so_loader = _core.get_global_func("ffi.Module.load_from_file.so", allow_missing=True)
+        so_loader = _call.get_global_func("ffi.Module.load_from_file.so", allow_missing=True)
         try:
             if so_loader is not None:
                 mod = so_loader(full, "so")

@@ -2,7 +2,7 @@
 :func:`replace` makes a new object with some fields changed (what a generated class's
 ``replace`` and ``__replace__`` call).
 
-Both read what ``gen.register`` recorded about the class (its field declarations, in order) and
+Both read what ``bind.register`` recorded about the class (its field declarations, in order) and
 the library's reflection registry (documentation, flags, schemas, defaults).
 """
 
@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Final, TypeVar, get_args, get_origin
 
-from ._core import Function, Object, _kwargs_marker, type_key_to_index
+from ._call import Function, _kwargs_marker
+from ._object import Object, type_key_to_index
 from ._fields import ReadOnlyField
 
 __all__ = ["FieldDescription", "fields", "replace", "KEEP", "replace_method"]
@@ -119,7 +120,7 @@ def _read_type(annotation: Any) -> Any:
 
 
 def _read_type_text(text: str) -> str:
-    for prefix in ("_t.Final[_gen.ReadOnlyField[", "_gen.Field["):
+    for prefix in ("_t.Final[_bind.ReadOnlyField[", "_bind.Field["):
         if text.startswith(prefix):
             inner = text[len(prefix) :]
             depth = 0
@@ -199,7 +200,7 @@ def _replace(obj: _O, changes: dict[str, Any], method: str) -> _O:
 
 
 def _shallow_copy_or_none(obj: _O) -> _O | None:
-    from ._core import type_attr_value
+    from ._call import type_attr_value
 
     copier = type_attr_value(obj.type_index, "__ffi_shallow_copy__")
     if isinstance(copier, Function):

@@ -12,9 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
-from . import _core, _lib
-from ._core import Object, TypeIndex, _check, _IncRef, _wrap
-from ._errors import field_released_error
+from . import _call, _convert, _lib, _object
+from ._errors import _check, field_released_error
+from ._lib import ObjectIncRef as _IncRef
+from ._object import Object, _wrap
+from ._values import TypeIndex
 
 __all__ = [
     "JSON",
@@ -151,7 +153,7 @@ class TypeInfo:
 
 def _any_view_value(any_: _lib.TVMFFIAny) -> Any:
     raw = ctypes.string_at(ctypes.addressof(any_), 16)
-    return _core.view_from_buffer(raw, 0)
+    return _convert.view_from_buffer(raw, 0)
 
 
 def _read_type_info(ptr: Any) -> TypeInfo:
@@ -216,7 +218,7 @@ def _read_type_info(ptr: Any) -> TypeInfo:
 def type_info(type_key_or_index: str | int) -> TypeInfo:
     """TypeInfo of a registered type, by key or index; KeyError if unknown."""
     if isinstance(type_key_or_index, str):
-        index = _core.type_key_to_index(type_key_or_index)
+        index = _object.type_key_to_index(type_key_or_index)
         if index is None:
             raise KeyError(f"type key {type_key_or_index!r} is not registered")
     else:
@@ -227,8 +229,8 @@ def type_info(type_key_or_index: str | int) -> TypeInfo:
     return _read_type_info(ptr)
 
 
-def _global(name: str) -> _core.Function:
-    return _core.global_func(name)
+def _global(name: str) -> _call.Function:
+    return _call.global_func(name)
 
 
 def list_type_keys() -> list[str]:
@@ -272,7 +274,7 @@ KNOWN_TYPE_ATTRS = (
 
 def type_attr(type_index: int, name: str) -> Any:
     """Value of type attribute ``name`` for a type index (no inheritance), or None."""
-    return _core.type_attr_value(type_index, name)
+    return _call.type_attr_value(type_index, name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +304,7 @@ class FieldAccessor:
     __slots__ = ("type_key", "name", "offset", "getter", "setter", "setter_is_function", "pod", "_keep")
 
     def __init__(self, type_key: str, name: str) -> None:
-        index = _core.type_key_to_index(type_key)
+        index = _object.type_key_to_index(type_key)
         if index is None:
             raise KeyError(f"type key {type_key!r} is not registered")
         ptr = _lib.GetTypeInfo(index)
@@ -348,7 +350,7 @@ class FieldAccessor:
             raise AttributeError(f"{self.type_key}.{self.name} has no getter")
         out = (ctypes.c_char * 16)()
         _check(self.getter(addr, ctypes.addressof(out)))
-        return _core.owned_from_buffer(out, 0)
+        return _convert.owned_from_buffer(out, 0)
 
     def set(self, obj: Object, value: object) -> None:
         """Write the field of ``obj`` (conversion and checks done by the registry's setter)."""
@@ -361,10 +363,10 @@ class FieldAccessor:
         buf = (ctypes.c_char * 16)()
         temps: list[Any] = []
         try:
-            _core.pack_value(buf, 0, value, temps)
+            _convert.pack_value(buf, 0, value, temps)
             _check(self.setter(addr, ctypes.addressof(buf)))
         finally:
-            _core.release_temps(temps)
+            _convert.release_temps(temps)
 
 
 _ACCESSORS: dict[tuple[int, str], FieldAccessor] = {}

@@ -12,8 +12,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, cast
 
-from ._core import Function, Object, get_global_func, register_object, type_key_to_index
-from ._object import _adopt
+from ._call import Function, get_global_func
+from ._object import Object, _adopt, register_object, type_key_to_index
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
 from .reflection import get_field
 

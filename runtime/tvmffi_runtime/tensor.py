@@ -39,9 +39,11 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from . import _core, _lib
+from . import _lib, _object
 from ._convert import set_dlpack_importer
-from ._core import DataType, Device, Object, TypeIndex, _check, _dtype_from_packed
+from ._errors import _check
+from ._object import Object
+from ._values import DataType, Device, TypeIndex, _dtype_from_packed
 from ._lib import OBJECT_HEADER_SIZE
 
 if TYPE_CHECKING:
@@ -242,7 +244,7 @@ class _Relabelled:
 # =============================================================================================
 # Tensor
 # =============================================================================================
-@_core.register_object("ffi.Tensor")
+@_object.register_object("ffi.Tensor")
 class Tensor(Object):
     """An n-dimensional array in TVM FFI; shares memory with numpy through DLPack."""
 

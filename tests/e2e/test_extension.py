@@ -71,7 +71,7 @@ class Census(Walker):
 census = Census()
 rt.structural_walk(scene, census)
 assert census.seen == ["circle:c", "square:square", "circle:ring", "square:square"], census.seen
-print("accelerated" if rt._core.accelerated() else "pure", "OK")
+print("accelerated" if rt._backend.accelerated() else "pure", "OK")
 '''
 
 

@@ -482,13 +482,13 @@ def _generate_from(snapshot: Snapshot, tmp_path: Path, name: str = "probepkg") -
 
 
 def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
-    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_gen``, ``_abc`` shadowed the
+    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
     aliases every generated module imports: mypy [no-redef], and the module failed at import with
-    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``)."""
+    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
     box = TypeSnap(type_key="probe.Box", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     sub = TypeSnap(type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto",
                    final=True)
-    snapshot = _snapshot([box, sub], [_fn("probe._t"), _fn("probe._gen"), _fn("probe._abc"), _fn("probe.ok")])
+    snapshot = _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
     pkg = _generate_from(snapshot, tmp_path)
     # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
     assert not (pkg / "probe" / "_rt").exists(), "subpackage named `_rt` next to `import tvmffi_runtime as _rt`"
@@ -497,9 +497,9 @@ def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
 
 
 def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: Path) -> None:
-    """Was: a field registered as ``_gen`` became ``def __init__(self, _gen: int)``, whose body
-    ``_gen.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
-    k = TypeSnap(type_key="probe.K", ancestors=["ffi.Object"], fields=[_field("_gen", 24), _field("_rt", 32)],
+    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
+    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+    k = TypeSnap(type_key="probe.K", ancestors=["ffi.Object"], fields=[_field("_bind", 24), _field("_rt", 32)],
                  init="auto", final=True)
     pkg = _generate_from(_snapshot([k], []), tmp_path)
     errors, report = run_mypy(pkg)

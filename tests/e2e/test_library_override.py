@@ -87,10 +87,10 @@ def test_a_type_missing_from_the_package_library_names_that_library(tmp_path: Pa
     shutil.copytree(GENERATED / "tvmffi_testing", copy)
     lib_py = copy / "_lib.py"
     text = lib_py.read_text()
-    anchor = "_gen.register_lazy_types(\n    {\n"
+    anchor = "_bind.register_lazy_types(\n    {\n"
     assert anchor in text
     lib_py.write_text(text.replace(anchor, anchor + '        "testing.Gone": "tvmffi_testing.testing",\n'))
-    code = "import tvmffi_testing; from tvmffi_runtime import gen; gen.register('testing.Gone')"
+    code = "import tvmffi_testing; from tvmffi_runtime import bind; bind.register('testing.Gone')"
     message = _last_line(_import(code, pythonpath=copy.parent, **{VAR: str(TESTING_LIB)}))
     assert "'testing.Gone'" in message and str(TESTING_LIB) in message, message
     assert f"from ${VAR}" in message and "regenerate" in message, message

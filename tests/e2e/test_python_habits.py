@@ -372,7 +372,7 @@ def test_replace_model_names_and_parameters() -> None:
     child = classes["r.Child"].replace
     assert child is not None and child.name == "replace" and child.ret == "Child"
     assert [(p.name, p.annotation, p.kind, p.default) for p in child.params] == [
-        ("a", "int", "kwonly", "_gen.KEEP"), ("b", "Base", "kwonly", "_gen.KEEP")]  # ancestors first
+        ("a", "int", "kwonly", "_bind.KEEP"), ("b", "Base", "kwonly", "_bind.KEEP")]  # ancestors first
     assert [classes[k].replace.name for k in ("r.HasField", "r.HasMethod", "r.Below")] == ["replace_"] * 3  # type: ignore[union-attr]
     assert classes["r.Kind"].replace is None  # enum entries are interned, never copied
 

@@ -37,7 +37,7 @@ for name in names:
         importlib.import_module(name)
     except Exception as exc:
         failed.append(f"{name}: {type(exc).__name__}: {exc}")
-print(len(names), "accelerated" if rt._core.accelerated() else "pure")
+print(len(names), "accelerated" if rt._backend.accelerated() else "pure")
 print("\n".join(failed))
 """
 

@@ -137,7 +137,7 @@ def test_generated_bases_have_one_typed_hook_per_class(exprpkg: Path) -> None:
     assert '_Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"\n' in text
     # the four bases share one table of the class each hook handles
     assert text.count('"var": _ffi_ns_exprir.Var,') == 1
-    assert text.count("@_gen.dispatch_base(") == 4
+    assert text.count("@_bind.dispatch_base(") == 4
 
 
 def test_program_typechecks_and_runs(exprpkg: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The generated form's runtime support (``tvmffi_runtime.gen``): fields bound by ``register``,
+"""The generated form's runtime support (``tvmffi_runtime.bind``): fields bound by ``register``,
 registry fields, the API level check, dispatch bases, and parameter names from documentation.
 
 Cases that register classes run in a child process (registering a type key replaces its class
@@ -38,8 +38,8 @@ PATHS = pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> None:
     proc = _run(
         """
-        from tvmffi_runtime import gen
-        gen.API_LEVEL = 3  # a runtime from before the generated form the package uses
+        from tvmffi_runtime import bind
+        bind.API_LEVEL = 4  # a runtime from before the generated form the package uses
         try:
             import tvmffi_testing
         except ImportError as exc:
@@ -51,8 +51,8 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     )
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
-    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 4"), message
-    assert "supports level 3" in message and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
+    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 5"), message
+    assert "supports level 4" in message and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
 
 
 @PATHS
@@ -61,22 +61,22 @@ def test_fields_are_bound_by_register_and_checked_against_the_library(pure: bool
         """
         import typing as _t
         import tvmffi_runtime as _rt
-        from tvmffi_runtime import gen as _gen
+        from tvmffi_runtime import bind as _bind
         import tvmffi_testing.testing as T
 
         # the generated class's fields are runtime descriptors named after their type key
         d = T.TestIntPair.__dict__["a"]
-        assert not isinstance(d, _gen.UnboundField), d
+        assert not isinstance(d, _bind.UnboundField), d
         assert d.qualname == "testing.TestIntPair.a" and d.offset == 24, (d.qualname, d.offset)
         assert T.TestIntPair(3, 4).b == 4
 
         # an offset the library does not have: ImportError naming the field, before registering
         try:
-            @_gen.register("testing.TestIntPair")
+            @_bind.register("testing.TestIntPair")
             class Stale(_rt.Object):
                 __slots__ = ()
-                a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
-                b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
+                a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+                b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
         except ImportError as exc:
             assert "field testing.TestIntPair.b moved (offset 32, generated for 40)" in str(exc), exc
         else:
@@ -86,8 +86,8 @@ def test_fields_are_bound_by_register_and_checked_against_the_library(pure: bool
         # a field declared outside a registered class says what is missing
         class Loose(_rt.Object):
             __slots__ = ()
-            x: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
-        assert isinstance(Loose.__dict__["x"], _gen.UnboundField)
+            x: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        assert isinstance(Loose.__dict__["x"], _bind.UnboundField)
         try:
             Loose.x.__get__(T.TestIntPair(1, 2))
         except TypeError as exc:
@@ -108,15 +108,15 @@ def test_registry_names_and_registry_fields(pure: bool) -> None:
         """
         import typing as _t
         import tvmffi_runtime as _rt
-        from tvmffi_runtime import gen as _gen
+        from tvmffi_runtime import bind as _bind
         import tvmffi_testing.testing as T
 
         # name= binds an attribute to a registry field of another name (renamed Python names)
-        @_gen.register("testing.TestIntPair")
+        @_bind.register("testing.TestIntPair")
         class Renamed(_rt.Object):
             __slots__ = ()
-            first: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24, name="a")
-            second: _t.Final[_gen.ReadOnlyField[int]] = _gen.registry_field(name="b")
+            first: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24, name="a")
+            second: _t.Final[_bind.ReadOnlyField[int]] = _bind.registry_field(name="b")
         pair = Renamed.__new__(Renamed)
         made = T.TestIntPair(5, 6)
         pair._h, pair._t = made._h, made._t
@@ -133,7 +133,7 @@ def test_registry_names_and_registry_fields(pure: bool) -> None:
 
         # generated registry fields read and write through the registry's accessors
         obj = T.SchemaAllTypes.make_with(1, 2.0, "s")
-        assert type(T.SchemaAllTypes.__dict__["v_opt_int"]) is _gen.RegistryField
+        assert type(T.SchemaAllTypes.__dict__["v_opt_int"]) is _bind.RegistryField
         obj.v_opt_int = 7
         assert obj.v_opt_int == 7
         obj.v_opt_int = None
@@ -236,7 +236,7 @@ def test_documented_parameter_names() -> None:
 def test_documented_names_reach_the_add_one_example() -> None:
     text = (ROOT / "examples" / "add_one" / "add_one_pkg" / "__init__.py").read_text()
     assert "def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter)" in text
-    assert '@_gen.exported_function("add_one_pkg._lib", "add_one_cpu")\ndef add_one_cpu(x' in text
+    assert '@_bind.exported_function("add_one_pkg._lib", "add_one_cpu")\ndef add_one_cpu(x' in text
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
         """
         import inspect, pickle, sys
         import tvmffi_testing.testing as t
-        from tvmffi_runtime import gen
+        from tvmffi_runtime import bind
 
         # the signature, names and docs of the def
         print(inspect.signature(t.add_one), t.add_one.__name__, t.add_one.__doc__)
@@ -271,7 +271,7 @@ def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
         print(pickle.loads(pickle.dumps(t.add_one)) is t.add_one)
 
         # keyword-capable parameters (a schema that names them) bind by name
-        @gen.registry_function("testing.add_one")
+        @bind.registry_function("testing.add_one")
         def named(x: int) -> int:
             ...
         print(named(x=4), named(5))
@@ -280,7 +280,7 @@ def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
         except TypeError as exc:
             print(exc)
         try:
-            @gen.registry_function("testing.add_one")
+            @bind.registry_function("testing.add_one")
             def defaulted(x: int = 1) -> int:
                 ...
         except TypeError as exc:

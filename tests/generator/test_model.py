@@ -300,7 +300,7 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     from conftest import ROOT
     from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
 
-    assert standard_import_groups({"_t", "_gen"}) == [["import typing as _t"], ["from tvmffi_runtime import gen as _gen"]]
+    assert standard_import_groups({"_t", "_bind"}) == [["import typing as _t"], ["from tvmffi_runtime import bind as _bind"]]
     assert standard_import_groups({"_t"}) == [["import typing as _t"]]
     lines = {alias: line for group in STANDARD_IMPORTS for alias, line in group.items()}
     for path in [*(ROOT / "generated/tvmffi_testing").rglob("*.py"), *(ROOT / "examples/add_one/add_one_pkg").rglob("*.py")]:

@@ -124,24 +124,24 @@ def test_default_library_uses_the_platforms_name() -> None:
 
 def test_generated_package_names_the_platform_it_was_generated_for(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from tvmffi_runtime import _platform, gen
+    from tvmffi_runtime import _platform, bind
 
     with pytest.raises(ImportError, match=r"\. The package was generated on macOS: generate it on Linux, or set"
                        r" \$PKG_LIB to a Linux build of the library\.$"):
         monkeypatch.setattr(_platform, "CURRENT", LINUX)
-        gen.find_package_library("pkg", "PKG_LIB", None, str(tmp_path / "libfoo.dylib"))
+        bind.find_package_library("pkg", "PKG_LIB", None, str(tmp_path / "libfoo.dylib"))
     bundled = tmp_path / "foo.dll"
     shutil.copy(FIX / "few.dll", bundled)
     monkeypatch.setattr(_platform, "CURRENT", MACOS)
     with pytest.raises(ImportError) as info:
-        gen.find_package_library("pkg", "PKG_LIB", str(bundled), str(tmp_path / "foo.dll"))
+        bind.find_package_library("pkg", "PKG_LIB", str(bundled), str(tmp_path / "foo.dll"))
     assert str(info.value) == (
         f"pkg: its library {bundled} (bundled copy) cannot load here: foo.dll is a Windows library (PE); this"
         " is macOS, which loads Mach-O libraries (libNAME.dylib, libNAME.so). Generate the package on macOS,"
         " or set $PKG_LIB to a macOS build of the library."
     )
     monkeypatch.setattr(_platform, "CURRENT", WINDOWS)
-    assert gen.find_package_library("pkg", "PKG_LIB", str(bundled), "x") == str(bundled)
+    assert bind.find_package_library("pkg", "PKG_LIB", str(bundled), "x") == str(bundled)
 
 
 def test_another_architecture_is_named_before_loading() -> None:

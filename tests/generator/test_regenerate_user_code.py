@@ -143,7 +143,7 @@ def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.Captu
     assert main([str(v2), "-o", str(out)]) == 0
     assert "kept" in capsys.readouterr().out
     text = module.read_text()
-    assert "z: _t.Final[_gen.ReadOnlyField[int]] = _gen.field(" in text
+    assert "z: _t.Final[_bind.ReadOnlyField[int]] = _bind.field(" in text
     assert "def norm1(self) -> int:" in text and "def manhattan(" not in text
     assert "class Old(" not in text
     for user_code in ("def __add__(self, other: Point) -> Point:", "def as_tuple(self)", "def twice(p: Point)", "USER_CONSTANT = math.pi", "import math"):

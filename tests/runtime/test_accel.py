@@ -20,7 +20,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT
-from tvmffi_runtime import _backend, _core, _pure
+from tvmffi_runtime import _backend, _errors, _lib, _pure
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:
@@ -38,13 +38,13 @@ def _run_child(script: str, pure: bool, timeout: float = 120) -> subprocess.Comp
 
 @pytest.mark.skipif(PURE, reason="TVMFFI_RUNTIME_PURE=1 turns the compiled path off")
 def test_compiled_path_is_built_and_used() -> None:
-    assert _core.accelerated(), (
+    assert _backend.accelerated(), (
         "tvmffi_runtime._accel was not built (no C compiler or Python headers at install time?);"
         " the runtime fell back to ctypes"
     )
-    from tvmffi_runtime import gen
+    from tvmffi_runtime import bind
 
-    assert type(gen.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
+    assert type(bind.registry_function("testing.nop")(lambda: None)).__name__ == "LazyFunction"
     assert isinstance(rt.Array([1]), _backend.backend.ObjectBase)
     assert not isinstance(rt.Array([1]), _pure.ObjectBase)
 
@@ -102,7 +102,7 @@ def test_both_backends_export_exactly_the_stub() -> None:
 
 
 def test_pure_switch_turns_the_compiled_path_off() -> None:
-    code = "import tvmffi_runtime._core as c; print(c.accelerated())"
+    code = "import tvmffi_runtime._backend as b; print(b.accelerated())"
     env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -149,7 +149,7 @@ def _parity(pure: bool) -> Any:
     return json.loads(proc.stdout)
 
 
-@pytest.mark.skipif(PURE or not _core.accelerated(), reason="needs the compiled path")
+@pytest.mark.skipif(PURE or not _backend.accelerated(), reason="needs the compiled path")
 def test_both_paths_convert_read_write_and_fail_alike() -> None:
     compiled, pure = _parity(False), _parity(True)
     assert compiled == pure
@@ -168,8 +168,8 @@ def test_field_of_a_released_object_raises_instead_of_reading_address_zero() -> 
 
     p = TestIntPair(1, 2)
     h, p._h = p._h, 0
-    _core._DecRef(h)
-    with pytest.raises(_core.ReleasedObjectError, match="testing.TestIntPair.a"):
+    _lib.ObjectDecRef(h)
+    with pytest.raises(_errors.ReleasedObjectError, match="testing.TestIntPair.a"):
         p.a  # noqa: B018
 
 
@@ -249,7 +249,7 @@ except RecursionError:
 """,
     # a list of arguments changed by Python code that runs while the call is packed
     "argument_list_mutated_while_packing": """
-from tvmffi_runtime import _core
+from tvmffi_runtime import _call
 L = []
 class Evil:
     def __tvm_ffi_object__(self):
@@ -258,7 +258,7 @@ class Evil:
         return rt.Array([1])
 L[:] = ["a" * 128, Evil()]
 echo = rt.get_global_func("testing.echo")  # returns its first argument
-print(_core.ffi_call(echo.c_handle, L, "echo") == "a" * 128)
+print(_call.ffi_call(echo.c_handle, L, "echo") == "a" * 128)
 """,
 }
 

@@ -55,9 +55,9 @@ def _run(
 
 
 def _compiled() -> bool:
-    import tvmffi_runtime._core as core
+    from tvmffi_runtime import _backend
 
-    return core.accelerated()
+    return _backend.accelerated()
 
 
 needs_compiled = pytest.mark.skipif(not _compiled(), reason="the GIL policy is the compiled path's")

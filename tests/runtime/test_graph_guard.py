@@ -54,7 +54,7 @@ import tvmffi_runtime as rt
 import tvmffi_runtime.structural as S
 from tvmffi_runtime.reflection import get_field, set_field
 rt.load_library({lib!r})
-assert rt._core.accelerated() is {accelerated}
+assert rt._backend.accelerated() is {accelerated}
 node = lambda: rt.get_global_func('cyc.chain')(1)
 {build}
 for name, expr in {calls!r}.items():
@@ -215,11 +215,11 @@ set_field(g, 'attrs', rt.Map({'k': leaf, **{f'k{i}': node() for i in range(20)}}
 set_field(g, 'parent', leaf)
 set_field(g, 'weight', 3)
 from tvmffi_runtime._graph_guard import check_graph
-before = [rt._core._ref_counts(o._h) for o in (g, leaf)]
+before = [rt._object._ref_counts(o._h) for o in (g, leaf)]
 for _ in range(100):
     check_graph(g, 'x')
     check_graph(g, 'x', structural=True)
-after = [rt._core._ref_counts(o._h) for o in (g, leaf)]
+after = [rt._object._ref_counts(o._h) for o in (g, leaf)]
 """
     results = run_child(lib, pure, build, {"same": "before == after"})
     assert results["same"][2] == "True"

@@ -18,7 +18,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT
-from tvmffi_runtime import _core
+from tvmffi_runtime import _backend, _object
 from with_tvm_ffi import IN_CHILD, child_only, run_cases_in_children
 
 if str(ROOT / "generated") not in sys.path:
@@ -48,12 +48,12 @@ def test_importing_the_runtime_does_not_import_tvm_ffi() -> None:
 
 
 def _strong_refs(obj: rt.Object) -> int:
-    return _core._ref_counts(obj.handle)[1]
+    return _object._ref_counts(obj.handle)[1]
 
 
 @child_only
 def test_child_runs_on_the_requested_path() -> None:
-    assert _core.accelerated() == (os.environ.get("TVMFFI_RUNTIME_PURE") != "1")
+    assert _backend.accelerated() == (os.environ.get("TVMFFI_RUNTIME_PURE") != "1")
 
 
 @child_only

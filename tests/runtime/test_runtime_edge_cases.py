@@ -18,7 +18,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT, TESTING_LIB
-from tvmffi_runtime import _core, _errors, _lib
+from tvmffi_runtime import _convert, _errors, _lib
 
 RUNTIME = ROOT / "runtime"
 
@@ -157,7 +157,7 @@ def attempt(what, fn):
 def release(obj):
     # what the wrapper's death does, while the wrapper itself stays reachable
     h, obj._h = obj._h, 0
-    rt._core._DecRef(h)
+    rt._lib.ObjectDecRef(h)
 """
 
 
@@ -214,13 +214,13 @@ def test_released_object_returned_from_a_callback() -> None:
 
 
 def test_released_object_error_is_a_value_error() -> None:
-    assert issubclass(_core.ReleasedObjectError, ValueError)
+    assert issubclass(_errors.ReleasedObjectError, ValueError)
     a = rt.Array([1])
     h, a._h = a._h, 0
-    _core._DecRef(h)
+    _lib.ObjectDecRef(h)
     buf = (__import__("ctypes").c_char * 16)()
     with pytest.raises(ValueError, match="moved or released"):
-        _core.pack_value(buf, 0, a, [])
+        _convert.pack_value(buf, 0, a, [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ class _ForgetfulErrors(dict):  # type: ignore[type-arg]
     an exception coming back is rebuilt from its native kind."""
 
     def __setitem__(self, handle: int, exc: BaseException) -> None:
-        _core._DecRef(handle)
+        _lib.ObjectDecRef(handle)
 
 
 def test_same_named_classes_returned_as_values(apply: Any, two_my_errors: Any) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT, TESTING_LIB, accel_source
-from tvmffi_runtime import _call, _callback, _core, _errors, _fields
+from tvmffi_runtime import _call, _callback, _errors, _fields, _lib
 from tvmffi_runtime._values import CallbackMode
 from tvmffi_runtime.structural import move, structural_mutate, structural_walk
 
@@ -341,7 +341,7 @@ def _all_types() -> Any:
 
 def _released(obj: Any) -> Any:
     h, obj._h = obj._h, 0
-    _core._DecRef(h)
+    _lib.ObjectDecRef(h)
     return obj
 
 
@@ -466,5 +466,5 @@ def test_callback_results_are_refused_with_the_one_message() -> None:
             return fresh
 
     with pytest.raises(ValueError) as mutate:
-        structural_mutate(_core.get_global_func("ffi.Array")(T.TestIntPair(1, 2)), Moved())
+        structural_mutate(_call.get_global_func("ffi.Array")(T.TestIntPair(1, 2)), Moved())
     assert str(mutate.value) == str(_errors.moved_result_error())

@@ -72,12 +72,28 @@ def test_core_layers_import_only_lower_layers() -> None:
     # above by name from _backend_hooks at init, as _accel.c does
     order = ["_platform", "_lib", "_errors", "_values", "_pure.objects", "_pure.calls", "_pure.lazy_function",
              "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object", "_convert", "_call",
-             "_callback", "_backend_hooks", "_env", "_core"]  # fmt: skip
+             "_callback", "_backend_hooks", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
         assert not higher, f"{m} imports the higher layer(s) {sorted(higher)}"
         assert graph[m] <= set(order[:i]) | {"_accel"}, f"{m} imports {sorted(graph[m] - set(order))}"
+
+
+def test_the_package_connects_the_backend_before_any_higher_module() -> None:
+    """Nothing imports ``_backend_hooks`` (which runs ``backend.init``) or ``_env`` (the signal and
+    GIL hooks) for a name: the package ``__init__`` imports both first, before any module above
+    the core layers, so every import of the package connects the backend before native calls."""
+    graph = _graph()
+    assert not {m for m, deps in graph.items() if deps & {"_backend_hooks", "_env"}}
+    core = {"_platform", "_lib", "_errors", "_values", "_backend", "_object", "_convert", "_call", "_callback"}
+    imported: list[str] = []
+    for node in ast.parse((PACKAGE / "__init__.py").read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            imported += [node.module] if node.module else [alias.name for alias in node.names]
+    first = imported.index("_backend_hooks"), imported.index("_env")
+    higher = [i for i, m in enumerate(imported) if m not in core | {"_backend_hooks", "_env"}]
+    assert higher and max(first) < min(higher), imported
 
 
 def test_the_backend_is_chosen_in_one_place() -> None:
@@ -116,7 +132,7 @@ def test_callback_modes_match_the_compiled_backend() -> None:
 def test_one_table_of_field_kinds() -> None:
     """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
     (indexed by its F_* enum) and the generator's layout rules must agree with it."""
-    from tvmffi_runtime import _fields as gen
+    from tvmffi_runtime import _fields
     from tvmffi_gen import members
 
     source = accel_source()
@@ -124,14 +140,14 @@ def test_one_table_of_field_kinds() -> None:
     enum = re.search(r"enum \{ (F_I64[^}]*)\};", source)
     assert table is not None and enum is not None
     c_kinds = tuple(k.strip().strip('"') for k in table.group(1).split(",") if k.strip() != "NULL")
-    assert c_kinds == gen.FIELD_KINDS
-    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in gen.FIELD_KINDS]
+    assert c_kinds == _fields.FIELD_KINDS
+    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in _fields.FIELD_KINDS]
     in_place = re.search(r"setter == Py_True && (k != F_\w+(?: && k != F_\w+)*)", source)
     assert in_place is not None
     c_in_place = tuple(m.lower() for m in re.findall(r"k != F_(\w+)", in_place.group(1)))
-    assert c_in_place == gen.IN_PLACE_FIELD_KINDS
-    assert members.IN_PLACE_KINDS == gen.IN_PLACE_FIELD_KINDS
-    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(gen.FIELD_KINDS)
+    assert c_in_place == _fields.IN_PLACE_FIELD_KINDS
+    assert members.IN_PLACE_KINDS == _fields.IN_PLACE_FIELD_KINDS
+    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(_fields.FIELD_KINDS)
 
 
 def test_every_subpackage_is_in_the_distribution() -> None:

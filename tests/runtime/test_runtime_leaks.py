@@ -4,7 +4,7 @@ Every case runs in a child process (so pytest's own allocations do not blur the 
 loop runs a warm-up, then ``gc.collect()``, then the measured iterations, then ``gc.collect()``
 again; the child reports the RSS growth (``/proc/self/statm``), the ``testing.object_use_count``
 of a sentinel object passed through every iteration, the number of live Python callbacks
-(``_core.live_callbacks()``), the number of gc-tracked Python objects, and how many iterations ran.
+(``_callback.live_callbacks()``), the number of gc-tracked Python objects, and how many iterations ran.
 Every iteration also checks the values it gets back, so a loop that goes wrong fails loudly.
 
 Payloads are deliberately large (1 KB strings and tensors, 1 KB error messages) so that keeping
@@ -44,7 +44,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from conftest import ROOT
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback, _errors
 
 RSS_LIMIT = 5 * 1024 * 1024
 #: gc-tracked Python objects a loop may leave behind (caches, interned strings, free lists);
@@ -55,7 +55,7 @@ PREAMBLE = f"""
 import gc, json, os, sys, time
 sys.path[:0] = [{str(ROOT / "runtime")!r}, {str(ROOT / "generated")!r}, {str(ROOT / "tests")!r}]
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback, _errors
 from tvmffi_testing import testing as T
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -74,7 +74,7 @@ def rss():
 def measure(loop, n, warm, sentinel):
     assert loop(warm) == warm
     gc.collect()
-    uc0, cb0 = use_count(sentinel), _core.live_callbacks()
+    uc0, cb0 = use_count(sentinel), _callback.live_callbacks()
     objs0 = len(gc.get_objects())
     rss0 = rss()
     t0 = time.perf_counter()
@@ -88,10 +88,10 @@ def measure(loop, n, warm, sentinel):
         "use_count_before": uc0,
         "use_count_after": use_count(sentinel),
         "callbacks_before": cb0,
-        "callbacks_after": _core.live_callbacks(),
+        "callbacks_after": _callback.live_callbacks(),
         "py_objects_growth": len(gc.get_objects()) - objs0,
-        "py_errors": len(_core._PY_ERRORS),
-        "py_errors_limit": _core._PY_ERRORS_LIMIT,
+        "py_errors": len(_errors._PY_ERRORS),
+        "py_errors_limit": _errors._PY_ERRORS_LIMIT,
     }}))
 """
 
@@ -462,15 +462,15 @@ def test_no_leak_in_process(fns, case):
     loop, n = cases[case]
     loop(2_000)  # warm caches, free lists and allocator arenas
     gc.collect()
-    callbacks_before = _core.live_callbacks()  # includes `identity`, alive during the loop
+    callbacks_before = _callback.live_callbacks()  # includes `identity`, alive during the loop
     before = rss()
     loop(n)
     gc.collect()
     grown = rss() - before
     assert grown < RSS_LIMIT, f"{case}: RSS grew by {grown / 1e6:.1f} MB over {n} calls"
     assert fns["use_count"](pair) == 2  # `pair` and the one held by the test Array `arr`
-    assert _core.live_callbacks() == callbacks_before  # per-call Functions were all released
-    assert len(_core._PY_ERRORS) <= _core._PY_ERRORS_LIMIT
+    assert _callback.live_callbacks() == callbacks_before  # per-call Functions were all released
+    assert len(_errors._PY_ERRORS) <= _errors._PY_ERRORS_LIMIT
 
 
 def test_use_counts_balanced_after_loops(fns):

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback, _object
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +39,15 @@ def registered_base(testing_lib):
     class was registered before, so other test modules see the registry they expect.
     """
     index = rt.type_key_to_index("testing.TestObjectBase")
-    previous = _core._TYPE_CLASSES.get(index)
+    previous = _object._TYPE_CLASSES.get(index)
     # A generated package imported earlier in the session may have registered classes for the
     # testing types (and a lazy loader): set them aside while this module runs.
-    saved_classes = dict(_core._TYPE_CLASSES)
-    saved_loader = _core._LAZY_CLASS_LOADER[0]
+    saved_classes = dict(_object._TYPE_CLASSES)
+    saved_loader = _object._LAZY_CLASS_LOADER[0]
     for key in ("testing.TestObjectDerived", "testing.TestUnregisteredObject", "testing.TestUnregisteredBaseObject"):
-        _core._TYPE_CLASSES.pop(rt.type_key_to_index(key), None)
-    _core._LAZY_CLASS_LOADER[0] = None
-    _core._CLASS_CACHE.clear()
+        _object._TYPE_CLASSES.pop(rt.type_key_to_index(key), None)
+    _object._LAZY_CLASS_LOADER[0] = None
+    _object._CLASS_CACHE.clear()
 
     @rt.register_object("testing.TestObjectBase")
     class TestObjectBase(rt.Object):
@@ -57,14 +57,14 @@ def registered_base(testing_lib):
             return rt.Function.from_type_method(self.type_index, "add_i64")(self, other)
 
     yield TestObjectBase
-    _core._TYPE_CLASSES.clear()
-    _core._TYPE_CLASSES.update(saved_classes)
-    _core._LAZY_CLASS_LOADER[0] = saved_loader
+    _object._TYPE_CLASSES.clear()
+    _object._TYPE_CLASSES.update(saved_classes)
+    _object._LAZY_CLASS_LOADER[0] = saved_loader
     if previous is None:
-        _core._TYPE_CLASSES.pop(index, None)
+        _object._TYPE_CLASSES.pop(index, None)
     else:
-        _core._TYPE_CLASSES[index] = previous
-    _core._CLASS_CACHE.clear()
+        _object._TYPE_CLASSES[index] = previous
+    _object._CLASS_CACHE.clear()
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,9 +199,7 @@ def test_objects_pickle_through_their_json_graph(make_pair, g):
 def test_unregistered_type_comes_back_as_object(g):
     obj = g("testing.make_unregistered_object")()
     # rt.Object, unless a generated package in this test session registered a class for it
-    from tvmffi_runtime import _core
-
-    registered = _core._TYPE_CLASSES.get(obj.type_index)
+    registered = _object._TYPE_CLASSES.get(obj.type_index)
     assert type(obj) is (registered or rt.Object)
     assert registered is not None or type(obj) is rt.Object
     assert obj.type_key == "testing.TestUnregisteredObject"
@@ -417,7 +415,7 @@ def test_function_from_callable_keeps_the_callable_alive_while_referenced(g):
     gc.collect()
     assert f() == 1
     assert g("testing.apply")(f) == 2
-    before = _core.live_callbacks()
+    before = _callback.live_callbacks()
     del f
     gc.collect()
-    assert _core.live_callbacks() == before - 1  # released with the last reference
+    assert _callback.live_callbacks() == before - 1  # released with the last reference

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback
 
 from conftest import ROOT
 
@@ -59,7 +59,7 @@ def assert_clean(proc: subprocess.CompletedProcess[str]) -> str:
 THREADS_SCRIPT = """
 import gc, sys, threading, traceback
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback
 from tvmffi_testing import testing as T
 
 N_THREADS = 8
@@ -91,7 +91,7 @@ def fail(exc):  # a Python exception crossing native code, raised on 8 threads a
 
 gc.collect()
 uc_pair = use_count(shared_pair)
-n_callbacks = _core.live_callbacks()
+n_callbacks = _callback.live_callbacks()
 barrier = threading.Barrier(N_THREADS)
 errors = []
 done = [0] * N_THREADS
@@ -166,7 +166,7 @@ del worker, threads
 gc.collect()
 assert use_count(shared_pair) == uc_pair, (use_count(shared_pair), uc_pair)
 # the registry still holds one closure per thread and the last "stress.shared" callback
-assert _core.live_callbacks() == n_callbacks + N_THREADS + 1, (_core.live_callbacks(), n_callbacks)
+assert _callback.live_callbacks() == n_callbacks + N_THREADS + 1, (_callback.live_callbacks(), n_callbacks)
 print("OK", sum(done), sum(callback_calls))
 """
 
@@ -254,7 +254,7 @@ def test_replaced_function_whose_release_replaces_the_same_name_again() -> None:
 CROSS_THREAD_SCRIPT = """
 import gc, queue, sys, threading, traceback, weakref
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _callback
 from tvmffi_testing import testing as T
 
 PRODUCERS = CONSUMERS = 4
@@ -267,7 +267,7 @@ use_count = rt.get_global_func("testing.object_use_count")
 sentinel = T.TestIntPair(1, 1)
 gc.collect()
 uc0 = use_count(sentinel)
-cb0 = _core.live_callbacks()
+cb0 = _callback.live_callbacks()
 q = queue.Queue(maxsize=64)
 refs = []  # weak references to every object handed over
 errors = []
@@ -340,7 +340,7 @@ gc.collect()
 alive = sum(1 for r in refs if r() is not None)
 assert alive == 0, f"{alive} handed-over objects are still alive"
 assert use_count(sentinel) == uc0, (use_count(sentinel), uc0)
-assert _core.live_callbacks() == cb0, (_core.live_callbacks(), cb0)
+assert _callback.live_callbacks() == cb0, (_callback.live_callbacks(), cb0)
 print("OK", sum(consumed), len(refs))
 """
 
@@ -397,15 +397,15 @@ def test_cycle_through_own_bound_method_is_collected(fns: dict[str, rt.Function]
     # global table), so the GC sees the whole cycle and collects it, releasing the native side.
     apply = fns["apply"]
     gc.collect()
-    baseline_cb = _core.live_callbacks()
+    baseline_cb = _callback.live_callbacks()
     holder = _DirectHolder()
     assert apply(holder.fn, 1) == 11
-    assert _core.live_callbacks() == baseline_cb + 1
+    assert _callback.live_callbacks() == baseline_cb + 1
     ref = weakref.ref(holder)
     del holder
     gc.collect()
     assert ref() is None, "the holder in a cycle through its own callback was not collected"
-    assert _core.live_callbacks() == baseline_cb
+    assert _callback.live_callbacks() == baseline_cb
 
 
 def test_callable_outlives_its_wrapper_while_native_code_holds_the_function(fns: dict[str, rt.Function]) -> None:
@@ -413,7 +413,7 @@ def test_callable_outlives_its_wrapper_while_native_code_holds_the_function(fns:
     # the Function, the native side takes the callable over; it is released with the Function.
     apply = fns["apply"]
     gc.collect()
-    baseline_cb = _core.live_callbacks()
+    baseline_cb = _callback.live_callbacks()
 
     class Payload:
         def __call__(self, x: int) -> int:
@@ -429,7 +429,7 @@ def test_callable_outlives_its_wrapper_while_native_code_holds_the_function(fns:
     del arr
     gc.collect()
     assert ref() is None
-    assert _core.live_callbacks() == baseline_cb
+    assert _callback.live_callbacks() == baseline_cb
 
 
 _NATIVE_EDGE_REASON = (
@@ -485,7 +485,7 @@ def test_python_cycles_holding_native_objects_are_collected(fns: dict[str, rt.Fu
     payload = _new_pair(fns)
     gc.collect()
     baseline_uc = use_count(payload)
-    baseline_cb = _core.live_callbacks()
+    baseline_cb = _callback.live_callbacks()
 
     def unrelated(x: int) -> int:
         return x * 2
@@ -500,13 +500,13 @@ def test_python_cycles_holding_native_objects_are_collected(fns: dict[str, rt.Fu
     a.self = a  # type: ignore[attr-defined]
     assert apply(a.arr[1], 4) == 8  # type: ignore[attr-defined]
     assert use_count(payload) == baseline_uc + 2
-    assert _core.live_callbacks() == baseline_cb + 1
+    assert _callback.live_callbacks() == baseline_cb + 1
     refs = [weakref.ref(a), weakref.ref(b), weakref.ref(a.arr)]  # type: ignore[attr-defined]
     del a, b
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
     assert use_count(payload) == baseline_uc
-    assert _core.live_callbacks() == baseline_cb
+    assert _callback.live_callbacks() == baseline_cb
 
 
 # =============================================================================================

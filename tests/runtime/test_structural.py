@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_runtime import _core
+from tvmffi_runtime import _backend
 from tvmffi_runtime import Object
 from tvmffi_runtime.containers import Array, List, Map
 from tvmffi_runtime.structural import (
@@ -477,7 +477,7 @@ def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:
     assert walker.n == 4999
     # Per matched node: the hook, plus the trampoline when it is Python (pure ctypes); nothing
     # for the 5000 unmatched leaves.
-    per_node = 1 if _core.accelerated() else 2
+    per_node = 1 if _backend.accelerated() else 2
     assert per_node * 4999 <= calls < per_node * 4999 + 300, calls
 
 
@@ -507,7 +507,7 @@ def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:
     mutated: list[Any] = []
     mutates = _python_calls(lambda: mutated.append(structural_mutate(leaves, Keep())))
     assert visitor.n == 2000 and len(mutated[0]) == 2000 and mutated[0][7].same_as(leaves[7])
-    if _core.accelerated():
+    if _backend.accelerated():
         assert 2000 <= visits < 2000 + 300, visits
         assert 2000 <= mutates < 2000 + 300, mutates
     else:  # the ctypes trampoline, the context and the hook adapter: a few calls per node

@@ -18,7 +18,7 @@ STANDARD_ALIASES = {alias for group in STANDARD_IMPORTS for alias in group}
 
 def declared_fields(node: ast.ClassDef) -> dict[str, str]:
     """Registry name -> how it is given ("attribute" or "name=") of the class's field declarations
-    (``x: ... = _gen.field(...)`` / ``_gen.registry_field(...)``)."""
+    (``x: ... = _bind.field(...)`` / ``_bind.registry_field(...)``)."""
     out: dict[str, str] = {}
     for stmt in node.body:
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):

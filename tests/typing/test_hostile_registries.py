@@ -34,16 +34,16 @@ ARR_INT = {"type": "ffi.Array", "args": [INT]}
 
 def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
     # Regression pin for the naming rule: registry names equal to the module's import aliases
-    # (_gen, _rt, _t, _abc) must be renamed, or the module rebinds the alias and fails at import.
-    functions = [FunctionSnap("a._gen", schema={"type": "ffi.Function", "args": [INT, INT]}), FunctionSnap("a.f", schema=None)]
+    # (_bind, _rt, _t, _abc) must be renamed, or the module rebinds the alias and fails at import.
+    functions = [FunctionSnap("a._bind", schema={"type": "ffi.Function", "args": [INT, INT]}), FunctionSnap("a.f", schema=None)]
     types = [TypeSnap("a._rt", ["ffi.Object"])]
     files = render_package(build_model(_snap(types, functions), "pkg"))
     namespace: dict[str, Any] = {"__name__": "pkg.a"}
-    code = files["a/__init__.py"].replace("@_gen.register(", "@_gen_register_stub(")  # type a._rt is not loaded
-    namespace["_gen_register_stub"] = lambda *a, **k: (lambda cls: cls)
+    code = files["a/__init__.py"].replace("@_bind.register(", "@_bind_register_stub(")  # type a._rt is not loaded
+    namespace["_bind_register_stub"] = lambda *a, **k: (lambda cls: cls)
     exec(compile(code, "pkg/a/__init__.py", "exec"), namespace)
     assert callable(namespace["f"])
-    assert namespace["_gen"] is __import__("tvmffi_runtime.gen").gen
+    assert namespace["_bind"] is __import__("tvmffi_runtime.bind").bind
     assert namespace["_rt"] is rt
 
 
@@ -53,7 +53,7 @@ def test_parameters_named_like_generated_import_aliases_pass_mypy() -> None:
         "type": "ffi.Function",
         "named_args": {"return": [ARR_INT], "params": [{"type": "ffi.Array", "args": [INT], "name": "_rt"}, {**INT, "name": "_t"}]},
     }
-    types = [TypeSnap("a.K", ["ffi.Object"], init="auto", fields=[FieldSnap("_gen", schema=INT), FieldSnap("_abc", schema=ARR_INT)])]
+    types = [TypeSnap("a.K", ["ffi.Object"], init="auto", fields=[FieldSnap("_bind", schema=INT), FieldSnap("_abc", schema=ARR_INT)])]
     files = render_package(build_model(_snap(types, [FunctionSnap("a.f", schema=named)]), "pkg"))
     errors, report = mypy_errors(files)
     assert errors == 0, report

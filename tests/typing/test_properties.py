@@ -41,7 +41,7 @@ FAST = settings(max_examples=200, deadline=None, database=None, suppress_health_
 
 #: Module-level aliases every generated module imports and refers to unqualified: registry names
 #: equal to them must be renamed (pinned by test_names_equal_to_generated_import_aliases_*).
-ALIAS_NAMES = ("_t", "_abc", "_rt", "_gen", "_ctypes", "_os", "_lib")
+ALIAS_NAMES = ("_t", "_abc", "_rt", "_bind", "_ctypes", "_os", "_lib")
 
 # =============================================================================================
 # (a) type schemas

@@ -25,7 +25,7 @@ PUBLIC_MODULES = (
     "tvmffi_runtime.containers",
     "tvmffi_runtime.copying",
     "tvmffi_runtime.enums",
-    "tvmffi_runtime.gen",
+    "tvmffi_runtime.bind",
     "tvmffi_runtime.interop",
     "tvmffi_runtime.module",
     "tvmffi_runtime.records",
@@ -78,7 +78,7 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime._fields:FieldAccess.get:return": _NATIVE,
     "tvmffi_runtime._fields:field:return": "a class-body declaration: the annotation it is assigned to types it",
     "tvmffi_runtime._fields:registry_field:return": "a class-body declaration: the annotation it is assigned to types it",
-    "tvmffi_runtime.gen:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
+    "tvmffi_runtime.bind:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
     # protocols and overridable hooks
     "tvmffi_runtime:DLPackExporter.__dlpack__:args": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",
     "tvmffi_runtime:DLPackExporter.__dlpack__:kwargs": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",

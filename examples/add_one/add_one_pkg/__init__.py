@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime import gen as _gen
+from tvmffi_runtime import bind as _bind
 
 from . import _lib as _lib  # loads the library
 
 __all__ = ["add_one_cpu"]
 
 
-@_gen.exported_function("add_one_pkg._lib", "add_one_cpu")
+@_bind.exported_function("add_one_pkg._lib", "add_one_cpu")
 def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackExporter) -> None:
     """Write x + 1 into y.
 

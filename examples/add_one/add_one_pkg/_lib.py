@@ -13,14 +13,14 @@ from __future__ import annotations
 import os as _os
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime import gen as _gen
+from tvmffi_runtime import bind as _bind
 
-#: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.gen.API_LEVEL``).
-API_LEVEL = 4
-if _gen.API_LEVEL < API_LEVEL:
+#: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.bind.API_LEVEL``).
+API_LEVEL = 5
+if _bind.API_LEVEL < API_LEVEL:
     raise ImportError(
         f"add_one_pkg was generated for tvmffi-runtime API level {API_LEVEL}, but the installed"
-        + f" tvmffi-runtime supports level {_gen.API_LEVEL}: install the tvmffi-runtime"
+        + f" tvmffi-runtime supports level {_bind.API_LEVEL}: install the tvmffi-runtime"
         + " distribution of the tvmffi-gen that generated it (its runtime/ folder)"
     )
 
@@ -28,13 +28,13 @@ LIBRARY_ENV = "ADD_ONE_PKG_LIBRARY"
 RECORDED_PATH = _os.path.normpath(_os.path.join(_os.path.dirname(__file__), "../build/add_one.so"))
 BUNDLED_PATH: str | None = None
 
-path = _gen.find_package_library("add_one_pkg", LIBRARY_ENV, BUNDLED_PATH, RECORDED_PATH)
-library = _gen.load_package_library("add_one_pkg", path)
+path = _bind.find_package_library("add_one_pkg", LIBRARY_ENV, BUNDLED_PATH, RECORDED_PATH)
+library = _bind.load_package_library("add_one_pkg", path)
 #: The library as a Module: the functions it exports are looked up here.
-module: _rt.Module = _gen.load_package_module("add_one_pkg", path)
+module: _rt.Module = _bind.load_package_module("add_one_pkg", path)
 
 # Where each type's class is defined, so values of not-yet-imported namespaces get their class.
-_gen.register_lazy_types(
+_bind.register_lazy_types(
     {
     }
 )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import typing as _t
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime import gen as _gen
+from tvmffi_runtime import bind as _bind
 
 __all__ = ["Mapper", "Mutator", "Visitor", "Walker"]
 
@@ -42,7 +42,7 @@ _Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"
 _Visited: _t.TypeAlias = "_rt.VisitInterrupt | None"
 
 
-@_gen.dispatch_base("walk_", _HOOK_TYPES)
+@_bind.dispatch_base("walk_", _HOOK_TYPES)
 class Walker(_rt.WalkerBase):
     """Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the
     children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.
@@ -59,7 +59,7 @@ class Walker(_rt.WalkerBase):
     def walk_any(self, node: _t.Any) -> _Walked: ...
 
 
-@_gen.dispatch_base("visit_", _HOOK_TYPES)
+@_bind.dispatch_base("visit_", _HOOK_TYPES)
 class Visitor(_rt.VisitorBase):
     """Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``
     or ``self.visit(child)``. Use with ``structural_visit``.
@@ -76,7 +76,7 @@ class Visitor(_rt.VisitorBase):
     def visit_any(self, node: _t.Any) -> _Visited: ...
 
 
-@_gen.dispatch_base("map_", _HOOK_TYPES)
+@_bind.dispatch_base("map_", _HOOK_TYPES)
 class Mapper(_rt.MapperBase):
     """Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.
 
@@ -92,7 +92,7 @@ class Mapper(_rt.MapperBase):
     def map_any(self, node: _t.Any) -> _t.Any: ...
 
 
-@_gen.dispatch_base("mutate_", _HOOK_TYPES)
+@_bind.dispatch_base("mutate_", _HOOK_TYPES)
 class Mutator(_rt.MutatorBase):
     """Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children
     copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.

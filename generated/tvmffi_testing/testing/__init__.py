@@ -15,7 +15,7 @@ import typing as _t
 from collections import abc as _abc
 
 import tvmffi_runtime as _rt
-from tvmffi_runtime import gen as _gen
+from tvmffi_runtime import bind as _bind
 
 __all__ = [
     "SchemaAllTypes", "TestCompare", "TestCustomCompare", "TestCustomHash", "TestCxxAutoInit",
@@ -45,70 +45,70 @@ __all__ = [
 ]
 
 
-@_gen.register("testing.SchemaAllTypes", constructible=False)
+@_bind.register("testing.SchemaAllTypes", constructible=False)
 class SchemaAllTypes(_rt.Object):
     """Registry type: ``testing.SchemaAllTypes``."""
 
     __slots__ = ()
 
-    v_bool: _gen.Field[bool, bool] = _gen.field("bool", 24, write="in_place")
+    v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
     """bool field. Registry field: ``testing.SchemaAllTypes.v_bool``."""
 
-    v_int: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    v_int: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """int field. Registry field: ``testing.SchemaAllTypes.v_int``."""
 
-    v_float: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
+    v_float: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
     """float field. Registry field: ``testing.SchemaAllTypes.v_float``."""
 
-    v_device: _gen.Field[_rt.Device, _rt.Device] = _gen.registry_field(write=True)
+    v_device: _bind.Field[_rt.Device, _rt.Device] = _bind.registry_field(write=True)
     """device field. Registry field: ``testing.SchemaAllTypes.v_device``."""
 
-    v_dtype: _gen.Field[_rt.DataType, _rt.DataType | str] = _gen.registry_field(write=True)
+    v_dtype: _bind.Field[_rt.DataType, _rt.DataType | str] = _bind.registry_field(write=True)
     """dtype field. Registry field: ``testing.SchemaAllTypes.v_dtype``."""
 
-    v_string: _gen.Field[str, str] = _gen.field("any", 64, write="registry")
+    v_string: _bind.Field[str, str] = _bind.field("any", 64, write="registry")
     """string field. Registry field: ``testing.SchemaAllTypes.v_string``."""
 
-    v_bytes: _gen.Field[bytes, bytes] = _gen.field("any", 80, write="registry")
+    v_bytes: _bind.Field[bytes, bytes] = _bind.field("any", 80, write="registry")
     """bytes field. Registry field: ``testing.SchemaAllTypes.v_bytes``."""
 
-    v_opt_int: _gen.Field[int | None, int | None] = _gen.registry_field(write=True)
+    v_opt_int: _bind.Field[int | None, int | None] = _bind.registry_field(write=True)
     """optional int. Registry field: ``testing.SchemaAllTypes.v_opt_int``."""
 
-    v_opt_str: _gen.Field[str | None, str | None] = _gen.registry_field(write=True)
+    v_opt_str: _bind.Field[str | None, str | None] = _bind.registry_field(write=True)
     """optional str. Registry field: ``testing.SchemaAllTypes.v_opt_str``."""
 
-    v_arr_int: _gen.Field[_rt.Array[int], _abc.Sequence[int]] = _gen.field(
+    v_arr_int: _bind.Field[_rt.Array[int], _abc.Sequence[int]] = _bind.field(
         "object", 128, write="registry"
     )
     """array<int>. Registry field: ``testing.SchemaAllTypes.v_arr_int``."""
 
-    v_arr_str: _gen.Field[_rt.Array[str], _abc.Sequence[str]] = _gen.field(
+    v_arr_str: _bind.Field[_rt.Array[str], _abc.Sequence[str]] = _bind.field(
         "object", 136, write="registry"
     )
     """array<str>. Registry field: ``testing.SchemaAllTypes.v_arr_str``."""
 
-    v_map_str_int: _gen.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _gen.field(
+    v_map_str_int: _bind.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _bind.field(
         "object", 144, write="registry"
     )
     """map<str,int>. Registry field: ``testing.SchemaAllTypes.v_map_str_int``."""
 
-    v_map_str_arr_int: _gen.Field[
+    v_map_str_arr_int: _bind.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
-    ] = _gen.field("object", 152, write="registry")
+    ] = _bind.field("object", 152, write="registry")
     """map<str,array<int>>. Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``."""
 
-    v_variant: _gen.Field[
+    v_variant: _bind.Field[
         str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
-    ] = _gen.registry_field(write=True)
+    ] = _bind.registry_field(write=True)
     """variant<str,array<int>,map<str,int>>
 
     Registry field: ``testing.SchemaAllTypes.v_variant``.
     """
 
-    v_opt_arr_variant: _gen.Field[
+    v_opt_arr_variant: _bind.Field[
         _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
-    ] = _gen.registry_field(write=True)
+    ] = _bind.registry_field(write=True)
     """optional<array<variant<int,str>>>
 
     Registry field: ``testing.SchemaAllTypes.v_opt_arr_variant``.
@@ -116,24 +116,24 @@ class SchemaAllTypes(_rt.Object):
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.SchemaAllTypes")
+        _bind.not_constructible(self, "testing.SchemaAllTypes")
 
-    @_gen.registry_method("testing.SchemaAllTypes", "add_int")
+    @_bind.registry_method("testing.SchemaAllTypes", "add_int")
     def add_int(self, _0: _t.SupportsIndex, /) -> int:
         """add int method. Registry method: ``testing.SchemaAllTypes.add_int``."""
         ...
 
-    @_gen.registry_method("testing.SchemaAllTypes", "append_int")
+    @_bind.registry_method("testing.SchemaAllTypes", "append_int")
     def append_int(self, _0: _abc.Sequence[int], _1: _t.SupportsIndex, /) -> _rt.Array[int]:
         """append int to array. Registry method: ``testing.SchemaAllTypes.append_int``."""
         ...
 
-    @_gen.registry_method("testing.SchemaAllTypes", "maybe_concat")
+    @_bind.registry_method("testing.SchemaAllTypes", "maybe_concat")
     def maybe_concat(self, _0: str | None, _1: str | None, /) -> str | None:
         """optional concat. Registry method: ``testing.SchemaAllTypes.maybe_concat``."""
         ...
 
-    @_gen.registry_method("testing.SchemaAllTypes", "merge_map")
+    @_bind.registry_method("testing.SchemaAllTypes", "merge_map")
     def merge_map(
         self,
         _0: _abc.Mapping[str, _abc.Sequence[int]],
@@ -144,7 +144,7 @@ class SchemaAllTypes(_rt.Object):
         ...
 
     @staticmethod
-    @_gen.registry_method("testing.SchemaAllTypes", "make_with")
+    @_bind.registry_method("testing.SchemaAllTypes", "make_with")
     def make_with(_0: _t.SupportsIndex, _1: _t.SupportsFloat, _2: str, /) -> SchemaAllTypes:
         """Constructor with subset of fields
 
@@ -152,25 +152,25 @@ class SchemaAllTypes(_rt.Object):
         """
         ...
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_bool: bool = _gen.KEEP,
-        v_int: int = _gen.KEEP,
-        v_float: float = _gen.KEEP,
-        v_device: _rt.Device = _gen.KEEP,
-        v_dtype: _rt.DataType | str = _gen.KEEP,
-        v_string: str = _gen.KEEP,
-        v_bytes: bytes = _gen.KEEP,
-        v_opt_int: int | None = _gen.KEEP,
-        v_opt_str: str | None = _gen.KEEP,
-        v_arr_int: _abc.Sequence[int] = _gen.KEEP,
-        v_arr_str: _abc.Sequence[str] = _gen.KEEP,
-        v_map_str_int: _abc.Mapping[str, int] = _gen.KEEP,
-        v_map_str_arr_int: _abc.Mapping[str, _abc.Sequence[int]] = _gen.KEEP,
-        v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _gen.KEEP,
-        v_opt_arr_variant: _abc.Sequence[int | str] | None = _gen.KEEP,
+        v_bool: bool = _bind.KEEP,
+        v_int: int = _bind.KEEP,
+        v_float: float = _bind.KEEP,
+        v_device: _rt.Device = _bind.KEEP,
+        v_dtype: _rt.DataType | str = _bind.KEEP,
+        v_string: str = _bind.KEEP,
+        v_bytes: bytes = _bind.KEEP,
+        v_opt_int: int | None = _bind.KEEP,
+        v_opt_str: str | None = _bind.KEEP,
+        v_arr_int: _abc.Sequence[int] = _bind.KEEP,
+        v_arr_str: _abc.Sequence[str] = _bind.KEEP,
+        v_map_str_int: _abc.Mapping[str, int] = _bind.KEEP,
+        v_map_str_arr_int: _abc.Mapping[str, _abc.Sequence[int]] = _bind.KEEP,
+        v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _bind.KEEP,
+        v_opt_arr_variant: _abc.Sequence[int | str] | None = _bind.KEEP,
     ) -> SchemaAllTypes:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -178,32 +178,32 @@ class SchemaAllTypes(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCompare")
+@_bind.register("testing.TestCompare")
 class TestCompare(_rt.Object):
     """Registry type: ``testing.TestCompare``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCompare.key`` (read-only)."""
 
-    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
+    name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
     """Registry field: ``testing.TestCompare.name`` (read-only)."""
 
-    ignored_field: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
+    ignored_field: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
     """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestCompare.__ffi_init__``."""
-        _gen.construct(self, "testing.TestCompare", (_0, _1, _2))
+        _bind.construct(self, "testing.TestCompare", (_0, _1, _2))
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        key: int = _gen.KEEP,
-        name: str = _gen.KEEP,
-        ignored_field: int = _gen.KEEP,
+        key: int = _bind.KEEP,
+        name: str = _bind.KEEP,
+        ignored_field: int = _bind.KEEP,
     ) -> TestCompare:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -211,71 +211,71 @@ class TestCompare(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCustomCompare")
+@_bind.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
     """Registry type: ``testing.TestCustomCompare``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
+    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
     """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
-        _gen.construct(self, "testing.TestCustomCompare", (_0, _1))
+        _bind.construct(self, "testing.TestCustomCompare", (_0, _1))
 
-    @_gen.replace_method
-    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestCustomCompare:
+    @_bind.replace_method
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomCompare:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCustomHash")
+@_bind.register("testing.TestCustomHash")
 class TestCustomHash(_rt.Object):
     """Registry type: ``testing.TestCustomHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
+    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
     """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestCustomHash.__ffi_init__``."""
-        _gen.construct(self, "testing.TestCustomHash", (_0, _1))
+        _bind.construct(self, "testing.TestCustomHash", (_0, _1))
 
-    @_gen.replace_method
-    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestCustomHash:
+    @_bind.replace_method
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomHash:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInit")
+@_bind.register("testing.TestCxxAutoInit")
 class TestCxxAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInit``."""
 
     __slots__ = ()
     __match_args__ = ("a", "d")
 
-    a: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.a``."""
 
-    b: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    b: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.b``."""
 
-    c: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
+    c: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.c``."""
 
-    d: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
+    d: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.d``."""
 
     def __init__(
@@ -286,16 +286,16 @@ class TestCxxAutoInit(_rt.Object):
         c: _t.SupportsIndex,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
+        _bind.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        a: int = _gen.KEEP,
-        b: int = _gen.KEEP,
-        c: int = _gen.KEEP,
-        d: int = _gen.KEEP,
+        a: int = _bind.KEEP,
+        b: int = _bind.KEEP,
+        c: int = _bind.KEEP,
+        d: int = _bind.KEEP,
     ) -> TestCxxAutoInit:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -303,32 +303,32 @@ class TestCxxAutoInit(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInitAllInitOff")
+@_bind.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
 
-    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
 
-    z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
+    z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
 
     def __init__(self) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
+        _bind.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        x: int = _gen.KEEP,
-        y: int = _gen.KEEP,
-        z: int = _gen.KEEP,
+        x: int = _bind.KEEP,
+        y: int = _bind.KEEP,
+        z: int = _bind.KEEP,
     ) -> TestCxxAutoInitAllInitOff:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -336,26 +336,26 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInitKwOnlyDefaults")
+@_bind.register("testing.TestCxxAutoInitKwOnlyDefaults")
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
 
     __slots__ = ()
     __match_args__ = ("p_required", "p_default")
 
-    p_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
 
-    p_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    p_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
 
-    k_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
+    k_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
 
-    k_default: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
+    k_default: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
 
-    hidden: _gen.Field[int, int] = _gen.field("i64", 56, write="in_place")
+    hidden: _bind.Field[int, int] = _bind.field("i64", 56, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
 
     def __init__(
@@ -367,7 +367,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
         k_default: _t.SupportsIndex = 22,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitKwOnlyDefaults",
             (
@@ -378,15 +378,15 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        p_required: int = _gen.KEEP,
-        p_default: int = _gen.KEEP,
-        k_required: int = _gen.KEEP,
-        k_default: int = _gen.KEEP,
-        hidden: int = _gen.KEEP,
+        p_required: int = _bind.KEEP,
+        p_default: int = _bind.KEEP,
+        k_required: int = _bind.KEEP,
+        k_default: int = _bind.KEEP,
+        hidden: int = _bind.KEEP,
     ) -> TestCxxAutoInitKwOnlyDefaults:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -394,17 +394,17 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInitParent")
+@_bind.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
 
     __slots__ = ()
     __match_args__ = ("parent_required", "parent_default")
 
-    parent_required: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
 
-    parent_default: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    parent_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
     def __init__(
@@ -413,7 +413,7 @@ class TestCxxAutoInitParent(_rt.Object):
         parent_default: _t.SupportsIndex = 5,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitParent",
             (
@@ -422,12 +422,12 @@ class TestCxxAutoInitParent(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        parent_required: int = _gen.KEEP,
-        parent_default: int = _gen.KEEP,
+        parent_required: int = _bind.KEEP,
+        parent_default: int = _bind.KEEP,
     ) -> TestCxxAutoInitParent:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -435,72 +435,79 @@ class TestCxxAutoInitParent(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInitSimple")
+@_bind.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
 
     __slots__ = ()
     __match_args__ = ("x", "y")
 
-    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
 
-    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
 
     def __init__(self, x: _t.SupportsIndex, y: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
+        _bind.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
-    @_gen.replace_method
-    def replace(self, *, x: int = _gen.KEEP, y: int = _gen.KEEP) -> TestCxxAutoInitSimple:
+    @_bind.replace_method
+    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxAutoInitSimple:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxClassBase")
+@_bind.register("testing.TestCxxClassBase")
 class TestCxxClassBase(_rt.Object):
     """Registry type: ``testing.TestCxxClassBase``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64", "v_i32")
 
-    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassBase.v_i64``."""
 
-    v_i32: _gen.Field[int, int] = _gen.field("i32", 32, write="registry")
+    v_i32: _bind.Field[int, int] = _bind.field("i32", 32, write="registry")
     """Registry field: ``testing.TestCxxClassBase.v_i32``."""
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(self, "testing.TestCxxClassBase", (("v_i64", v_i64), ("v_i32", v_i32)))
+        _bind.construct_auto(
+            self,
+            "testing.TestCxxClassBase",
+            (
+                ("v_i64", v_i64),
+                ("v_i32", v_i32),
+            ),
+        )
 
-    @_gen.replace_method
-    def replace(self, *, v_i64: int = _gen.KEEP, v_i32: int = _gen.KEEP) -> TestCxxClassBase:
+    @_bind.replace_method
+    def replace(self, *, v_i64: int = _bind.KEEP, v_i32: int = _bind.KEEP) -> TestCxxClassBase:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxClassHiddenField")
+@_bind.register("testing.TestCxxClassHiddenField")
 class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64", "v_i32")
 
-    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
 
-    v_i32: _gen.Field[int, int] = _gen.field("i32", 40, write="registry")
+    v_i32: _bind.Field[int, int] = _bind.field("i32", 40, write="registry")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxClassHiddenField",
             (
@@ -509,12 +516,12 @@ class TestCxxClassHiddenField(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_i64: int = _gen.KEEP,
-        v_i32: int = _gen.KEEP,
+        v_i64: int = _bind.KEEP,
+        v_i32: int = _bind.KEEP,
     ) -> TestCxxClassHiddenField:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -522,46 +529,48 @@ class TestCxxClassHiddenField(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxClassPolymorphic")
+@_bind.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64",)
 
-    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
 
     def __init__(self, v_i64: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
+        _bind.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
-    @_gen.replace_method
-    def replace(self, *, v_i64: int = _gen.KEEP) -> TestCxxClassPolymorphic:
+    @_bind.replace_method
+    def replace(self, *, v_i64: int = _bind.KEEP) -> TestCxxClassPolymorphic:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxEnumHolder")
+@_bind.register("testing.TestCxxEnumHolder")
 class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
     __slots__ = ()
     __match_args__ = ("priority", "opcode")
 
-    priority: _gen.Field[TestCxxIntEnum, TestCxxIntEnum] = _gen.field(
+    priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
         "object", 24, write="registry"
     )
     """Registry field: ``testing.TestCxxEnumHolder.priority``."""
 
-    opcode: _gen.Field[TestCxxStrEnum, TestCxxStrEnum] = _gen.field("object", 32, write="registry")
+    opcode: _bind.Field[TestCxxStrEnum, TestCxxStrEnum] = _bind.field(
+        "object", 32, write="registry"
+    )
     """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxEnumHolder",
             (
@@ -570,12 +579,12 @@ class TestCxxEnumHolder(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        priority: TestCxxIntEnum = _gen.KEEP,
-        opcode: TestCxxStrEnum = _gen.KEEP,
+        priority: TestCxxIntEnum = _bind.KEEP,
+        opcode: TestCxxStrEnum = _bind.KEEP,
     ) -> TestCxxEnumHolder:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -583,25 +592,25 @@ class TestCxxEnumHolder(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxInitSubset")
+@_bind.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
 
     __slots__ = ()
     __match_args__ = ("required_field",)
 
-    required_field: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.required_field``."""
 
-    optional_field: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    optional_field: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
 
-    note: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
+    note: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
     """Registry field: ``testing.TestCxxInitSubset.note``."""
 
     def __init__(self, required_field: _t.SupportsIndex) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxInitSubset",
             (
@@ -609,13 +618,13 @@ class TestCxxInitSubset(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        required_field: int = _gen.KEEP,
-        optional_field: int = _gen.KEEP,
-        note: str = _gen.KEEP,
+        required_field: int = _bind.KEEP,
+        optional_field: int = _bind.KEEP,
+        note: str = _bind.KEEP,
     ) -> TestCxxInitSubset:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -623,22 +632,22 @@ class TestCxxInitSubset(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxKwOnly")
+@_bind.register("testing.TestCxxKwOnly")
 class TestCxxKwOnly(_rt.Object):
     """Registry type: ``testing.TestCxxKwOnly``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.x``."""
 
-    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.y``."""
 
-    z: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
+    z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.z``."""
 
-    w: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
+    w: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.w``."""
 
     def __init__(
@@ -650,7 +659,7 @@ class TestCxxKwOnly(_rt.Object):
         w: _t.SupportsIndex = 100,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxKwOnly",
             (
@@ -661,14 +670,14 @@ class TestCxxKwOnly(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        x: int = _gen.KEEP,
-        y: int = _gen.KEEP,
-        z: int = _gen.KEEP,
-        w: int = _gen.KEEP,
+        x: int = _bind.KEEP,
+        y: int = _bind.KEEP,
+        z: int = _bind.KEEP,
+        w: int = _bind.KEEP,
     ) -> TestCxxKwOnly:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -676,46 +685,46 @@ class TestCxxKwOnly(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxNoAutoInit", constructible=False)
+@_bind.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxNoAutoInit``."""
 
     __slots__ = ()
 
-    x: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.x``."""
 
-    y: _gen.Field[int, int] = _gen.field("i64", 32, write="in_place")
+    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.y``."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestCxxNoAutoInit")
+        _bind.not_constructible(self, "testing.TestCxxNoAutoInit")
 
-    @_gen.replace_method
-    def replace(self, *, x: int = _gen.KEEP, y: int = _gen.KEEP) -> TestCxxNoAutoInit:
+    @_bind.replace_method
+    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxNoAutoInit:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestDeepCopyEdges")
+@_bind.register("testing.TestDeepCopyEdges")
 class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
     __slots__ = ()
     __match_args__ = ("v_any", "v_obj")
 
-    v_any: _gen.Field[_t.Any, _t.Any] = _gen.field("any", 24, write="registry")
+    v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
 
-    v_obj: _gen.Field[_rt.Object, _rt.Object] = _gen.field("object", 40, write="registry")
+    v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestDeepCopyEdges",
             (
@@ -724,12 +733,12 @@ class TestDeepCopyEdges(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_any: _t.Any = _gen.KEEP,
-        v_obj: _rt.Object = _gen.KEEP,
+        v_any: _t.Any = _bind.KEEP,
+        v_obj: _rt.Object = _bind.KEEP,
     ) -> TestDeepCopyEdges:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -737,31 +746,31 @@ class TestDeepCopyEdges(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestEqWithoutHash")
+@_bind.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
     """Registry type: ``testing.TestEqWithoutHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
 
-    label: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
+    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
     """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
         """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
-        _gen.construct(self, "testing.TestEqWithoutHash", (_0, _1))
+        _bind.construct(self, "testing.TestEqWithoutHash", (_0, _1))
 
-    @_gen.replace_method
-    def replace(self, *, key: int = _gen.KEEP, label: str = _gen.KEEP) -> TestEqWithoutHash:
+    @_bind.replace_method
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestEqWithoutHash:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestFrozenCxx", constructible=False)
+@_bind.register("testing.TestFrozenCxx", constructible=False)
 class TestFrozenCxx(_rt.Object):
     """Registry type: ``testing.TestFrozenCxx``."""
 
@@ -769,9 +778,9 @@ class TestFrozenCxx(_rt.Object):
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestFrozenCxx")
+        _bind.not_constructible(self, "testing.TestFrozenCxx")
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(self) -> TestFrozenCxx:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -779,32 +788,32 @@ class TestFrozenCxx(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestHash")
+@_bind.register("testing.TestHash")
 class TestHash(_rt.Object):
     """Registry type: ``testing.TestHash``."""
 
     __slots__ = ()
 
-    key: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestHash.key`` (read-only)."""
 
-    name: _t.Final[_gen.ReadOnlyField[str]] = _gen.field("any", 32)
+    name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
     """Registry field: ``testing.TestHash.name`` (read-only)."""
 
-    hash_ignored: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 48)
+    hash_ignored: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
     """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestHash.__ffi_init__``."""
-        _gen.construct(self, "testing.TestHash", (_0, _1, _2))
+        _bind.construct(self, "testing.TestHash", (_0, _1, _2))
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        key: int = _gen.KEEP,
-        name: str = _gen.KEEP,
-        hash_ignored: int = _gen.KEEP,
+        key: int = _bind.KEEP,
+        name: str = _bind.KEEP,
+        hash_ignored: int = _bind.KEEP,
     ) -> TestHash:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -812,70 +821,70 @@ class TestHash(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestIntPair")
+@_bind.register("testing.TestIntPair")
 class TestIntPair(_rt.Object):
     """Registry type: ``testing.TestIntPair``."""
 
     __slots__ = ()
 
-    a: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Field `a`. Registry field: ``testing.TestIntPair.a`` (read-only)."""
 
-    b: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
+    b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
     """Field `b`. Registry field: ``testing.TestIntPair.b`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestIntPair.__ffi_init__``."""
-        _gen.construct(self, "testing.TestIntPair", (_0, _1))
+        _bind.construct(self, "testing.TestIntPair", (_0, _1))
 
-    @_gen.registry_method("testing.TestIntPair", "sum")
+    @_bind.registry_method("testing.TestIntPair", "sum")
     def sum(self) -> int:
         """Method to compute sum of a and b. Registry method: ``testing.TestIntPair.sum``."""
         ...
 
-    @_gen.replace_method
-    def replace(self, *, a: int = _gen.KEEP, b: int = _gen.KEEP) -> TestIntPair:
+    @_bind.replace_method
+    def replace(self, *, a: int = _bind.KEEP, b: int = _bind.KEEP) -> TestIntPair:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestNonCopyable")
+@_bind.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
     """Registry type: ``testing.TestNonCopyable``."""
 
     __slots__ = ()
 
-    value: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, /) -> None:
         """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
-        _gen.construct(self, "testing.TestNonCopyable", (_0,))
+        _bind.construct(self, "testing.TestNonCopyable", (_0,))
 
-    @_gen.replace_method
-    def replace(self, *, value: int = _gen.KEEP) -> TestNonCopyable:
+    @_bind.replace_method
+    def replace(self, *, value: int = _bind.KEEP) -> TestNonCopyable:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestObjectBase")
+@_bind.register("testing.TestObjectBase")
 class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64", "v_f64", "v_str")
 
-    v_i64: _gen.Field[int, int] = _gen.field("i64", 24, write="in_place")
+    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
 
-    v_f64: _t.Final[_gen.ReadOnlyField[float]] = _gen.field("f64", 32)
+    v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)
     """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
 
-    v_str: _gen.Field[str, str] = _gen.field("any", 40, write="registry")
+    v_str: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
     """Registry field: ``testing.TestObjectBase.v_str``."""
 
     def __init__(
@@ -885,7 +894,7 @@ class TestObjectBase(_rt.Object):
         v_str: str = "hello",
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestObjectBase",
             (
@@ -895,18 +904,18 @@ class TestObjectBase(_rt.Object):
             ),
         )
 
-    @_gen.registry_method("testing.TestObjectBase", "add_i64")
+    @_bind.registry_method("testing.TestObjectBase", "add_i64")
     def add_i64(self, _0: _t.SupportsIndex, /) -> int:
         """add_i64 method. Registry method: ``testing.TestObjectBase.add_i64``."""
         ...
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_i64: int = _gen.KEEP,
-        v_f64: float = _gen.KEEP,
-        v_str: str = _gen.KEEP,
+        v_i64: int = _bind.KEEP,
+        v_f64: float = _bind.KEEP,
+        v_str: str = _bind.KEEP,
     ) -> TestObjectBase:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -914,17 +923,19 @@ class TestObjectBase(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestObjectPtrHolder")
+@_bind.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
     __slots__ = ()
     __match_args__ = ("value", "optional_value")
 
-    value: _gen.Field[TestObjectBase, TestObjectBase] = _gen.field("object", 24, write="registry")
+    value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
+        "object", 24, write="registry"
+    )
     """Registry field: ``testing.TestObjectPtrHolder.value``."""
 
-    optional_value: _gen.Field[TestObjectBase | None, TestObjectBase | None] = _gen.field(
+    optional_value: _bind.Field[TestObjectBase | None, TestObjectBase | None] = _bind.field(
         "object", 32, write="registry"
     )
     """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
@@ -935,7 +946,7 @@ class TestObjectPtrHolder(_rt.Object):
         optional_value: TestObjectBase | None = None,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestObjectPtrHolder",
             (
@@ -944,12 +955,12 @@ class TestObjectPtrHolder(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        value: TestObjectBase = _gen.KEEP,
-        optional_value: TestObjectBase | None = _gen.KEEP,
+        value: TestObjectBase = _bind.KEEP,
+        optional_value: TestObjectBase | None = _bind.KEEP,
     ) -> TestObjectPtrHolder:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -957,13 +968,13 @@ class TestObjectPtrHolder(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestUnregisteredBaseObject")
+@_bind.register("testing.TestUnregisteredBaseObject")
 class TestUnregisteredBaseObject(_rt.Object):
     """Registry type: ``testing.TestUnregisteredBaseObject``."""
 
     __slots__ = ()
 
-    v1: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, /) -> None:
@@ -971,9 +982,9 @@ class TestUnregisteredBaseObject(_rt.Object):
 
         Construct through ``testing.TestUnregisteredBaseObject.__ffi_init__``.
         """
-        _gen.construct(self, "testing.TestUnregisteredBaseObject", (_0,))
+        _bind.construct(self, "testing.TestUnregisteredBaseObject", (_0,))
 
-    @_gen.registry_method("testing.TestUnregisteredBaseObject", "get_v1_plus_one")
+    @_bind.registry_method("testing.TestUnregisteredBaseObject", "get_v1_plus_one")
     def get_v1_plus_one(self) -> int:
         """Get (v1 + 1) from TestUnregisteredBaseObject
 
@@ -981,49 +992,49 @@ class TestUnregisteredBaseObject(_rt.Object):
         """
         ...
 
-    @_gen.replace_method
-    def replace(self, *, v1: int = _gen.KEEP) -> TestUnregisteredBaseObject:
+    @_bind.replace_method
+    def replace(self, *, v1: int = _bind.KEEP) -> TestUnregisteredBaseObject:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestVisitHook", constructible=False)
+@_bind.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
     """Registry type: ``testing.TestVisitHook``."""
 
     __slots__ = ()
 
-    child: _t.Final[_gen.ReadOnlyField[_rt.Object]] = _gen.field("object", 24)
+    child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestVisitHook")
+        _bind.not_constructible(self, "testing.TestVisitHook")
 
-    @_gen.replace_method
-    def replace(self, *, child: _rt.Object = _gen.KEEP) -> TestVisitHook:
+    @_bind.replace_method
+    def replace(self, *, child: _rt.Object = _bind.KEEP) -> TestVisitHook:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestVisitRegions")
+@_bind.register("testing.TestVisitRegions")
 class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
     __slots__ = ()
     __match_args__ = ("simple", "pattern", "ordinary")
 
-    simple: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 24)
+    simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
 
-    pattern: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
+    pattern: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
     """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
 
-    ordinary: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 40)
+    ordinary: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
     """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
 
     def __init__(
@@ -1033,7 +1044,7 @@ class TestVisitRegions(_rt.Object):
         ordinary: _t.SupportsIndex,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestVisitRegions",
             (
@@ -1043,13 +1054,13 @@ class TestVisitRegions(_rt.Object):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        simple: int = _gen.KEEP,
-        pattern: int = _gen.KEEP,
-        ordinary: int = _gen.KEEP,
+        simple: int = _bind.KEEP,
+        pattern: int = _bind.KEEP,
+        ordinary: int = _bind.KEEP,
     ) -> TestVisitRegions:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -1057,17 +1068,17 @@ class TestVisitRegions(_rt.Object):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxAutoInitChild")
+@_bind.register("testing.TestCxxAutoInitChild")
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
     __slots__ = ()
     __match_args__ = ("parent_required", "child_required", "parent_default")
 
-    child_required: _gen.Field[int, int] = _gen.field("i64", 40, write="in_place")
+    child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
 
-    child_kw_only: _gen.Field[int, int] = _gen.field("i64", 48, write="in_place")
+    child_kw_only: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
 
     def __init__(
@@ -1079,7 +1090,7 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         child_kw_only: _t.SupportsIndex,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitChild",
             (
@@ -1090,14 +1101,14 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        parent_required: int = _gen.KEEP,
-        parent_default: int = _gen.KEEP,
-        child_required: int = _gen.KEEP,
-        child_kw_only: int = _gen.KEEP,
+        parent_required: int = _bind.KEEP,
+        parent_default: int = _bind.KEEP,
+        child_required: int = _bind.KEEP,
+        child_kw_only: int = _bind.KEEP,
     ) -> TestCxxAutoInitChild:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -1105,17 +1116,17 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxClassDerived")
+@_bind.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")
 
-    v_f64: _gen.Field[float, float] = _gen.field("f64", 40, write="in_place")
+    v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
     """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
 
-    v_f32: _gen.Field[float, float] = _gen.field("f32", 48, write="registry")
+    v_f32: _bind.Field[float, float] = _bind.field("f32", 48, write="registry")
     """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
     def __init__(
@@ -1126,7 +1137,7 @@ class TestCxxClassDerived(TestCxxClassBase):
         v_f32: _t.SupportsFloat = 8.0,
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxClassDerived",
             (
@@ -1137,14 +1148,14 @@ class TestCxxClassDerived(TestCxxClassBase):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_i64: int = _gen.KEEP,
-        v_i32: int = _gen.KEEP,
-        v_f64: float = _gen.KEEP,
-        v_f32: float = _gen.KEEP,
+        v_i64: int = _bind.KEEP,
+        v_i32: int = _bind.KEEP,
+        v_f64: float = _bind.KEEP,
+        v_f32: float = _bind.KEEP,
     ) -> TestCxxClassDerived:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -1152,33 +1163,33 @@ class TestCxxClassDerived(TestCxxClassBase):
     __replace__ = replace
 
 
-@_gen.register("testing.TestEnumVariant", constructible=False)
+@_bind.register("testing.TestEnumVariant", constructible=False)
 class TestEnumVariant(_rt.Enum):
     """Registry type: ``testing.TestEnumVariant``."""
 
     __slots__ = ()
 
-    Alpha: _t.ClassVar[TestEnumVariant] = _gen.enum_entry("Alpha")
-    Beta: _t.ClassVar[TestEnumVariant] = _gen.enum_entry("Beta")
+    Alpha: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Alpha")
+    Beta: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Beta")
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestEnumVariant")
+        _bind.not_constructible(self, "testing.TestEnumVariant")
 
 
-@_gen.register("testing.TestObjectDerived")
+@_bind.register("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
     """Registry type: ``testing.TestObjectDerived``."""
 
     __slots__ = ()
     __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")
 
-    v_map: _gen.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _gen.field(
+    v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
         "object", 56, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_map``."""
 
-    v_array: _gen.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _gen.field(
+    v_array: _bind.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _bind.field(
         "object", 64, write="registry"
     )
     """Registry field: ``testing.TestObjectDerived.v_array``."""
@@ -1192,7 +1203,7 @@ class TestObjectDerived(TestObjectBase):
         v_str: str = "hello",
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestObjectDerived",
             (
@@ -1204,15 +1215,15 @@ class TestObjectDerived(TestObjectBase):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_i64: int = _gen.KEEP,
-        v_f64: float = _gen.KEEP,
-        v_str: str = _gen.KEEP,
-        v_map: _abc.Mapping[_t.Any, _t.Any] = _gen.KEEP,
-        v_array: _abc.Sequence[_t.Any] = _gen.KEEP,
+        v_i64: int = _bind.KEEP,
+        v_f64: float = _bind.KEEP,
+        v_str: str = _bind.KEEP,
+        v_map: _abc.Mapping[_t.Any, _t.Any] = _bind.KEEP,
+        v_array: _abc.Sequence[_t.Any] = _bind.KEEP,
     ) -> TestObjectDerived:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -1220,13 +1231,13 @@ class TestObjectDerived(TestObjectBase):
     __replace__ = replace
 
 
-@_gen.register("testing.TestUnregisteredObject")
+@_bind.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registry type: ``testing.TestUnregisteredObject``."""
 
     __slots__ = ()
 
-    v2: _t.Final[_gen.ReadOnlyField[int]] = _gen.field("i64", 32)
+    v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
 
     def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
@@ -1234,9 +1245,9 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
         Construct through ``testing.TestUnregisteredObject.__ffi_init__``.
         """
-        _gen.construct(self, "testing.TestUnregisteredObject", (_0, _1))
+        _bind.construct(self, "testing.TestUnregisteredObject", (_0, _1))
 
-    @_gen.registry_method("testing.TestUnregisteredObject", "get_v2_plus_two")
+    @_bind.registry_method("testing.TestUnregisteredObject", "get_v2_plus_two")
     def get_v2_plus_two(self) -> int:
         """Get (v2 + 2) from TestUnregisteredObject
 
@@ -1244,25 +1255,25 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         """
         ...
 
-    @_gen.replace_method
-    def replace(self, *, v1: int = _gen.KEEP, v2: int = _gen.KEEP) -> TestUnregisteredObject:
+    @_bind.replace_method
+    def replace(self, *, v1: int = _bind.KEEP, v2: int = _bind.KEEP) -> TestUnregisteredObject:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxClassDerivedDerived")
+@_bind.register("testing.TestCxxClassDerivedDerived")
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
     __slots__ = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")
 
-    v_str: _gen.Field[str, str] = _gen.field("any", 56, write="registry")
+    v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
 
-    v_bool: _gen.Field[bool, bool] = _gen.field("bool", 72, write="in_place")
+    v_bool: _bind.Field[bool, bool] = _bind.field("bool", 72, write="in_place")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
 
     def __init__(
@@ -1275,7 +1286,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         v_str: str = "default",
     ) -> None:
         """Reflected auto-init: omitted arguments take the native defaults."""
-        _gen.construct_auto(
+        _bind.construct_auto(
             self,
             "testing.TestCxxClassDerivedDerived",
             (
@@ -1288,16 +1299,16 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
             ),
         )
 
-    @_gen.replace_method
+    @_bind.replace_method
     def replace(
         self,
         *,
-        v_i64: int = _gen.KEEP,
-        v_i32: int = _gen.KEEP,
-        v_f64: float = _gen.KEEP,
-        v_f32: float = _gen.KEEP,
-        v_str: str = _gen.KEEP,
-        v_bool: bool = _gen.KEEP,
+        v_i64: int = _bind.KEEP,
+        v_i32: int = _bind.KEEP,
+        v_f64: float = _bind.KEEP,
+        v_f32: float = _bind.KEEP,
+        v_str: str = _bind.KEEP,
+        v_bool: bool = _bind.KEEP,
     ) -> TestCxxClassDerivedDerived:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
@@ -1305,7 +1316,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
     __replace__ = replace
 
 
-@_gen.register("testing.TestCxxIntEnum", constructible=False)
+@_bind.register("testing.TestCxxIntEnum", constructible=False)
 class TestCxxIntEnum(_rt.IntEnum):
     """Registry type: ``testing.TestCxxIntEnum``."""
 
@@ -1313,10 +1324,10 @@ class TestCxxIntEnum(_rt.IntEnum):
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestCxxIntEnum")
+        _bind.not_constructible(self, "testing.TestCxxIntEnum")
 
 
-@_gen.register("testing.TestCxxStrEnum", constructible=False)
+@_bind.register("testing.TestCxxStrEnum", constructible=False)
 class TestCxxStrEnum(_rt.StrEnum):
     """Registry type: ``testing.TestCxxStrEnum``."""
 
@@ -1324,52 +1335,52 @@ class TestCxxStrEnum(_rt.StrEnum):
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
-        _gen.not_constructible(self, "testing.TestCxxStrEnum")
+        _bind.not_constructible(self, "testing.TestCxxStrEnum")
 
 
-@_gen.registry_function("testing.TestIntPairSum")
+@_bind.registry_function("testing.TestIntPairSum")
 def TestIntPairSum(_0: TestIntPair, /) -> int:
     """Registry function: ``testing.TestIntPairSum``."""
     ...
 
 
-@_gen.registry_function("testing.add_one")
+@_bind.registry_function("testing.add_one")
 def add_one(_0: _t.SupportsIndex, /) -> int:
     """Registry function: ``testing.add_one``."""
     ...
 
 
-@_gen.registry_function("testing.apply")
+@_bind.registry_function("testing.apply")
 def apply(*args: _t.Any) -> _t.Any:
     """Registry function: ``testing.apply``."""
     ...
 
 
-@_gen.registry_function("testing.echo")
+@_bind.registry_function("testing.echo")
 def echo(*args: _t.Any) -> _t.Any:
     """Registry function: ``testing.echo``."""
     ...
 
 
-@_gen.registry_function("testing.enum_variant_get")
+@_bind.registry_function("testing.enum_variant_get")
 def enum_variant_get(_0: str, /) -> _rt.Enum:
     """Registry function: ``testing.enum_variant_get``."""
     ...
 
 
-@_gen.registry_function("testing.get_add_one_c_symbol")
+@_bind.registry_function("testing.get_add_one_c_symbol")
 def get_add_one_c_symbol() -> int:
     """Registry function: ``testing.get_add_one_c_symbol``."""
     ...
 
 
-@_gen.registry_function("testing.get_mlir_add_one_c_symbol")
+@_bind.registry_function("testing.get_mlir_add_one_c_symbol")
 def get_mlir_add_one_c_symbol() -> int:
     """Registry function: ``testing.get_mlir_add_one_c_symbol``."""
     ...
 
 
-@_gen.registry_function("testing.make_array_with_mixed")
+@_bind.registry_function("testing.make_array_with_mixed")
 def make_array_with_mixed(
     _0: _rt.Tensor | _rt.DLPackExporter,
     _1: _t.SupportsIndex,
@@ -1379,19 +1390,19 @@ def make_array_with_mixed(
     ...
 
 
-@_gen.registry_function("testing.make_array_with_tensor")
+@_bind.registry_function("testing.make_array_with_tensor")
 def make_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_array_with_tensor``."""
     ...
 
 
-@_gen.registry_function("testing.make_dict_with_tensor")
+@_bind.registry_function("testing.make_dict_with_tensor")
 def make_dict_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Dict[str, _t.Any]:
     """Registry function: ``testing.make_dict_with_tensor``."""
     ...
 
 
-@_gen.registry_function("testing.make_empty_array_with_tensor_input")
+@_bind.registry_function("testing.make_empty_array_with_tensor_input")
 def make_empty_array_with_tensor_input(
     _0: _rt.Tensor | _rt.DLPackExporter,
     /,
@@ -1400,7 +1411,7 @@ def make_empty_array_with_tensor_input(
     ...
 
 
-@_gen.registry_function("testing.make_list_with_tensor")
+@_bind.registry_function("testing.make_list_with_tensor")
 def make_list_with_tensor(
     _0: _rt.Tensor | _rt.DLPackExporter,
     _1: _t.SupportsIndex,
@@ -1410,19 +1421,19 @@ def make_list_with_tensor(
     ...
 
 
-@_gen.registry_function("testing.make_map_with_tensor")
+@_bind.registry_function("testing.make_map_with_tensor")
 def make_map_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Map[str, _t.Any]:
     """Registry function: ``testing.make_map_with_tensor``."""
     ...
 
 
-@_gen.registry_function("testing.make_nested_array_with_tensor")
+@_bind.registry_function("testing.make_nested_array_with_tensor")
 def make_nested_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.make_nested_array_with_tensor``."""
     ...
 
 
-@_gen.registry_function("testing.make_nested_map_with_tensor")
+@_bind.registry_function("testing.make_nested_map_with_tensor")
 def make_nested_map_with_tensor(
     _0: _rt.Tensor | _rt.DLPackExporter,
     _1: _rt.Tensor | _rt.DLPackExporter,
@@ -1432,43 +1443,43 @@ def make_nested_map_with_tensor(
     ...
 
 
-@_gen.registry_function("testing.make_unregistered_object")
+@_bind.registry_function("testing.make_unregistered_object")
 def make_unregistered_object() -> _rt.Object:
     """Registry function: ``testing.make_unregistered_object``."""
     ...
 
 
-@_gen.registry_function("testing.make_visit_region_graph")
+@_bind.registry_function("testing.make_visit_region_graph")
 def make_visit_region_graph(_0: bool, /) -> _t.Any:
     """Registry function: ``testing.make_visit_region_graph``."""
     ...
 
 
-@_gen.registry_function("testing.nop")
+@_bind.registry_function("testing.nop")
 def nop(*args: _t.Any) -> _t.Any:
     """Registry function: ``testing.nop``."""
     ...
 
 
-@_gen.registry_function("testing.object_use_count")
+@_bind.registry_function("testing.object_use_count")
 def object_use_count(_0: _rt.Object, /) -> int:
     """Registry function: ``testing.object_use_count``."""
     ...
 
 
-@_gen.registry_function("testing.optional_tensor_view_has_value")
+@_bind.registry_function("testing.optional_tensor_view_has_value")
 def optional_tensor_view_has_value(_0: _rt.Tensor | _rt.DLPackExporter | None, /) -> bool:
     """Registry function: ``testing.optional_tensor_view_has_value``."""
     ...
 
 
-@_gen.registry_function("testing.run_check_signal")
+@_bind.registry_function("testing.run_check_signal")
 def run_check_signal(_0: _t.SupportsIndex, /) -> None:
     """Registry function: ``testing.run_check_signal``."""
     ...
 
 
-@_gen.registry_function("testing.schema_arr_map_opt")
+@_bind.registry_function("testing.schema_arr_map_opt")
 def schema_arr_map_opt(
     _0: _abc.Sequence[int | None],
     _1: _abc.Mapping[str, _abc.Sequence[int]],
@@ -1479,217 +1490,217 @@ def schema_arr_map_opt(
     ...
 
 
-@_gen.registry_function("testing.schema_id_any")
+@_bind.registry_function("testing.schema_id_any")
 def schema_id_any(_0: _t.Any, /) -> _t.Any:
     """Registry function: ``testing.schema_id_any``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_arr")
+@_bind.registry_function("testing.schema_id_arr")
 def schema_id_arr(_0: _abc.Sequence[_t.Any], /) -> _rt.Array[_t.Any]:
     """Registry function: ``testing.schema_id_arr``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_arr_int")
+@_bind.registry_function("testing.schema_id_arr_int")
 def schema_id_arr_int(_0: _abc.Sequence[int], /) -> _rt.Array[int]:
     """Registry function: ``testing.schema_id_arr_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_arr_obj")
+@_bind.registry_function("testing.schema_id_arr_obj")
 def schema_id_arr_obj(_0: _abc.Sequence[_rt.Object], /) -> _rt.Array[_rt.Object]:
     """Registry function: ``testing.schema_id_arr_obj``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_arr_str")
+@_bind.registry_function("testing.schema_id_arr_str")
 def schema_id_arr_str(_0: _abc.Sequence[str], /) -> _rt.Array[str]:
     """Registry function: ``testing.schema_id_arr_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_bool")
+@_bind.registry_function("testing.schema_id_bool")
 def schema_id_bool(_0: bool, /) -> bool:
     """Registry function: ``testing.schema_id_bool``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_bytes")
+@_bind.registry_function("testing.schema_id_bytes")
 def schema_id_bytes(_0: bytes, /) -> bytes:
     """Registry function: ``testing.schema_id_bytes``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_device")
+@_bind.registry_function("testing.schema_id_device")
 def schema_id_device(_0: _rt.Device, /) -> _rt.Device:
     """Registry function: ``testing.schema_id_device``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_dict_str_int")
+@_bind.registry_function("testing.schema_id_dict_str_int")
 def schema_id_dict_str_int(_0: _rt.Dict[str, int], /) -> _rt.Dict[str, int]:
     """Registry function: ``testing.schema_id_dict_str_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_dict_str_str")
+@_bind.registry_function("testing.schema_id_dict_str_str")
 def schema_id_dict_str_str(_0: _rt.Dict[str, str], /) -> _rt.Dict[str, str]:
     """Registry function: ``testing.schema_id_dict_str_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_dltensor")
+@_bind.registry_function("testing.schema_id_dltensor")
 def schema_id_dltensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
     """Registry function: ``testing.schema_id_dltensor``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_dtype")
+@_bind.registry_function("testing.schema_id_dtype")
 def schema_id_dtype(_0: _rt.DataType | str, /) -> _rt.DataType:
     """Registry function: ``testing.schema_id_dtype``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_float")
+@_bind.registry_function("testing.schema_id_float")
 def schema_id_float(_0: _t.SupportsFloat, /) -> float:
     """Registry function: ``testing.schema_id_float``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_func")
+@_bind.registry_function("testing.schema_id_func")
 def schema_id_func(_0: _abc.Callable[..., _t.Any], /) -> _rt.Function:
     """Registry function: ``testing.schema_id_func``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_func_typed")
+@_bind.registry_function("testing.schema_id_func_typed")
 def schema_id_func_typed(_0: _abc.Callable[[int, float, _rt.Function], None], /) -> _rt.Function:
     """Registry function: ``testing.schema_id_func_typed``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_int")
+@_bind.registry_function("testing.schema_id_int")
 def schema_id_int(_0: _t.SupportsIndex, /) -> int:
     """Registry function: ``testing.schema_id_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_list_int")
+@_bind.registry_function("testing.schema_id_list_int")
 def schema_id_list_int(_0: _rt.List[int], /) -> _rt.List[int]:
     """Registry function: ``testing.schema_id_list_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_list_obj")
+@_bind.registry_function("testing.schema_id_list_obj")
 def schema_id_list_obj(_0: _rt.List[_rt.Object], /) -> _rt.List[_rt.Object]:
     """Registry function: ``testing.schema_id_list_obj``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_list_str")
+@_bind.registry_function("testing.schema_id_list_str")
 def schema_id_list_str(_0: _rt.List[str], /) -> _rt.List[str]:
     """Registry function: ``testing.schema_id_list_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_map")
+@_bind.registry_function("testing.schema_id_map")
 def schema_id_map(_0: _abc.Mapping[_t.Any, _t.Any], /) -> _rt.Map[_t.Any, _t.Any]:
     """Registry function: ``testing.schema_id_map``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_map_str_int")
+@_bind.registry_function("testing.schema_id_map_str_int")
 def schema_id_map_str_int(_0: _abc.Mapping[str, int], /) -> _rt.Map[str, int]:
     """Registry function: ``testing.schema_id_map_str_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_map_str_obj")
+@_bind.registry_function("testing.schema_id_map_str_obj")
 def schema_id_map_str_obj(_0: _abc.Mapping[str, _rt.Object], /) -> _rt.Map[str, _rt.Object]:
     """Registry function: ``testing.schema_id_map_str_obj``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_map_str_str")
+@_bind.registry_function("testing.schema_id_map_str_str")
 def schema_id_map_str_str(_0: _abc.Mapping[str, str], /) -> _rt.Map[str, str]:
     """Registry function: ``testing.schema_id_map_str_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_object")
+@_bind.registry_function("testing.schema_id_object")
 def schema_id_object(_0: _rt.Object, /) -> _rt.Object:
     """Registry function: ``testing.schema_id_object``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_opt_int")
+@_bind.registry_function("testing.schema_id_opt_int")
 def schema_id_opt_int(_0: _t.SupportsIndex | None, /) -> int | None:
     """Registry function: ``testing.schema_id_opt_int``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_opt_obj")
+@_bind.registry_function("testing.schema_id_opt_obj")
 def schema_id_opt_obj(_0: _rt.Object | None, /) -> _rt.Object | None:
     """Registry function: ``testing.schema_id_opt_obj``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_opt_str")
+@_bind.registry_function("testing.schema_id_opt_str")
 def schema_id_opt_str(_0: str | None, /) -> str | None:
     """Registry function: ``testing.schema_id_opt_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_string")
+@_bind.registry_function("testing.schema_id_string")
 def schema_id_string(_0: str, /) -> str:
     """Registry function: ``testing.schema_id_string``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_tensor")
+@_bind.registry_function("testing.schema_id_tensor")
 def schema_id_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
     """Registry function: ``testing.schema_id_tensor``."""
     ...
 
 
-@_gen.registry_function("testing.schema_id_variant_int_str")
+@_bind.registry_function("testing.schema_id_variant_int_str")
 def schema_id_variant_int_str(_0: _t.SupportsIndex | str, /) -> int | str:
     """Registry function: ``testing.schema_id_variant_int_str``."""
     ...
 
 
-@_gen.registry_function("testing.schema_no_args")
+@_bind.registry_function("testing.schema_no_args")
 def schema_no_args() -> int:
     """Registry function: ``testing.schema_no_args``."""
     ...
 
 
-@_gen.registry_function("testing.schema_no_args_no_return")
+@_bind.registry_function("testing.schema_no_args_no_return")
 def schema_no_args_no_return() -> None:
     """Registry function: ``testing.schema_no_args_no_return``."""
     ...
 
 
-@_gen.registry_function("testing.schema_no_return")
+@_bind.registry_function("testing.schema_no_return")
 def schema_no_return(_0: _t.SupportsIndex, /) -> None:
     """Registry function: ``testing.schema_no_return``."""
     ...
 
 
-@_gen.registry_function("testing.schema_packed")
+@_bind.registry_function("testing.schema_packed")
 def schema_packed(*args: _t.Any) -> _t.Any:
     """Registry function: ``testing.schema_packed``."""
     ...
 
 
-@_gen.registry_function("testing.schema_tensor_view_input")
+@_bind.registry_function("testing.schema_tensor_view_input")
 def schema_tensor_view_input(_0: _rt.Tensor | _rt.DLPackExporter, /) -> None:
     """Registry function: ``testing.schema_tensor_view_input``."""
     ...
 
 
-@_gen.registry_function("testing.schema_variant_mix")
+@_bind.registry_function("testing.schema_variant_mix")
 def schema_variant_mix(
     _0: _t.SupportsIndex | str | _abc.Sequence[int],
     /,
@@ -1698,7 +1709,7 @@ def schema_variant_mix(
     ...
 
 
-@_gen.registry_function("testing.test_raise_error")
+@_bind.registry_function("testing.test_raise_error")
 def test_raise_error(_0: str, _1: str, /) -> None:
     """Registry function: ``testing.test_raise_error``."""
     ...

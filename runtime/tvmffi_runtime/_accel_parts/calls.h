@@ -91,7 +91,7 @@ static int pack_other(FFIAny* out, PyObject* v, void** owned, int* n_owned, PyOb
   return 0;
 }
 
-/* The exception set now becomes the one _core._pack_error words for argument ``i``. */
+/* The exception set now becomes the one _call.argument_error words for argument ``i``. */
 static void reword_pack_error(PyObject* name, PyObject* value, Py_ssize_t i) {
   PyObject *type, *exc_value, *tb;
   PyErr_Fetch(&type, &exc_value, &tb);
@@ -257,7 +257,7 @@ static void* callable_handle(PyObject* h, const char* what) {
   return fh;
 }
 
-/* call(handle, args, name=None): what _core.ffi_call does, for any handle form. */
+/* call(handle, args, name=None): what _call.ffi_call does, for any handle form. */
 static PyObject* accel_call(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 2 || nargs > 3) {
     PyErr_SetString(PyExc_TypeError, "call(handle, args, name=None)");

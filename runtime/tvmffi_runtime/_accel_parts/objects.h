@@ -137,7 +137,7 @@ static PyObject* wrap_owned(void* h, int32_t ti) {
   }
   PyObject* key = PyLong_FromLong(ti);
   if (key == NULL) goto fail;
-  /* types that come back as plain values (BigInt, Error, ...) first, like _core._wrap */
+  /* types that come back as plain values (BigInt, Error, ...) first, like _object._wrap */
   PyObject* conv = PyDict_GetItemWithError(object_return, key);
   if (conv != NULL) {
     Py_INCREF(conv); /* held across the call: the dict may change meanwhile */

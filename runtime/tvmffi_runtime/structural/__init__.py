@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
 
-from .._core import Object
+from .._object import Object
 from .._errors import walk_result_error
 from .._graph_guard import check_graph
 from ._markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move

@@ -9,8 +9,10 @@ import ctypes
 import functools
 from typing import Any, Callable, TypeAlias
 
-from .. import _core, _lib
-from .._core import Object, TypeIndex
+from .. import _convert, _errors, _lib, _object
+from .._call import ffi_call
+from .._object import Object
+from .._values import TypeIndex
 from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KINDS, _call
 from ._match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
@@ -35,7 +37,7 @@ class _Borrowed(Object):
 def _borrowed(handle: int) -> _Borrowed:
     w = object.__new__(_Borrowed)
     w._h = handle
-    w._t = _core._read_type_index(handle)
+    w._t = _object._read_type_index(handle)
     return w
 
 
@@ -305,7 +307,7 @@ class MutateContext:
         return _call("ffi.StructuralMutatorWithDefRegionKind", self._live(), int(kind), fn)
 
 
-_refcounts = _core._ref_counts
+_refcounts = _object._ref_counts
 
 
 def _default_mutate_raw(mutator: _Borrowed, value: Any) -> Any:
@@ -350,9 +352,9 @@ def _default_maybe_inplace_raw(mutator: _Borrowed, value: Any) -> Any:
     if kind == "native":
         res = fn(mutator._h, _lib.TVMFFIAnyByValue(value._t, 0, value._h))
         if res.type_index == TypeIndex.ERROR:
-            raise _core._exception_from_error_handle(res.v, raised=False)
-        return _core.owned_from_buffer(bytes(res), 0)
-    return _core.ffi_call(ctypes.c_void_p(fn), (mutator, value), "__s_maybe_inplace_mutate__")
+            raise _errors._exception_from_error_handle(res.v, raised=False)
+        return _convert.owned_from_buffer(bytes(res), 0)
+    return ffi_call(ctypes.c_void_p(fn), (mutator, value), "__s_maybe_inplace_mutate__")
 
 
 # =============================================================================================

@@ -11,10 +11,10 @@ import functools
 from enum import IntEnum
 from typing import Any
 
-from .. import _core, _lib
-from .._core import Object, TypeIndex
-from .._object import _adopt
-from .._values import UNCHANGED, Unchanged
+from .. import _convert, _lib, _object
+from .._call import ffi_call, global_handle
+from .._object import Object, _adopt
+from .._values import UNCHANGED, TypeIndex, Unchanged
 
 __all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInterrupt", "WalkOrder", "WalkResult", "move", "_KINDS", "_MODES", "_call", "_unmove"]
 
@@ -81,10 +81,10 @@ _MODES: dict[int, InplaceMode] = dict(enumerate((InplaceMode.DISALLOW, InplaceMo
 # Engine entry points (global functions, resolved once)
 # =============================================================================================
 def _call(name: str, *args: Any) -> Any:
-    return _core.ffi_call(_core.global_handle(name), args, name)
+    return ffi_call(global_handle(name), args, name)
 
 
-@_core.register_object("ffi.VisitInterrupt")
+@_object.register_object("ffi.VisitInterrupt")
 class VisitInterrupt(Object):
     """Stops a structural walk or visit; ``.value`` is the payload given to the caller."""
 
@@ -168,10 +168,10 @@ def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     obj._h = 0
     ref = _StolenRef(h)
     temps.append(ref)  # dropped after the call: releases the handle if the callee did not take it
-    _core._pack_uint(buf, off, TypeIndex.OBJECT_RVALUE_REF, 0, ctypes.addressof(ref.cell))
+    _convert._pack_uint(buf, off, TypeIndex.OBJECT_RVALUE_REF, 0, ctypes.addressof(ref.cell))
 
 
-_core.register_packer(Moved, _pack_moved)
+_convert.register_packer(Moved, _pack_moved)
 
 
 def _unmove(root: Any) -> Any:

@@ -12,7 +12,8 @@ import typing
 from typing import Any, Callable, Iterable, NamedTuple, TypeAlias, cast
 
 from .. import _lib
-from .._core import DataType, Device, Object, TypeIndex
+from .._object import Object
+from .._values import DataType, Device, TypeIndex
 
 __all__ = ["Handler", "Handlers", "on", "_Entry", "_annotation_indices", "_entries", "_first_match", "_flatten", "_matches", "_overlap", "_positional", "_resolve_annotation", "_same", "_tindex_of", "_type_depth"]
 

@@ -9,12 +9,13 @@ import struct
 import sys
 from typing import Any, Callable, TypeAlias
 
-from .. import _core, _lib
+from .. import _callback, _convert, _lib, _object
 from .._backend import accelerated
 from .._callback import function_in_mode
-from .._values import CallbackMode
+from .._values import CallbackMode, TypeIndex
 from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
-from .._core import Function, Object, TypeIndex, _wrap
+from .._call import Function
+from .._object import Object, _wrap
 from .._errors import moved_result_error, walk_result_error
 from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
 from ._match import _Entry, _overlap
@@ -44,8 +45,8 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _P64, ctypes.c_int32
 _IncRef = _lib.ObjectIncRef
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _grc = sys.getrefcount
-_CLASSES = _core._CLASS_CACHE  # type index -> wrapper class (filled by the runtime's _wrap)
-_CONVERTED = _core._OBJECT_RETURN  # object types that come back as Python values (str, bytes, ...)
+_CLASSES = _object._CLASS_CACHE  # type index -> wrapper class (filled by the runtime's _wrap)
+_CONVERTED = _object._OBJECT_RETURN  # object types that come back as Python values (str, bytes, ...)
 # One spare (empty) wrapper per class: a wrapper that did not escape its callback is kept for
 # the next call instead of being freed (saves the allocation and the Python-level __del__).
 # Only for classes without instance __dict__, and never for a wrapper a weakref points to.
@@ -63,7 +64,7 @@ _Slots: TypeAlias = "ctypes._Pointer[ctypes.c_int64]"
 
 def _slow_view(args: _Slots, i: int) -> Any:
     """Any argument ``i`` as an owned Python value (the runtime's general conversion)."""
-    return _core.view_from_buffer(_QQ.pack(args[2 * i], args[2 * i + 1]), 0)
+    return _convert.view_from_buffer(_QQ.pack(args[2 * i], args[2 * i + 1]), 0)
 
 
 _fail = fail_into_native
@@ -115,7 +116,7 @@ def _write_any(result: Any, r: Any) -> None:
         result[0] = TypeIndex.INT
         result[1] = r
     else:
-        _core.to_owned_any(r, ctypes.addressof(result.contents))
+        _callback.to_owned_any(r, ctypes.addressof(result.contents))
 
 
 def _value_trampoline(
@@ -243,7 +244,7 @@ def _write_walk_at(value: Any, addr: int) -> None:
     _write_walk(ctypes.cast(addr, _P64), value)
 
 
-_core.set_walk_result(_write_walk_at)
+_callback.set_walk_result(_write_walk_at)
 
 
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:

@@ -1,5 +1,7 @@
-"""Support for generated packages: lazy functions, methods, fields, constructors, enum entries,
-library loading and lazy class registration.
+"""What a generated package declares its bindings with (imported there as ``_bind``): classes
+bound to their type keys (``@_bind.register``), their fields (``_bind.field``,
+``_bind.registry_field``), constructors, enum entries, native functions and methods
+(``@_bind.registry_function`` ...), dispatch bases, library loading and lazy class registration.
 
 Generated code calls only what is here and the public runtime classes, so the generated text
 stays small and the hot paths stay in one place.
@@ -13,9 +15,9 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
-from . import _core, _lib, _platform
+from . import _call, _errors, _lib, _object, _platform
 from ._call import _INITS, ffi_init
-from ._core import Object, type_key_to_index
+from ._object import Object, type_key_to_index
 from ._backend import backend
 from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
@@ -44,11 +46,13 @@ if TYPE_CHECKING:
 
 #: The form of generated code this runtime supports. A generated package records the level it
 #: was generated for and refuses to import on a runtime below it (naming what to upgrade).
-#: Level 4 (the only one supported: earlier levels were never published): fields bound by
-#: ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are decorated
-#: defs (``registry_function``, ``registry_method``, ``exported_function``, which take
+#: Level 5 (the only one supported: earlier levels were never published): this module is
+#: ``tvmffi_runtime.bind`` (level 4 called it ``gen``, so a level-5 package on a level-4 runtime
+#: stops at its import line with an ImportError naming ``bind``, before the level check); fields
+#: bound by ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are
+#: decorated defs (``registry_function``, ``registry_method``, ``exported_function``, which take
 #: ``result=``, a named tuple class); ``replace`` methods (``replace_method``, ``KEEP``).
-API_LEVEL = 4
+API_LEVEL = 5
 
 __all__ = [
     "API_LEVEL",
@@ -117,7 +121,7 @@ def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
 def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ...]) -> None:
     """Initialise ``self`` through reflected auto-init: every argument by name (KWARGS protocol);
     arguments left as ``MISSING`` are not passed, so the native defaults apply."""
-    args: list[Any] = [_core._kwargs_marker()]
+    args: list[Any] = [_call._kwargs_marker()]
     for key, value in named:
         if value is not MISSING:
             args.append(key)
@@ -150,8 +154,8 @@ def _auto_argument_error(
     what = _argument_words(self, type_key, key, [k for k, _ in named])
     value = args[slot]
     detail = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
-    if isinstance(exc, _core.ReleasedObjectError):
-        return _core.ReleasedObjectError(f"{type_key}.__init__: {what}: {_core._released_object_error(value)}")
+    if isinstance(exc, _errors.ReleasedObjectError):
+        return _errors.ReleasedObjectError(f"{type_key}.__init__: {what}: {_errors._released_object_error(value)}")
     return TypeError(
         f"{type_key}.__init__: {what} has type {type(value).__name__}, which cannot be converted"
         f" to a TVM FFI value{detail}"
@@ -222,7 +226,7 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
             f"type {type_key!r} is not registered by {_loaded_library_of(type_key)}; the generated"
             " package is out of date for it (regenerate it with tvmffi-gen)"
         )
-    registrar = _core.register_object(type_key)
+    registrar = _object.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:
         declared = {a: v for a, v in vars(cls).items() if isinstance(v, UnboundField)}
@@ -422,7 +426,7 @@ def register_lazy_types(modules_by_type_key: dict[str, str]) -> None:
                 f" package was generated from; {fix}"
             )
     _LAZY_TYPES.update(modules_by_type_key)
-    _core.set_class_loader(_load_lazy_class)
+    _object.set_class_loader(_load_lazy_class)
 
 
 def _load_lazy_class(type_key: str) -> bool:
