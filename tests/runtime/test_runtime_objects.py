@@ -361,7 +361,8 @@ def test_from_typed_converts_and_accepts_containers(g):
 def test_from_typed_optional_and_unions():
     from typing import Optional, Union
 
-    def pick(a: Optional[int], b: Union[str, bytes] = "x") -> str:
+    # spelled with typing's Optional and Union on purpose: what this test converts
+    def pick(a: Optional[int], b: Union[str, bytes] = "x") -> str:  # noqa: UP007, UP045
         return f"{a}:{b!r}"
 
     f = rt.Function.from_typed(pick)
