@@ -75,7 +75,16 @@ def build_library(
 
     def compile_unit(k: int) -> float:
         start = time.perf_counter()
-        cmd = ["g++", *flags, *includes, f"-I{folder}", "-c", str(folder / f"unit{k}.cc"), "-o", str(folder / f"unit{k}.o")]
+        cmd = [
+            "g++",
+            *flags,
+            *includes,
+            f"-I{folder}",
+            "-c",
+            str(folder / f"unit{k}.cc"),
+            "-o",
+            str(folder / f"unit{k}.o"),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"g++ failed on unit{k}.cc:\n{proc.stderr[-4000:]}")
@@ -136,9 +145,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     funcs_per_ns = max(1, math.ceil(args.functions / ns))
     plan = make_plan(ns, types_per_ns, funcs_per_ns, args.seed)
     summary = plan.summary()
-    print(f"library: {summary['types']} types ({ns * types_per_ns} regular, {len(plan.chain)}-level chain, "
-          f"{ns} enums), {summary['functions']} global functions, {summary['fields']} fields, "
-          f"{summary['methods']} methods, {summary['namespaces']} namespaces", flush=True)
+    print(
+        f"library: {summary['types']} types ({ns * types_per_ns} regular, {len(plan.chain)}-level chain, "
+        f"{ns} enums), {summary['functions']} global functions, {summary['fields']} fields, "
+        f"{summary['methods']} methods, {summary['namespaces']} namespaces",
+        flush=True,
+    )
     build_dir = Path(args.build_dir).resolve()
     lib, compile_s, cached = build_library(ns, types_per_ns, funcs_per_ns, args.seed, args.units, args.jobs, build_dir)
     print(f"library {lib} ({'cached; ' if cached else ''}compile {compile_s:.1f} s)", flush=True)
@@ -146,8 +158,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench_generate_"))
     results: dict[str, Any] = {
         "config": {
-            "namespaces": ns, "types_per_ns": types_per_ns, "funcs_per_ns": funcs_per_ns, "seed": args.seed,
-            "units": args.units, "jobs": args.jobs, "python": sys.version.split()[0], "cpus": os.cpu_count(),
+            "namespaces": ns,
+            "types_per_ns": types_per_ns,
+            "funcs_per_ns": funcs_per_ns,
+            "seed": args.seed,
+            "units": args.units,
+            "jobs": args.jobs,
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
         },
         "library_size": summary,
         "compile_seconds": round(compile_s, 2),
@@ -168,15 +186,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         assert snapshot is not None
         snap_file = work / "snapshot.json"
         snap_file.write_text(snapshot.to_json())
-        results["snapshot"] = {"seconds": statistics.median(snap_times), "runs": snap_times,
-                               "json_bytes": snap_file.stat().st_size}
+        results["snapshot"] = {
+            "seconds": statistics.median(snap_times),
+            "runs": snap_times,
+            "json_bytes": snap_file.stat().st_size,
+        }
 
         # (b) from a saved snapshot: CLI in a fresh interpreter, and the in-process phases
         cli_times = []
         for k in range(args.gen_repeat):
             out = work / f"from_snapshot{k}" / PKG
-            t, _ = _timed_run([sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out),
-                               "-q"], env)
+            t, _ = _timed_run(
+                [sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out), "-q"], env
+            )
             cli_times.append(t)
         from tvmffi_gen.cli import _tvm_ffi_libdir
         from tvmffi_gen.build import build_model
@@ -197,7 +219,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             phases["render"].append(t2 - t1)
             phases["write"].append(t3 - t2)
         results["from_snapshot"] = {
-            "cli_seconds": statistics.median(cli_times), "cli_runs": cli_times,
+            "cli_seconds": statistics.median(cli_times),
+            "cli_runs": cli_times,
             **{f"{name}_seconds": statistics.median(v) for name, v in phases.items()},
         }
 
@@ -212,15 +235,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["package"] = _package_stats(pkg)
 
         # (d) mypy --strict over the output
-        code = ("import sys; from pathlib import Path; from tvmffi_gen.verify import run_mypy; "
-                f"e, r = run_mypy(Path({str(pkg)!r})); print(e); print(r[:2000], file=sys.stderr)")
+        code = (
+            "import sys; from pathlib import Path; from tvmffi_gen.verify import run_mypy; "
+            f"e, r = run_mypy(Path({str(pkg)!r})); print(e); print(r[:2000], file=sys.stderr)"
+        )
         t, stdout = _timed_run([sys.executable, "-c", code], env)
         results["mypy"] = {"seconds": t, "errors": int(stdout.split()[0])}
 
         # (e) import in fresh interpreters
         ienv = _env([pkg.parent])
-        namespaces = sorted({".".join(t.key.split(".")[:-1]) for t in plan.types}
-                            | {".".join(f.name.split(".")[:-1]) for f in plan.functions})
+        namespaces = sorted(
+            {".".join(t.key.split(".")[:-1]) for t in plan.types}
+            | {".".join(f.name.split(".")[:-1]) for f in plan.functions}
+        )
         all_imports = "; ".join(f"import {PKG}.{n}" for n in namespaces if n)
         cases = {
             "python -c pass": "pass",
@@ -244,18 +271,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def print_table(r: dict[str, Any]) -> None:
     c, size = r["config"], r["library_size"]
     rows: list[tuple[str, str]] = [
-        ("library", f"{size['types']} types, {size['functions']} functions, {size['fields']} fields, "
-                    f"{size['methods']} methods, {size['namespaces']} type namespaces"),
-        ("compile (g++ -O0, not generator)",
-         f"{r['compile_seconds']:.1f} s ({c['units']} units, {c['jobs']} jobs{', cached' if r['compile_cached'] else ''})"),
-        ("(a) snapshot (child process)", f"{r['snapshot']['seconds']:.2f} s (JSON {r['snapshot']['json_bytes'] / 1e6:.1f} MB)"),
+        (
+            "library",
+            f"{size['types']} types, {size['functions']} functions, {size['fields']} fields, "
+            f"{size['methods']} methods, {size['namespaces']} type namespaces",
+        ),
+        (
+            "compile (g++ -O0, not generator)",
+            f"{r['compile_seconds']:.1f} s ({c['units']} units, {c['jobs']} jobs{', cached' if r['compile_cached'] else ''})",
+        ),
+        (
+            "(a) snapshot (child process)",
+            f"{r['snapshot']['seconds']:.2f} s (JSON {r['snapshot']['json_bytes'] / 1e6:.1f} MB)",
+        ),
         ("(b) --from-snapshot (fresh CLI)", f"{r['from_snapshot']['cli_seconds']:.2f} s"),
         ("    model (in process)", f"{r['from_snapshot']['model_seconds']:.2f} s"),
         ("    render (in process)", f"{r['from_snapshot']['render_seconds']:.2f} s"),
         ("    write (in process)", f"{r['from_snapshot']['write_seconds']:.2f} s"),
         ("(c) full tvmffi-gen run", f"{r['full_run']['seconds']:.2f} s"),
-        ("    output", f"{r['package']['modules']} modules, {r['package']['lines']} lines, "
-                       f"{r['package']['bytes'] / 1e6:.1f} MB"),
+        (
+            "    output",
+            f"{r['package']['modules']} modules, {r['package']['lines']} lines, {r['package']['bytes'] / 1e6:.1f} MB",
+        ),
         ("(d) mypy --strict", f"{r['mypy']['seconds']:.1f} s, {r['mypy']['errors']} errors"),
     ]
     for label, v in r["import"].items():

@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio = by["import tvmffi_runtime"] / by["import tvm_ffi"]
     print(f"tvmffi_runtime / tvm_ffi import time: {ratio:.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"startup_ms": base * 1000, "rows": rows, "runtime_over_tvm_ffi": ratio}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps({"startup_ms": base * 1000, "rows": rows, "runtime_over_tvm_ffi": ratio}, indent=1) + "\n"
+        )
     return 0
 
 

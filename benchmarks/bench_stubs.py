@@ -57,6 +57,7 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
                 acc = times.setdefault(name, [0.0, 0.0])
                 acc[0] += w1 - w0
                 acc[1] += c1 - c0
+
         return wrapper
 
     setattr(build, "take_collection", timed("import (child)", getattr(build, "take_collection")))
@@ -85,8 +86,13 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
 
 def _run(src: Path, package: str, out: Path, args: list[str], env: dict[str, str]) -> dict[str, Any]:
     env = {**env, "PYTHONPATH": str(src)}  # the tree under test, for the driver and the importing child
-    proc = subprocess.run([sys.executable, __file__, "--drive", str(src), package, str(out), *args],
-                          capture_output=True, text=True, env=env, cwd=out.parent)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--drive", str(src), package, str(out), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=out.parent,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{src} --stubs-for {package} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -108,8 +114,9 @@ def main() -> int:
     p.add_argument("--package", action="append", help="tvm and/or tvm_ffi (default: both, tvm when installed)")
     p.add_argument("--json", help="write every run's timings here")
     a = p.parse_args()
-    packages = a.package or (["tvm"] if subprocess.run([sys.executable, "-c", "import tvm"],
-                                                       capture_output=True).returncode == 0 else []) + ["tvm_ffi"]
+    packages = a.package or (
+        ["tvm"] if subprocess.run([sys.executable, "-c", "import tvm"], capture_output=True).returncode == 0 else []
+    ) + ["tvm_ffi"]
     args_of = {"tvm": ["--project", "--exclude", "tvm.s_tir.meta_schedule.testing"], "tvm_ffi": []}
     work = Path(tempfile.mkdtemp(prefix="bench_stubs_"))
     base_src = work / "baseline"
@@ -122,8 +129,13 @@ def main() -> int:
         "new, cold": (ROOT, {**env0, "TVMFFI_GEN_NO_CACHE": "1"}),
         "new, warm": (ROOT, {**env0, "TVMFFI_GEN_CACHE_DIR": str(work / "cache")}),
     }
-    report: dict[str, Any] = {"baseline_rev": a.baseline_rev, "repeat": a.repeat, "cpus": os.cpu_count(),
-                              "load_before": os.getloadavg(), "runs": {}}
+    report: dict[str, Any] = {
+        "baseline_rev": a.baseline_rev,
+        "repeat": a.repeat,
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg(),
+        "runs": {},
+    }
     try:
         for package in packages:
             args = args_of.get(package, [])
@@ -138,8 +150,11 @@ def main() -> int:
                         shutil.copytree(out, reference)
                     r["load"] = os.getloadavg()[0]
                     runs[variant].append(r)
-                    print(f"{package} {variant} #{i}: {r['times']['total'][0]:.1f} s wall,"
-                          f" {r['times']['total'][1]:.1f} s CPU (load {r['load']:.1f})", file=sys.stderr)
+                    print(
+                        f"{package} {variant} #{i}: {r['times']['total'][0]:.1f} s wall,"
+                        f" {r['times']['total'][1]:.1f} s CPU (load {r['load']:.1f})",
+                        file=sys.stderr,
+                    )
             for variant in variants:
                 for i, r in enumerate(runs[variant]):
                     out = work / f"{package}-{variant.replace(', ', '-')}-{i}"
@@ -160,8 +175,10 @@ def main() -> int:
 def _print_table(report: dict[str, Any]) -> None:
     for package, runs in report["runs"].items():
         variants = list(runs)
-        print(f"\n{package}: median (min-max) of {report['repeat']} runs each, alternated;"
-              f" wall s / CPU s (process + waited children)")
+        print(
+            f"\n{package}: median (min-max) of {report['repeat']} runs each, alternated;"
+            f" wall s / CPU s (process + waited children)"
+        )
         print("| phase | " + " | ".join(variants) + " |")
         print("|---|" + "---|" * len(variants))
         for phase in PHASES:
@@ -169,18 +186,25 @@ def _print_table(report: dict[str, Any]) -> None:
             for v in variants:
                 walls = [r["times"].get(phase, [0.0, 0.0])[0] for r in runs[v]]
                 cpus = [r["times"].get(phase, [0.0, 0.0])[1] for r in runs[v]]
-                cells.append(f"{statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f}) /"
-                             f" {statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})")
+                cells.append(
+                    f"{statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f}) /"
+                    f" {statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})"
+                )
             print(f"| {phase} | " + " | ".join(cells) + " |")
         same = {v: [r["identical_to_new_cold"] for r in runs[v]] for v in variants}
-        print("| output identical to the first new, cold run | "
-              + " | ".join(", ".join("yes" if s else "no" for s in same[v]) for v in variants) + " |")
+        print(
+            "| output identical to the first new, cold run | "
+            + " | ".join(", ".join("yes" if s else "no" for s in same[v]) for v in variants)
+            + " |"
+        )
         base_total = statistics.median(r["times"]["total"][1] for r in runs["baseline"])
         for v in variants[1:]:
             ratio = [r["times"]["total"][1] / b["times"]["total"][1] for r, b in zip(runs[v], runs["baseline"])]
             wall = [r["times"]["total"][0] / b["times"]["total"][0] for r, b in zip(runs[v], runs["baseline"])]
-            print(f"{v} / baseline, same round: CPU {', '.join(f'{x:.2f}' for x in ratio)};"
-                  f" wall {', '.join(f'{x:.2f}' for x in wall)} (baseline median CPU {base_total:.1f} s)")
+            print(
+                f"{v} / baseline, same round: CPU {', '.join(f'{x:.2f}' for x in ratio)};"
+                f" wall {', '.join(f'{x:.2f}' for x in wall)} (baseline median CPU {base_total:.1f} s)"
+            )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,12 @@ CHECKED = ("topi", "relax/frontend")
 
 
 def _installed_tvm() -> Path:
-    out = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('tvm').origin)"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import importlib.util as u; print(u.find_spec('tvm').origin)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     return Path(out).parent
 
 
@@ -54,8 +58,18 @@ def _version(cmd: list[str]) -> str:
 
 def make_stubs(out: Path) -> float:
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "tvmffi_gen", "--stubs-for", "tvm", "-o", str(out), "--project",
-           "--exclude", "tvm.s_tir.meta_schedule.testing"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tvmffi_gen",
+        "--stubs-for",
+        "tvm",
+        "-o",
+        str(out),
+        "--project",
+        "--exclude",
+        "tvm.s_tir.meta_schedule.testing",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"tvmffi-gen --stubs-for tvm failed:\n{proc.stderr[-3000:]}")
@@ -91,21 +105,26 @@ def run_pyright(work: Path, files: list[str], pythonpath: list[Path], base: Path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
     start = time.perf_counter()
-    proc = subprocess.run(["basedpyright", "--outputjson", *files], capture_output=True, text=True, cwd=work,
-                          env=env)
+    proc = subprocess.run(["basedpyright", "--outputjson", *files], capture_output=True, text=True, cwd=work, env=env)
     elapsed = time.perf_counter() - start
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        raise SystemExit(f"basedpyright gave no JSON report (exit {proc.returncode}):\n"
-                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}") from None
+        raise SystemExit(
+            f"basedpyright gave no JSON report (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        ) from None
     errors = []
     for d in report["generalDiagnostics"]:
         if d["severity"] != "error":
             continue
-        errors.append({"file": str(Path(d["file"]).resolve().relative_to(base)),
-                       "line": d["range"]["start"]["line"] + 1,
-                       "rule": d.get("rule", "(none)"), "message": d["message"].splitlines()[0]})
+        errors.append(
+            {
+                "file": str(Path(d["file"]).resolve().relative_to(base)),
+                "line": d["range"]["start"]["line"] + 1,
+                "rule": d.get("rule", "(none)"),
+                "message": d["message"].splitlines()[0],
+            }
+        )
     return errors, elapsed
 
 
@@ -118,8 +137,7 @@ def added_errors(without: list[dict[str, Any]], with_: list[dict[str, Any]]) -> 
         if left[k] > 0:
             left[k] -= 1
         else:
-            out.append({**e, "line_had_errors": any(
-                (w["file"], w["line"]) == (e["file"], e["line"]) for w in without)})
+            out.append({**e, "line_had_errors": any((w["file"], w["line"]) == (e["file"], e["line"]) for w in without)})
     return out
 
 
@@ -127,10 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--stubs", type=Path, help="an earlier OUT of --stubs-for tvm (default: generate one)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/pyright_tvm"), help="working folder")
-    ap.add_argument("--only", action="append", default=[],
-                    help="check only this file or folder (relative to tvm/, e.g. relax/frontend/nn/core.py)")
-    ap.add_argument("--keep-checked-stubs", action="store_true",
-                    help="keep the stubs of the checked subpackages (their classes then have two declarations)")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="check only this file or folder (relative to tvm/, e.g. relax/frontend/nn/core.py)",
+    )
+    ap.add_argument(
+        "--keep-checked-stubs",
+        action="store_true",
+        help="keep the stubs of the checked subpackages (their classes then have two declarations)",
+    )
     ap.add_argument("--json", type=Path, help="write the counts and the added errors here")
     ap.add_argument("--all-errors", action="store_true", help="--json also lists every error of both runs")
     args = ap.parse_args(argv)
@@ -165,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in rules:
         print(f"| {r} | {c0[r]} | {c1[r]} | {c0[r] - c1[r] + new[r]} | {new[r]} |")
     removed = len(without) - (len(with_) - len(added))
-    print(f"\n{removed} errors removed, {len(added)} added "
-          f"({sum(not a['line_had_errors'] for a in added)} on lines with no error without the stubs)")
+    print(
+        f"\n{removed} errors removed, {len(added)} added "
+        f"({sum(not a['line_had_errors'] for a in added)} on lines with no error without the stubs)"
+    )
     if added:
         print("\n| file | line | rule | message |\n|---|---:|---|---|")
         for a in sorted(added, key=lambda a: (a["file"], a["line"], a["rule"])):
@@ -174,9 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         report: dict[str, Any] = {
             "setup": "checked stubs kept" if args.keep_checked_stubs else "checked code as the user's own",
-            "basedpyright": _version(["basedpyright", "--version"]), "files": n_files,
-            "without": dict(c0), "with": dict(c1), "total_without": len(without), "total_with": len(with_),
-            "removed": removed, "added": added}
+            "basedpyright": _version(["basedpyright", "--version"]),
+            "files": n_files,
+            "without": dict(c0),
+            "with": dict(c1),
+            "total_without": len(without),
+            "total_with": len(with_),
+            "removed": removed,
+            "added": added,
+        }
         if args.all_errors:
             report.update(errors_without=without, errors_with=with_)
         args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")

@@ -83,7 +83,9 @@ def build_shared(name: str, source: str, extra: list[str] | None = None, link_tv
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     link = [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"] if link_tvm_ffi else []
     return _compiled_once(
-        BUILD_DIR / f"{name}-{digest}.so", source, ".cc",
+        BUILD_DIR / f"{name}-{digest}.so",
+        source,
+        ".cc",
         lambda src, tmp: ["g++", "-shared", *cxx_flags(), src, "-o", tmp, *extra, *link],
     )
 
@@ -95,7 +97,9 @@ def build_executable(name: str, source: str, c: bool = True) -> Path:
     flags = [f for f in cxx_flags() if not f.startswith("-std=")]
     compiler = "gcc" if c else "g++"
     return _compiled_once(
-        BUILD_DIR / f"{name}-{digest}", source, ".c" if c else ".cc",
+        BUILD_DIR / f"{name}-{digest}",
+        source,
+        ".c" if c else ".cc",
         lambda src, tmp: [compiler, *flags, src, "-o", tmp],
     )
 

@@ -37,7 +37,11 @@ def run_cases_in_children(test_file: str, pure: bool) -> None:
         env["TVMFFI_RUNTIME_PURE"] = "1"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-k", "not in_children", test_file],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     summary = proc.stdout.strip().splitlines()[-1]

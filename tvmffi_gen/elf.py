@@ -45,10 +45,10 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
     end = "<" if data[5] == 1 else ">"
     try:
         if is64:
-            shoff, = struct.unpack_from(end + "Q", data, 0x28)
+            (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
             shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
         else:
-            shoff, = struct.unpack_from(end + "I", data, 0x20)
+            (shoff,) = struct.unpack_from(end + "I", data, 0x20)
             shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
         if shoff + shnum * shentsize > len(data):
             raise ElfError(
@@ -109,7 +109,7 @@ def exported_ffi_functions(path: str) -> list[str]:
     out: list[str] = []
     for sym in defined_dynamic_symbols(path, EXPORT_PREFIX):
         if sym.startswith(EXPORT_PREFIX):
-            rest = sym[len(EXPORT_PREFIX):]
+            rest = sym[len(EXPORT_PREFIX) :]
             if rest and not rest.startswith("_"):  # __tvm_ffi__metadata_x, __tvm_ffi__doc_x, ...
                 out.append(rest)
     return out

@@ -8,8 +8,17 @@ list on one line when it fits, else broken out (:func:`fit`); docstrings likewis
 from __future__ import annotations
 
 __all__ = [
-    "LINE_LENGTH", "fits", "fit", "fit_value", "fit_annotated_call", "fit_call_with_tuple", "broken", "filled",
-    "docstring_lines", "item_doc", "tuple_text",
+    "LINE_LENGTH",
+    "fits",
+    "fit",
+    "fit_value",
+    "fit_annotated_call",
+    "fit_call_with_tuple",
+    "broken",
+    "filled",
+    "docstring_lines",
+    "item_doc",
+    "tuple_text",
 ]
 
 LINE_LENGTH = 99

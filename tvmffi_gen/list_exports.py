@@ -48,8 +48,9 @@ def _read_metadata(path: str, exports: Exports, timeout: float) -> tuple[dict[st
     if family != host_format():
         return {}, f"a {exports.format} library is not loaded on {sys.platform}"
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, path, json.dumps(wanted)], capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, path, json.dumps(wanted)], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return {}, f"loading it took more than {timeout:g} s"
     if proc.returncode != 0:

@@ -25,8 +25,17 @@ if TYPE_CHECKING:
     import libcst as cst
 
 __all__ = [
-    "code_of", "cst_fingerprint", "describe", "fingerprint_matches", "fingerprints_current", "generated_names",
-    "member_keys", "normalised_expression", "recorded_fingerprints", "statement_key", "statement_keys",
+    "code_of",
+    "cst_fingerprint",
+    "describe",
+    "fingerprint_matches",
+    "fingerprints_current",
+    "generated_names",
+    "member_keys",
+    "normalised_expression",
+    "recorded_fingerprints",
+    "statement_key",
+    "statement_keys",
     "text_hash",
 ]
 
@@ -251,7 +260,7 @@ def describe(key: str) -> str:
     if key == "docstring":
         return "docstring"
     if key.startswith("docstring of "):
-        return "docstring of " + describe(key[len("docstring of "):])
+        return "docstring of " + describe(key[len("docstring of ") :])
     code = rest if len(rest) <= 60 else rest[:57] + "..."
     return f"statement `{code}`"
 

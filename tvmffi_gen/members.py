@@ -57,7 +57,11 @@ def _literal(value: object) -> str | None:
 
 
 def _claim(
-    reg_names: list[str], reserved: frozenset[str], inherited: Mapping[str, object], scope: Scope, member_names: set[str],
+    reg_names: list[str],
+    reserved: frozenset[str],
+    inherited: Mapping[str, object],
+    scope: Scope,
+    member_names: set[str],
     class_name: str,
 ) -> list[str]:
     """Python names for members of one kind (fields, or methods), in order: one named like an
@@ -138,9 +142,7 @@ class ClassBodies:
         for member in members:
             if member.name in from_used:  # overrides a member we cannot compare: let mypy be
                 member.override_ignore = True
-        cls.pod_offsets = {
-            f.reg_name: f.offset for f in cls.fields if f.kind
-        }
+        cls.pod_offsets = {f.reg_name: f.offset for f in cls.fields if f.kind}
 
     def _field(
         self,
@@ -167,7 +169,9 @@ class ClassBodies:
             # in place as the registry setter would, unless the setter is a function of its own
             in_place = kind in IN_PLACE_KINDS and not f.flags & SETTER_IS_FUNCTION
             write = "in_place" if in_place else "registry"
-        doc = item_doc(f.doc, f"Registry field: ``{t.type_key}.{f.name}``" + ("" if f.writable else " (read-only)") + ".")
+        doc = item_doc(
+            f.doc, f"Registry field: ``{t.type_key}.{f.name}``" + ("" if f.writable else " (read-only)") + "."
+        )
         fm = FieldModel(
             name=name,
             reg_name=f.name,
@@ -200,7 +204,9 @@ class ClassBodies:
         context = f"method {t.type_key}.{m.name}"
         ann = self.b.annotator(mod, context, members)
         sig = self.b.schema_sig(m.schema, context)
-        doc = item_doc(m.doc, f"Registry method: ``{t.type_key}.{m.name}``" + (" (static)" if m.is_static else "") + ".")
+        doc = item_doc(
+            m.doc, f"Registry method: ``{t.type_key}.{m.name}``" + (" (static)" if m.is_static else "") + "."
+        )
         if sig.params is None or (not m.is_static and not sig.params):
             mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, typed=False)
         else:
@@ -251,8 +257,22 @@ class ClassBodies:
             if anc in self.b.used and anc not in self.b.types:
                 for fs in self.b.snap.external_fields.get(anc, []):
                     ref = self.b.schema_type(fs.schema, f"field {anc}.{fs.name}")
-                    out.append(FieldModel(py_name(fs.name, RESERVED_CLASS), fs.name, "", "", fs.writable, "",
-                                          None, None, 0, "", ref=ref, owner=anc))
+                    out.append(
+                        FieldModel(
+                            py_name(fs.name, RESERVED_CLASS),
+                            fs.name,
+                            "",
+                            "",
+                            fs.writable,
+                            "",
+                            None,
+                            None,
+                            0,
+                            "",
+                            ref=ref,
+                            owner=anc,
+                        )
+                    )
         return out
 
     def _replace(
@@ -349,8 +369,13 @@ class ClassBodies:
                 default = lit if lit is not None else "_ffi_MISSING"
                 if default == "None" and annotation != "_t.Any" and not annotation.endswith("| None"):
                     annotation += " | None"  # a nullable field whose schema does not say Optional
-            p = Param(scope.claim(self._field_py_name(owner, f.name) or f.name), annotation, default,
-                      "kwonly" if f.kw_only else "normal", f.name)
+            p = Param(
+                scope.claim(self._field_py_name(owner, f.name) or f.name),
+                annotation,
+                default,
+                "kwonly" if f.kw_only else "normal",
+                f.name,
+            )
             if f.kw_only:
                 kwonly.append(p)
             elif f.has_default:

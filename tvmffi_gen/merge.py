@@ -258,10 +258,13 @@ def _keep_layout(key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: 
 
 def _same_class_header(a: cst.ClassDef, b: cst.ClassDef) -> bool:
     """Whether two classes have the same name, decorators, bases and keywords (as code)."""
+
     def header(c: cst.ClassDef) -> list[str]:
         parts = [normalised_expression(d.decorator) for d in c.decorators]
-        parts += [f"{arg.keyword.value if arg.keyword else ''}={normalised_expression(arg.value)}"
-                  for arg in (*c.bases, *c.keywords)]
+        parts += [
+            f"{arg.keyword.value if arg.keyword else ''}={normalised_expression(arg.value)}"
+            for arg in (*c.bases, *c.keywords)
+        ]
         return [c.name.value, *parts]
 
     return header(a) == header(b)
@@ -288,6 +291,7 @@ def merge_source(
     edited. Raises MergeConflict.
     """
     import libcst as cst
+
     try:
         user_mod = cst.parse_module(current)
     except cst.ParserSyntaxError as exc:
@@ -311,7 +315,9 @@ def merge_source(
             continue  # the user's own class: kept whole at module level below
         user_body = _body(user_cls)
         user_members = [
-            m for m, k in zip(user_body, statement_keys(user_body), strict=True) if f"{name}::{k}" not in merge.generated
+            m
+            for m, k in zip(user_body, statement_keys(user_body), strict=True)
+            if f"{name}::{k}" not in merge.generated
         ]
         if name not in new_classes:
             if user_members:
@@ -335,6 +341,7 @@ def merge_source(
     if merge.problems:
         raise MergeConflict(path, merge.problems)
     # the user's indentation and line ends for the whole file: what they keep is laid out so
-    merged = new_mod.with_changes(body=body, default_indent=user_mod.default_indent,
-                                  default_newline=user_mod.default_newline)
+    merged = new_mod.with_changes(
+        body=body, default_indent=user_mod.default_indent, default_newline=user_mod.default_newline
+    )
     return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))

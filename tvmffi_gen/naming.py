@@ -39,9 +39,7 @@ _ANNOTATION_BUILTINS = frozenset(
 _SOFT_KEYWORDS = frozenset({"match", "case", "_", "type"})
 # The aliases every generated module imports under (``import tvmffi_runtime as _rt``, ...).
 _MODULE_ALIASES = frozenset({"_t", "_abc", "_rt", "_bind", "_os", "_lib", "_ctypes", "_default_hook"})
-RESERVED_MODULE = (
-    frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | _MODULE_ALIASES | {"annotations"}
-)
+RESERVED_MODULE = frozenset(keyword.kwlist) | _SOFT_KEYWORDS | _ANNOTATION_BUILTINS | _MODULE_ALIASES | {"annotations"}
 #: Files the generator writes at the package root, which a namespace must not shadow.
 RESERVED_ROOT = RESERVED_MODULE | {"visitors", "py"}
 #: Members of the runtime's enum bases that an enum entry must not hide.
@@ -50,6 +48,7 @@ RESERVED_ENUM = frozenset({"name", "ordinal", "value"})
 RESERVED_CLASS = RESERVED_MODULE | frozenset(
     {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}
 )
+
 
 def sanitize(name: str) -> str:
     """Rule 1: make ``name`` a valid identifier, as Python reads it.

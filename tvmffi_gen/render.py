@@ -223,7 +223,9 @@ def _method_signature(m: MethodModel) -> list[str]:
     if not m.typed:
         items = ["*args: _t.Any"] if m.is_static else ["self", "*args: _t.Any"]
         return _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)
-    return _sig(f"def {m.name}", render_params(m.params, None if m.is_static else "self"), m.ret, "    ", m.override_ignore)
+    return _sig(
+        f"def {m.name}", render_params(m.params, None if m.is_static else "self"), m.ret, "    ", m.override_ignore
+    )
 
 
 def _native_decorator(args: list[str], indent: str) -> list[str]:
@@ -269,18 +271,13 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
 
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
-        return [
-            _Import(pkg.modules[ns].py_module, pkg.module_alias(ns))
-            for ns in sorted(namespaces)
-        ]
+        return [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
-    uses_missing = any(
-        p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params
-    )
+    uses_missing = any(p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params)
     text = env.get_template("module.py.jinja").render(
         pkg=pkg,
         mod=mod,
@@ -301,8 +298,12 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
 #: The standard imports a generated module may need, by the alias its code uses, in groups (a
 #: blank line between groups; a group none of whose aliases is used is left out whole).
 STANDARD_IMPORTS: list[dict[str, str]] = [
-    {"_os": "import os as _os", "_ctypes": "import ctypes as _ctypes", "_t": "import typing as _t",
-     "_abc": "from collections import abc as _abc"},
+    {
+        "_os": "import os as _os",
+        "_ctypes": "import ctypes as _ctypes",
+        "_t": "import typing as _t",
+        "_abc": "from collections import abc as _abc",
+    },
     {"_rt": "import tvmffi_runtime as _rt", "_bind": "from tvmffi_runtime import bind as _bind"},
 ]
 
@@ -399,15 +400,18 @@ def original_path_expr(pkg: PackageModel, recorded: str) -> str:
 def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, out_dir: Path | None = None) -> str:
     recorded = recorded_path_expr(pkg.library_path, libdir, out_dir)
     original = original_path_expr(pkg, recorded)
-    bundled = (
-        f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
-    )
+    bundled = f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     # the level check, finding and loading the library; the Module of its exports
     aliases = {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
     return env.get_template("lib.py.jinja").render(
-        api_level=RUNTIME_API_LEVEL, import_groups=standard_import_groups(aliases),
-        pkg=pkg, recorded_path=recorded, original_path=original, bundled_path=bundled, lazy_types=lazy,
+        api_level=RUNTIME_API_LEVEL,
+        import_groups=standard_import_groups(aliases),
+        pkg=pkg,
+        recorded_path=recorded,
+        original_path=original,
+        bundled_path=bundled,
+        lazy_types=lazy,
         used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
     )
 
@@ -442,22 +446,42 @@ class _Base:
 
 _BUILTIN_HOOKS = ["bool", "int", "float", "str", "bytes"]
 _BASES = [
-    _Base("Walker", "_rt.WalkerBase", "walk_", "_Walked",
-          "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
-          "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.\n\n"
-          "Each hook below stands for the default: it returns None."),
-    _Base("Visitor", "_rt.VisitorBase", "visit_", "_Visited",
-          "Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``\n"
-          "or ``self.visit(child)``. Use with ``structural_visit``.\n\n"
-          "Each hook below stands for the default: ``self.default_visit_children(node)``."),
-    _Base("Mapper", "_rt.MapperBase", "map_", "_t.Any",
-          "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.\n\n"
-          "Each hook below stands for the default: it returns ``UNCHANGED``."),
-    _Base("Mutator", "_rt.MutatorBase", "mutate_", "_t.Any",
-          "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
-          "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
-          "Use with ``structural_mutate``.\n\n"
-          "Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``."),
+    _Base(
+        "Walker",
+        "_rt.WalkerBase",
+        "walk_",
+        "_Walked",
+        "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
+        "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.\n\n"
+        "Each hook below stands for the default: it returns None.",
+    ),
+    _Base(
+        "Visitor",
+        "_rt.VisitorBase",
+        "visit_",
+        "_Visited",
+        "Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``\n"
+        "or ``self.visit(child)``. Use with ``structural_visit``.\n\n"
+        "Each hook below stands for the default: ``self.default_visit_children(node)``.",
+    ),
+    _Base(
+        "Mapper",
+        "_rt.MapperBase",
+        "map_",
+        "_t.Any",
+        "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.\n\n"
+        "Each hook below stands for the default: it returns ``UNCHANGED``.",
+    ),
+    _Base(
+        "Mutator",
+        "_rt.MutatorBase",
+        "mutate_",
+        "_t.Any",
+        "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
+        "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
+        "Use with ``structural_mutate``.\n\n"
+        "Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``.",
+    ),
 ]
 
 
@@ -495,6 +519,12 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
     rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
     return env.get_template("visitors.py.jinja").render(
-        pkg=pkg, hooks=hooks, bases=bases, imports=imports, object_hook="walk_object", any_hook="walk_any",
-        hook_entry=_hook_entry, pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
+        pkg=pkg,
+        hooks=hooks,
+        bases=bases,
+        imports=imports,
+        object_hook="walk_object",
+        any_hook="walk_any",
+        hook_entry=_hook_entry,
+        pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
     )

@@ -129,10 +129,7 @@ class Snapshot:
         if data.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
         try:
-            types = [
-                TypeSnap(**_with_members(t))
-                for t in data.get("types", [])
-            ]
+            types = [TypeSnap(**_with_members(t)) for t in data.get("types", [])]
             functions = [FunctionSnap(**f) for f in data.get("functions", [])]
             return Snapshot(
                 library=data["library"],
@@ -141,9 +138,7 @@ class Snapshot:
                 types=types,
                 functions=functions,
                 external_types={k: list(v) for k, v in data.get("external_types", {}).items()},
-                external_fields={
-                    k: [FieldSnap(**f) for f in v] for k, v in data.get("external_fields", {}).items()
-                },
+                external_fields={k: [FieldSnap(**f) for f in v] for k, v in data.get("external_fields", {}).items()},
             )
         except (TypeError, KeyError) as exc:
             raise SnapshotError(f"{source}: malformed snapshot ({exc})") from None

@@ -29,9 +29,11 @@ def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
     # mypy reports some incompatible overrides on the decorator line and some on the def line,
     # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
     # unused, which --strict would otherwise report
-    if any(f.override_ignore for c in mod.classes for f in c.fields) or any(
-        m.override_ignore for c in mod.classes for m in c.methods
-    ) or any(c.replace.override_ignore for c in mod.classes if c.replace):
+    if (
+        any(f.override_ignore for c in mod.classes for f in c.fields)
+        or any(m.override_ignore for c in mod.classes for m in c.methods)
+        or any(c.replace.override_ignore for c in mod.classes if c.replace)
+    ):
         codes.append("unused-ignore")
     return codes
 
@@ -43,8 +45,7 @@ def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
 #: Pylance, in every mode, so those stay on (warnings in basedpyright's default mode, see
 #: ``verify.BASEDPYRIGHT_ONLY_RULES``).
 PYRIGHT_RULES_OFF = {
-    "reportImplicitOverride": "Members override where the library's types do (typing.override"
-    " needs Python 3.12)",
+    "reportImplicitOverride": "Members override where the library's types do (typing.override needs Python 3.12)",
     "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
     " the signatures differ (the lines mypy reports carry ``# type: ignore``, unread here)",
     "reportIncompatibleVariableOverride": "Fields override as the library's types do, also where"

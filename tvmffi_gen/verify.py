@@ -35,9 +35,7 @@ def _is_ours(path: str, ours: list[Path], cwd: Path) -> bool:
     return resolved is not None and any(resolved == o or o in resolved.parents for o in ours)
 
 
-def run_mypy(
-    package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None
-) -> tuple[int, str]:
+def run_mypy(package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None) -> tuple[int, str]:
     """``mypy --strict`` over the package (or over ``extra_files``, which import it), resolving
     imports in the environment of ``python`` (default: this interpreter's).
 
@@ -46,8 +44,17 @@ def run_mypy(
     """
     package_dir = package_dir.resolve()
     cwd = package_dir.parent
-    args = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-            "--no-incremental", "--cache-dir", os.devnull]
+    args = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--no-error-summary",
+        "--show-error-codes",
+        "--no-incremental",
+        "--cache-dir",
+        os.devnull,
+    ]
     if python:
         args += ["--python-executable", python]
     if extra_files:  # user programs: mypy follows their imports into the package
@@ -57,7 +64,8 @@ def run_mypy(
     proc = subprocess.run(args, cwd=cwd, env=_user_env(), capture_output=True, text=True)
     ours = _checked_paths(package_dir, extra_files)
     lines = [
-        line for line in (proc.stdout + proc.stderr).splitlines()
+        line
+        for line in (proc.stdout + proc.stderr).splitlines()
         if not (": error:" in line or ": note:" in line) or _is_ours(line.split(":", 1)[0], ours, cwd)
     ]
     report = "\n".join(lines).strip()
@@ -120,7 +128,10 @@ def run_pyright(
         config_path.write_text(json.dumps(config), encoding="utf-8")
         proc = subprocess.run(
             [exe, "--outputjson", "--pythonpath", python or sys.executable, "--project", str(config_path)],
-            cwd=package_dir.parent, env=_user_env(), capture_output=True, text=True,
+            cwd=package_dir.parent,
+            env=_user_env(),
+            capture_output=True,
+            text=True,
         )
     try:
         result = json.loads(proc.stdout)
@@ -132,15 +143,19 @@ def run_pyright(
         severity = diag.get("severity")
         if severity not in reported:
             continue
-        if severity == "warning" and diag.get("rule") in BASEDPYRIGHT_ONLY_RULES and Path(
-            diag.get("file", "")
-        ).is_relative_to(package_dir):
+        if (
+            severity == "warning"
+            and diag.get("rule") in BASEDPYRIGHT_ONLY_RULES
+            and Path(diag.get("file", "")).is_relative_to(package_dir)
+        ):
             continue
         start = diag.get("range", {}).get("start", {})
         rule = f"  [{diag['rule']}]" if diag.get("rule") else ""
         message = " ".join(diag.get("message", "").replace("\xa0", " ").split())  # one line each
-        lines.append(f"{diag.get('file')}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}:"
-                     f" {severity}: {message}{rule}")
+        lines.append(
+            f"{diag.get('file')}:{start.get('line', 0) + 1}:{start.get('character', 0) + 1}:"
+            f" {severity}: {message}{rule}"
+        )
     return len(lines), "\n".join(lines)
 
 

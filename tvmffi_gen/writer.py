@@ -224,7 +224,8 @@ class ImportTargets:
         before = generated_names(list(self.previous_gen.get(target, {}).get("members", [])))
         now = module_names(self.final[target])
         missing = [
-            n for n in imp.names
+            n
+            for n in imp.names
             if n in before and n not in now and not any(f in self.final for f in _module_files([*parts, n]))
         ]
         if not missing:
@@ -240,7 +241,7 @@ class ImportTargets:
         named = imp.module.split(".") if imp.module else []
         if imp.level == 0:
             top = self.package.split(".") if self.package else None
-            return named[len(top):] if top and named[: len(top)] == top else None
+            return named[len(top) :] if top and named[: len(top)] == top else None
         if imp.level - 1 > len(here):
             return None
         return here[: len(here) - (imp.level - 1)] + named

@@ -100,8 +100,10 @@ def check(package_dir: Path) -> None:
     census = Census()
     rt.structural_walk(folded, census)
     assert census.ints == [6] and census.vars == ["x"], (census.ints, census.vars)
-    print(f"ours:  {type(folded).__name__}(IntImm({folded.a.value}), Var({folded.b.name!r}))"
-          f"  constants {census.ints}, variables {census.vars}")
+    print(
+        f"ours:  {type(folded).__name__}(IntImm({folded.a.value}), Var({folded.b.name!r}))"
+        f"  constants {census.ints}, variables {census.vars}"
+    )
 
     # The same expression through tvm's own Python API, in this process.
     import tvm
@@ -132,7 +134,9 @@ def check(package_dir: Path) -> None:
     assert not rt.structural_equal(expr, expected, map_free_vars=True)
     assert tvm_ffi.structural_equal(folded, expected, map_free_vars=True)
     assert not tvm_ffi.structural_equal(expr, expected, map_free_vars=True)
-    assert rt.structural_hash(folded, map_free_vars=True) == tvm_ffi.structural_hash(expected, map_free_vars=True) % 2**64
+    assert (
+        rt.structural_hash(folded, map_free_vars=True) == tvm_ffi.structural_hash(expected, map_free_vars=True) % 2**64
+    )
     print("structural_equal(ours folded, tvm's 6 + x): True, asked of our runtime and of tvm")
     # and tvm's analyzer works on our objects directly
     assert str(tvm.sym.Analyzer().simplify(expr)) == str(simplified)

@@ -172,9 +172,7 @@ class Function(Object):
         """The reflected method ``name`` of the type with ``type_index``."""
         f = type_method(type_index, name)
         if f is None:
-            raise AttributeError(
-                f"type {_type_key_of_index(type_index)!r} (index {type_index}) has no method {name!r}"
-            )
+            raise AttributeError(f"type {_type_key_of_index(type_index)!r} (index {type_index}) has no method {name!r}")
         return f
 
 

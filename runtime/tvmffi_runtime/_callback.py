@@ -62,7 +62,11 @@ def to_owned_any(value: Any, out_addr: int) -> None:
     temps: list[Any] = []
     try:
         pack_value(buf, 0, value, temps)
-        _check(_lib.AnyViewToOwnedAny(ctypes.cast(buf, ctypes.POINTER(_lib.TVMFFIAny)), _lib.TVMFFIAny.from_address(out_addr)))
+        _check(
+            _lib.AnyViewToOwnedAny(
+                ctypes.cast(buf, ctypes.POINTER(_lib.TVMFFIAny)), _lib.TVMFFIAny.from_address(out_addr)
+            )
+        )
     finally:
         release_temps(temps)
 

@@ -29,7 +29,15 @@ from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _read_type_index, _wrap
 from ._values import UNCHANGED, CallbackMode, DataType, Device, TypeIndex, Unchanged, _dtype_from_packed
 
-__all__ = ["Packer", "pack_value", "register_packer", "release_temps", "owned_from_buffer", "view_from_buffer", "_owned_any_to_py"]
+__all__ = [
+    "Packer",
+    "pack_value",
+    "register_packer",
+    "release_temps",
+    "owned_from_buffer",
+    "view_from_buffer",
+    "_owned_any_to_py",
+]
 
 _c_void_p = ctypes.c_void_p
 _byref = ctypes.byref
@@ -181,8 +189,6 @@ def _pack_exception(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
 
 def _pack_dlpack(buf: Any, off: int, v: Any, temps: list[Any]) -> None:
     _pack_owned_handle(buf, off, _tensor_from_dlpack(v), temps)
-
-
 
 
 #: The packers of values an Any holds in place (no object, no temporary), for callback results.

@@ -261,9 +261,7 @@ _E = TypeVar("_E", bound=BaseException)
 
 def _released_object_error(v: Any) -> ReleasedObjectError:
     """A wrapper that holds no reference, given where a value is sent to native code."""
-    return ReleasedObjectError(
-        f"the {type(v).__name__} object was moved or released (its wrapper holds no reference)"
-    )
+    return ReleasedObjectError(f"the {type(v).__name__} object was moved or released (its wrapper holds no reference)")
 
 
 def not_callable_error(fn: object) -> TypeError:
@@ -308,9 +306,7 @@ def field_not_an_object_error(qualname: str, obj: object) -> TypeError:
 
 def field_released_error(qualname: str, obj: object) -> ReleasedObjectError:
     """Field ``qualname`` read or written on a wrapper that holds no reference."""
-    return ReleasedObjectError(
-        f"cannot access field {qualname}: the {type(obj).__name__} object was moved or released"
-    )
+    return ReleasedObjectError(f"cannot access field {qualname}: the {type(obj).__name__} object was moved or released")
 
 
 def field_read_only_error(qualname: str) -> AttributeError:
@@ -363,12 +359,15 @@ def conversion_failed(failure: BaseException) -> tuple[bytes, bytes]:
     ``failure``."""
     return RECURSION_IN_CALLBACK if isinstance(failure, RecursionError) else CONVERSION_FAILED
 
+
 #: The builders the compiled path calls, by the names ``_accel.c`` asks ``init`` for (each one
 #: must be given; tests/runtime/test_runtime_errors.py checks the two lists are the same).
 def arity_error(name: str, arity: int, given: int) -> TypeError:
     """A native function called with the wrong number of arguments, in Python's words."""
     plural = "" if arity == 1 else "s"
-    return TypeError(f"{name}() takes {arity} positional argument{plural} but {given} {'was' if given == 1 else 'were'} given")
+    return TypeError(
+        f"{name}() takes {arity} positional argument{plural} but {given} {'was' if given == 1 else 'were'} given"
+    )
 
 
 def no_keywords_error(name: str) -> TypeError:
@@ -378,9 +377,7 @@ def no_keywords_error(name: str) -> TypeError:
 
 def not_constructible_error(class_name: str, type_key: str) -> TypeError:
     """Construction of a type that registers no ``__ffi_init__``."""
-    return TypeError(
-        f"{class_name} ({type_key}) cannot be constructed from Python: the type registers no __ffi_init__"
-    )
+    return TypeError(f"{class_name} ({type_key}) cannot be constructed from Python: the type registers no __ffi_init__")
 
 
 def no_init_in_library_error(type_key: str) -> TypeError:

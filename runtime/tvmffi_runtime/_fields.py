@@ -187,9 +187,7 @@ class UnboundField:
 
     __slots__ = ("kind", "offset", "write", "name", "owner", "attr")
 
-    def __init__(
-        self, kind: str | None, offset: int | None, write: str | None = None, name: str | None = None
-    ) -> None:
+    def __init__(self, kind: str | None, offset: int | None, write: str | None = None, name: str | None = None) -> None:
         self.kind = kind  # None: through the registry (registry_field)
         self.offset = offset
         self.write = write

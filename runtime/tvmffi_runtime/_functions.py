@@ -129,9 +129,7 @@ class ModuleFunction(GlobalFunction):
         module = importlib.import_module(self.lib_module).module
         f = module.get_function_or_none(self.name)
         if f is None:
-            raise NotImplementedError(
-                f"the library no longer exports {self.name!r} (regenerate the package)"
-            )
+            raise NotImplementedError(f"the library no longer exports {self.name!r} (regenerate the package)")
         return f  # type: ignore[no-any-return]
 
 
@@ -178,9 +176,7 @@ def registry_method(type_key: str, name: str) -> Callable[[_F], _F]:
     return lambda f: _native(TypeMethod(type_key, name), f)
 
 
-def exported_function(
-    lib_module: str, name: str, result: type[tuple[Any, ...]] | None = None
-) -> Callable[[_F], _F]:
+def exported_function(lib_module: str, name: str, result: type[tuple[Any, ...]] | None = None) -> Callable[[_F], _F]:
     """Decorator: the def becomes the function ``name`` the library of ``lib_module`` exports;
     ``result`` as for :func:`registry_function`."""
     return lambda f: _native(ModuleFunction(lib_module, name), f, result)

@@ -174,7 +174,9 @@ def _make_plan(tindex: int, structural: bool) -> _Plan:
     return _Plan(key, pointers, getters, anys)
 
 
-def _plan_tuple(tindex: int, structural: bool) -> tuple[bool, tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
+def _plan_tuple(
+    tindex: int, structural: bool
+) -> tuple[bool, tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
     """The plan as the compiled walk takes it: (leaf, pointer offsets in order, Any offsets,
     (getter address, offset) pairs) — the edge order of :func:`_field_edges`."""
     plan = _plan(tindex, structural)

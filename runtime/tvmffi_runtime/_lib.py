@@ -327,9 +327,7 @@ FunctionSetGlobal = _proto_gil(
 # Callback arguments arrive as plain addresses (ints): cheaper than POINTER objects.
 SAFE_CALL = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int32, _vp)
 DELETER = ctypes.CFUNCTYPE(None, _vp)
-FunctionCreate = _proto(
-    "TVMFFIFunctionCreate", ctypes.c_int, [_vp, SAFE_CALL, DELETER, ctypes.POINTER(_vp)]
-)
+FunctionCreate = _proto("TVMFFIFunctionCreate", ctypes.c_int, [_vp, SAFE_CALL, DELETER, ctypes.POINTER(_vp)])
 # The same function for callbacks given as raw addresses (the structural engines' trampolines,
 # typed for indexing their arguments): a prototype of its own, so FunctionCreate keeps its types.
 FunctionCreateFromAddress = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, _vp, ctypes.POINTER(_vp))(
@@ -360,32 +358,24 @@ BytesFromByteArray = _proto(
 BigIntFromByteArray = _proto(
     "TVMFFIBigIntFromByteArray", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(TVMFFIAny)]
 )
-BigIntGetContentByteArray = _proto(
-    "TVMFFIBigIntGetContentByteArray", TVMFFIByteArray, [ctypes.POINTER(TVMFFIAny)]
-)
+BigIntGetContentByteArray = _proto("TVMFFIBigIntGetContentByteArray", TVMFFIByteArray, [ctypes.POINTER(TVMFFIAny)])
 DataTypeFromString = _proto(
     "TVMFFIDataTypeFromString", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(DLDataType)]
 )
 DataTypeToString = _proto(
     "TVMFFIDataTypeToString", ctypes.c_int, [ctypes.POINTER(DLDataType), ctypes.POINTER(TVMFFIAny)]
 )
-TypeKeyToIndex = _proto(
-    "TVMFFITypeKeyToIndex", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(_i32)]
-)
+TypeKeyToIndex = _proto("TVMFFITypeKeyToIndex", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(_i32)])
 GetTypeInfo = _proto("TVMFFIGetTypeInfo", ctypes.POINTER(TVMFFITypeInfo), [_i32])
 GetTypeAttrColumn = _proto(
     "TVMFFIGetTypeAttrColumn", ctypes.POINTER(TVMFFITypeAttrColumn), [ctypes.POINTER(TVMFFIByteArray)]
 )
-TensorFromDLPack = _proto(
-    "TVMFFITensorFromDLPack", ctypes.c_int, [_vp, _i32, _i32, ctypes.POINTER(_vp)]
-)
+TensorFromDLPack = _proto("TVMFFITensorFromDLPack", ctypes.c_int, [_vp, _i32, _i32, ctypes.POINTER(_vp)])
 TensorFromDLPackVersioned = _proto(
     "TVMFFITensorFromDLPackVersioned", ctypes.c_int, [_vp, _i32, _i32, ctypes.POINTER(_vp)]
 )
 TensorToDLPack = _proto("TVMFFITensorToDLPack", ctypes.c_int, [_vp, ctypes.POINTER(_vp)])
-TensorToDLPackVersioned = _proto(
-    "TVMFFITensorToDLPackVersioned", ctypes.c_int, [_vp, ctypes.POINTER(_vp)]
-)
+TensorToDLPackVersioned = _proto("TVMFFITensorToDLPackVersioned", ctypes.c_int, [_vp, ctypes.POINTER(_vp)])
 EnvRegisterCAPI = _proto("TVMFFIEnvRegisterCAPI", ctypes.c_int, [ctypes.c_char_p, _vp])
 GetVersion = _proto("TVMFFIGetVersion", None, [ctypes.POINTER(TVMFFIVersion)])
 

@@ -17,7 +17,18 @@ from ._errors import _exception_from_error_handle, _fetch_error
 from ._backend import backend
 from ._values import TypeIndex, _bigint_from_handle, _bytes_from_handle, _str_from_handle
 
-__all__ = ["Object", "class_for_index", "register_object", "set_class_loader", "type_key_to_index", "_wrap", "_read_type_index", "_ref_counts", "_adopt", "_release_into"]
+__all__ = [
+    "Object",
+    "class_for_index",
+    "register_object",
+    "set_class_loader",
+    "type_key_to_index",
+    "_wrap",
+    "_read_type_index",
+    "_ref_counts",
+    "_adopt",
+    "_release_into",
+]
 
 _byref = ctypes.byref
 _DecRef = _lib.ObjectDecRef
@@ -107,8 +118,6 @@ class Object(backend.ObjectBase):
         return _service("reduce")(self)  # type: ignore[no-any-return]
 
 
-
-
 _new: Callable[[type], Any] = object.__new__  # a bare instance (no __init__)
 _TYPE_CLASSES: dict[int, type] = {}
 _CLASS_CACHE: dict[int, type] = {}
@@ -187,7 +196,6 @@ def _wrap(handle: int, index: int) -> Any:
     obj._h = handle
     obj._t = index
     return obj
-
 
 
 def register_class(index: int, cls: type) -> None:

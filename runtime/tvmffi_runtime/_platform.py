@@ -133,9 +133,10 @@ class Platform:
             other = platform_of_name(path)
         if other is None or other.name == self.name:
             return None
-        return (f"{os.path.basename(path)} is a {other.title} library ({other.library_format}); this is"
-                f" {self.title}, which loads {self.library_format} libraries ({', '.join(self.library_names('NAME'))})")
-
+        return (
+            f"{os.path.basename(path)} is a {other.title} library ({other.library_format}); this is"
+            f" {self.title}, which loads {self.library_format} libraries ({', '.join(self.library_names('NAME'))})"
+        )
 
     def architecture_problem(self, path: str, machine: str) -> str | None:
         """Why ``path``, a library of this platform's format, cannot load into a process running on
@@ -152,8 +153,7 @@ class Platform:
         found = _macho_archs(head) if self.name == "darwin" else _pe_arch(head)
         if not found or want in found:
             return None
-        return (f"built for another architecture ({self.library_format} {', '.join(found)}; this process"
-                f" is {want})")
+        return f"built for another architecture ({self.library_format} {', '.join(found)}; this process is {want})"
 
 
 # platform.machine() -> the architecture names used below
@@ -194,8 +194,14 @@ def _pe_arch(head: bytes) -> list[str]:
     return [_PE_MACHINES.get(struct.unpack_from("<H", head, pe + 4)[0], "unknown")]
 
 
-_MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xfe\xed\xfa\xce",
-                 b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+_MACHO_MAGICS = (
+    b"\xcf\xfa\xed\xfe",
+    b"\xce\xfa\xed\xfe",
+    b"\xfe\xed\xfa\xcf",
+    b"\xfe\xed\xfa\xce",
+    b"\xca\xfe\xba\xbe",
+    b"\xca\xfe\xba\xbf",
+)
 
 
 def platform_of_file(path: str) -> Platform | None:
@@ -231,6 +237,7 @@ def sys_platform() -> Platform:
 
 
 # --- the real operating-system calls (each used only on its own platform) -----------------------
+
 
 def _read_maps() -> str:
     try:

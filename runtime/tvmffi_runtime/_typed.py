@@ -25,22 +25,28 @@ def checker_for(tp: Any) -> Checker | None:
     if tp is Any or tp is inspect.Parameter.empty or tp is object:
         return None
     if tp is None or tp is type(None):
+
         def check_none(v: Any) -> Any:
             if v is not None:
                 raise TypeError(f"expected None, got {type(v).__name__}")
             return v
+
         return check_none
     if tp is float:
+
         def check_float(v: Any) -> Any:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise TypeError(f"expected float, got {type(v).__name__}")
             return float(v)
+
         return check_float
     if tp is int:
+
         def check_int(v: Any) -> Any:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise TypeError(f"expected int, got {type(v).__name__}")
             return v
+
         return check_int
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -80,10 +86,12 @@ def checker_for(tp: Any) -> Checker | None:
 
         return check_builtin_container
     if isinstance(base, type):
+
         def check_instance(v: Any) -> Any:
             if not isinstance(v, base):
                 raise TypeError(f"expected {_describe(tp)}, got {type(v).__name__}")
             return v
+
         return check_instance
     return None
 
@@ -124,10 +132,7 @@ def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
         return f
-    params = [
-        p for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     hints = _resolve_hints(f, params)
     has_varargs = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
     required = sum(1 for p in params if p.default is p.empty)

@@ -14,7 +14,16 @@ from . import _lib
 from ._errors import _check, _fetch_error
 from ._lib import OBJECT_HEADER_SIZE
 
-__all__ = ["CallbackMode", "DataType", "Device", "TypeIndex", "UNCHANGED", "Unchanged", "_bytes_from_handle", "_bigint_from_handle"]
+__all__ = [
+    "CallbackMode",
+    "DataType",
+    "Device",
+    "TypeIndex",
+    "UNCHANGED",
+    "Unchanged",
+    "_bytes_from_handle",
+    "_bigint_from_handle",
+]
 
 _byref = ctypes.byref
 _string_at = ctypes.string_at
@@ -228,11 +237,7 @@ class Device:
         return self.NAMES.get(self.device_type, str(self.device_type))
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Device)
-            and other.device_type == self.device_type
-            and other.index == self.index
-        )
+        return isinstance(other, Device) and other.device_type == self.device_type and other.index == self.index
 
     def __hash__(self) -> int:
         return hash((self.device_type, self.index))

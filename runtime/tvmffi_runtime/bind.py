@@ -477,8 +477,10 @@ def find_package_library(
     generated_for = _platform.platform_of_name(recorded)
     advice = f"Set ${env_var} to the library's path."
     if generated_for is not None and generated_for.name != here.name:
-        advice = (f"The package was generated on {generated_for.title}: generate it on {here.title}, or set"
-                  f" ${env_var} to a {here.title} build of the library.")
+        advice = (
+            f"The package was generated on {generated_for.title}: generate it on {here.title}, or set"
+            f" ${env_var} to a {here.title} build of the library."
+        )
     raise ImportError(f"{package}: cannot find its library; looked in " + ", ".join(tried) + f". {advice}")
 
 

@@ -358,7 +358,6 @@ class Map(_MapBase[K, V], Mapping[K, V]):
         self._t = TypeIndex.MAP
 
 
-
 @register_object("ffi.Dict")
 class Dict(_MapBase[K, V], MutableMapping[K, V]):
     """A mutable TVM FFI dict; a ``MutableMapping[K, V]``. ``Dict({"a": 1})`` builds one."""
@@ -380,7 +379,6 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
 
     def clear(self) -> None:
         _call("ffi.DictClear", self)
-
 
 
 @register_object("ffi.Shape")

@@ -95,12 +95,7 @@ def _set_dtype(dl: _lib.DLTensor, code_bits_lanes: tuple[int, int, int]) -> None
 
 def _is_np_bfloat16(obj: Any) -> bool:
     np = sys.modules.get("numpy")
-    return (
-        np is not None
-        and isinstance(obj, np.ndarray)
-        and obj.dtype.name == "bfloat16"
-        and obj.dtype.itemsize == 2
-    )
+    return np is not None and isinstance(obj, np.ndarray) and obj.dtype.name == "bfloat16" and obj.dtype.itemsize == 2
 
 
 # =============================================================================================

@@ -102,7 +102,9 @@ def test_classes_subclass_the_used_package(packages: Path) -> None:
     assert "class Square(_ffi_use_basepkg__extbase.Shape):" in text
     assert "class Ring(_ffi_use_basepkg__extbase.Circle):" in text
     assert "def __init__(self, name: str, side: _t.SupportsFloat) -> None:" in text  # the base's field too
-    assert "    _0: _abc.Sequence[_ffi_use_basepkg__extbase.Shape],\n    /,\n) -> _ffi_use_basepkg__extbase.Shape:" in text
+    assert (
+        "    _0: _abc.Sequence[_ffi_use_basepkg__extbase.Shape],\n    /,\n) -> _ffi_use_basepkg__extbase.Shape:" in text
+    )
     visitors = (packages / "derivedpkg" / "visitors.py").read_text()
     assert "class Walker(_ffi_use_basepkg__visitors.Walker):" in visitors
     assert "import basepkg._lib as _ffi_use_basepkg___lib" in (packages / "derivedpkg" / "_lib.py").read_text()

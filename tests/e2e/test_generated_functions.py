@@ -95,7 +95,9 @@ def conforms(value: Any, tp: Any) -> bool:
     if origin in (rt.Array, rt.List):
         return isinstance(value, origin) and all(conforms(v, args[0]) for v in value)
     if origin in (rt.Map, rt.Dict):
-        return isinstance(value, origin) and all(conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items())
+        return isinstance(value, origin) and all(
+            conforms(k, args[0]) and conforms(v, args[1]) for k, v in value.items()
+        )
     if origin is abc.Callable:
         return callable(value)
     if isinstance(tp, type):
@@ -104,8 +106,7 @@ def conforms(value: Any, tp: Any) -> bool:
 
 
 FUNCTIONS = sorted(
-    name for name, obj in vars(T).items()
-    if inspect.isroutine(obj) and getattr(obj, "__module__", None) == T.__name__
+    name for name, obj in vars(T).items() if inspect.isroutine(obj) and getattr(obj, "__module__", None) == T.__name__
 )
 
 

@@ -65,8 +65,12 @@ def test_pyright_itself_accepts_the_package(tmp_path: Path) -> None:
     if exe is None or "basedpyright" in Path(exe).resolve().parts[-1]:
         pytest.skip("pyright is not installed (pip install pyright); basedpyright is checked above")
     (tmp_path / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict", "include": [str(PKG)]}))
-    proc = subprocess.run([exe, "--outputjson", "--pythonpath", sys.executable, "--project", str(tmp_path)],
-                          capture_output=True, text=True, cwd=GENERATED)
+    proc = subprocess.run(
+        [exe, "--outputjson", "--pythonpath", sys.executable, "--project", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=GENERATED,
+    )
     diagnostics = json.loads(proc.stdout)["generalDiagnostics"]
     assert [d["message"] for d in diagnostics if d["severity"] == "error"] == []
 

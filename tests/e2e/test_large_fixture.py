@@ -116,14 +116,28 @@ def test_fixture_source_has_what_it_promises(plan: Plan) -> None:
     names = {f.name for f in plan.functions}
     assert {"big.ns0.T0", "big.ns0.sub", "big.ns0", "big.ns1.lambda"} <= names
     # cycles between namespaces: ns0 -> ns1 -> ns2 -> ns0 through peer fields
-    peers = {t.key.split(".")[1]: f.target.split(".")[1] for t in plan.types if t.index == 0 and t.kind == "init"
-             for f in t.fields if f.reg == "peer" and f.target}
+    peers = {
+        t.key.split(".")[1]: f.target.split(".")[1]
+        for t in plan.types
+        if t.index == 0 and t.kind == "init"
+        for f in t.fields
+        if f.reg == "peer" and f.target
+    }
     assert peers == {"ns0": "ns1", "ns1": "ns2", "ns2": "ns0"}
     source = make_source(**CONFIG)
     assert source == make_source(**CONFIG)  # deterministic for a seed
-    for needle in ('.def_ro("def"', '"class"', "refl::EnumDef<", "refl::init<int64_t, String>()",
-                   "refl::init(false)", "refl::kw_only(true)", ".def_static(", "Array<", "Map<String, ",
-                   "Optional<"):
+    for needle in (
+        '.def_ro("def"',
+        '"class"',
+        "refl::EnumDef<",
+        "refl::init<int64_t, String>()",
+        "refl::init(false)",
+        "refl::kw_only(true)",
+        ".def_static(",
+        "Array<",
+        "Map<String, ",
+        "Optional<",
+    ):
         assert needle in source, needle
 
 
@@ -197,7 +211,7 @@ WRONG_STATEMENTS = [
     ("ns0.T2(1)", "arg-type"),  # not constructible: __init__ takes NoReturn
     ('ns0.T0(1, "x").id = 3', "assignment"),  # read-only field (accepts only FieldIsReadOnly)
     ('ns0.T0(1, "x").def_', "attr-defined"),  # only keyword-named fields are renamed
-    ('ns0.T4(1, table={}).size()', "operator"),  # the field wins the name; the method is size_
+    ("ns0.T4(1, table={}).size()", "operator"),  # the field wins the name; the method is size_
     ('ns0.T4(1, table={}).scale = "s"', "assignment"),
     ("ns0.T4(1)", "call-arg"),  # missing the required keyword-only `table`
     ("ns0.T0(1)", "call-arg"),
@@ -486,8 +500,9 @@ def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
     aliases every generated module imports: mypy [no-redef], and the module failed at import with
     AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
     box = TypeSnap(type_key="probe.Box", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
-    sub = TypeSnap(type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto",
-                   final=True)
+    sub = TypeSnap(
+        type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True
+    )
     snapshot = _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
     pkg = _generate_from(snapshot, tmp_path)
     # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
@@ -499,8 +514,13 @@ def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
 def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: Path) -> None:
     """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
     ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
-    k = TypeSnap(type_key="probe.K", ancestors=["ffi.Object"], fields=[_field("_bind", 24), _field("_rt", 32)],
-                 init="auto", final=True)
+    k = TypeSnap(
+        type_key="probe.K",
+        ancestors=["ffi.Object"],
+        fields=[_field("_bind", 24), _field("_rt", 32)],
+        init="auto",
+        final=True,
+    )
     pkg = _generate_from(_snapshot([k], []), tmp_path)
     errors, report = run_mypy(pkg)
     assert errors == 0, report
@@ -510,8 +530,12 @@ def test_regression_enum_entries_do_not_hide_enum_members(tmp_path: Path) -> Non
     """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
     rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
     property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
-    shape = TypeSnap(type_key="probe.Shape", ancestors=["ffi.Object", "ffi.Enum"],
-                     enum_entries=["name", "ordinal", "value", "Square"], final=True)
+    shape = TypeSnap(
+        type_key="probe.Shape",
+        ancestors=["ffi.Object", "ffi.Enum"],
+        enum_entries=["name", "ordinal", "value", "Square"],
+        final=True,
+    )
     pkg = _generate_from(_snapshot([shape], []), tmp_path)
     errors, report = run_mypy(pkg)
     assert errors == 0, report

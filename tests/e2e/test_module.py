@@ -339,7 +339,9 @@ def test_example_package_in_process(example_build: ModuleType) -> None:
         add_one_pkg.add_one_cpu(x, np.zeros(3, dtype=np.float32))
 
 
-def test_untyped_export_is_generated_with_a_hint(add_one_nometa_lib: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_untyped_export_is_generated_with_a_hint(
+    add_one_nometa_lib: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tvmffi_gen.cli import main as tvmffi_gen
 
     out = tmp_path / "nometa_pkg"

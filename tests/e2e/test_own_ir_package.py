@@ -61,8 +61,16 @@ both_paths = pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pu
 
 @both_paths
 def test_auto_init_errors_name_the_parameter(tinypkg: Path, pure: bool) -> None:
-    got = errors(tinypkg, ["Var(object())", "Func('f', [], object())", "Func('f', [], Var('x'), frozen=object())",
-                           "Func(body=Var('x'), params=[], name=object())"], pure)
+    got = errors(
+        tinypkg,
+        [
+            "Var(object())",
+            "Func('f', [], object())",
+            "Func('f', [], Var('x'), frozen=object())",
+            "Func(body=Var('x'), params=[], name=object())",
+        ],
+        pure,
+    )
     assert got[0].startswith("TypeError: tinyir.Var.__init__: argument 'name' (position 0) has type object")
     assert got[1].startswith("TypeError: tinyir.Func.__init__: argument 'body' (position 2) has type object")
     assert got[2].startswith("TypeError: tinyir.Func.__init__: argument 'frozen' (position 4) has type object")
@@ -76,14 +84,19 @@ def test_auto_init_errors_of_a_convertible_value_of_the_wrong_type_name_the_para
     """A value that converts to an FFI value but not to the field's type is refused by the native
     init, whose message names the field only: it gets the parameter and position too."""
     got = errors(tinypkg, ["Var(None)", "Func('f', [], Var('x'), 3, 'yes')", "Func('f', [1], Var('x'))"], pure)
-    assert got[0] == "TypeError: tinyir.Var.__init__: argument 'name' (position 0): Cannot convert from type `None` to `str`"
+    assert (
+        got[0]
+        == "TypeError: tinyir.Var.__init__: argument 'name' (position 0): Cannot convert from type `None` to `str`"
+    )
     assert got[1].startswith("TypeError: tinyir.Func.__init__: argument 'frozen' (position 4): "), got[1]
     assert got[2].startswith("TypeError: tinyir.Func.__init__: argument 'params' (position 1): "), got[2]
 
 
 @both_paths
 def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg: Path, pure: bool) -> None:
-    out = run(tinypkg, """\
+    out = run(
+        tinypkg,
+        """\
         import inspect
         print(inspect.signature(Var))
         print(inspect.signature(Func))
@@ -92,7 +105,9 @@ def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg
             def __init__(self, label: str) -> None:
                 super().__init__(label.upper())
         print(inspect.signature(MyVar), MyVar("q").name)
-        """, pure)
+        """,
+        pure,
+    )
     assert out.splitlines() == [
         "(name: 'str', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False) -> 'None'",
         "(name: 'str', params: '_abc.Sequence[Var]', body: 'Expr', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False)"
@@ -104,8 +119,17 @@ def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg
 
 @both_paths
 def test_field_writes_name_the_field_and_bool_fields_take_what_bool_arguments_take(tinypkg: Path, pure: bool) -> None:
-    got = errors(tinypkg, ["Var('x').version = 'a'", "Var('x').version = 1.5", "Var('x').version = 1 << 70",
-                           "Var('x').frozen = 'a'", "Var('x').frozen = 2.0"], pure)
+    got = errors(
+        tinypkg,
+        [
+            "Var('x').version = 'a'",
+            "Var('x').version = 1.5",
+            "Var('x').version = 1 << 70",
+            "Var('x').frozen = 'a'",
+            "Var('x').frozen = 2.0",
+        ],
+        pure,
+    )
     assert got == [
         "TypeError: field tinyir.Node.version: expected int, got str",
         "TypeError: field tinyir.Node.version: expected int, got float",
@@ -114,22 +138,30 @@ def test_field_writes_name_the_field_and_bool_fields_take_what_bool_arguments_ta
         "TypeError: field tinyir.Node.frozen: expected bool or int, got float",
     ]
     # a bool argument accepts an int (the native conversion does): so does a bool field
-    out = run(tinypkg, """\
+    out = run(
+        tinypkg,
+        """\
         v = Var("x")
         seen = []
         for value in (True, 0, 2, False, 1):
             v.frozen = value
             seen.append((v.frozen, negate(value)))
         print(seen)
-        """, pure)
+        """,
+        pure,
+    )
     assert out == "[(True, False), (False, True), (True, False), (False, True), (True, False)]"
 
 
 @both_paths
 def test_enum_class_iterates_and_entries_are_the_class_members(tinypkg: Path, pure: bool) -> None:
-    out = run(tinypkg, """\
+    out = run(
+        tinypkg,
+        """\
         print([e.name for e in OpKind], len(OpKind), bool(OpKind))
         print(OpKind.add is opkind("add"), opkind("mul") is OpKind.mul, list(OpKind)[0] is OpKind.add)
         print(opkind("add") is opkind("add"), {OpKind.add: 1}[opkind("add")])
-        """, pure)
+        """,
+        pure,
+    )
     assert out.splitlines() == ["['add', 'mul'] 2 True", "True True True", "True 1"]

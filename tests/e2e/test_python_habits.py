@@ -182,7 +182,9 @@ def test_narrowed_and_replace_types_are_enforced_by_both_checkers(user: Path) ->
 # --------------------------------------------------------------------------------------------
 @both_paths
 def test_match_args_follow_the_constructor(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         print(Add.__match_args__, Const.__match_args__, Tagged.__match_args__, "__match_args__" in vars(Neg))
         match Neg(Const(1)):
             case Neg(x=Const(value=v)):
@@ -193,7 +195,9 @@ def test_match_args_follow_the_constructor(user: Path, pure: bool) -> None:
                     pass
         except TypeError as exc:
             print(exc)
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == [
         "('a', 'b', 'span') ('value', 'span') ('label',) False",
         "keyword 1",
@@ -203,7 +207,9 @@ def test_match_args_follow_the_constructor(user: Path, pure: bool) -> None:
 
 @both_paths
 def test_replace_copies_or_rebuilds_and_never_changes_the_source(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         # writable field: the library's shallow copy, then the setter on the copy
         v = Var("x", span="s")
         w = v.replace(span="t")
@@ -214,13 +220,17 @@ def test_replace_copies_or_rebuilds_and_never_changes_the_source(user: Path, pur
         print(c.value, d.value, d.span, type(d).__name__)
         # no change: still a new object
         print(c.replace().same_as(c))
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == ["s t x False", "1 2 s Const", "False"]
 
 
 @both_paths
 def test_replace_refusals_name_the_field(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         for call in (
             lambda: Neg(Const(1)).replace(x=Const(2)),
             lambda: Neg(Const(1)).replace(span="z"),
@@ -232,7 +242,9 @@ def test_replace_refusals_name_the_field(user: Path, pure: bool) -> None:
                 call()
             except TypeError as exc:
                 print(exc)
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == [
         "Neg.replace(): field 'x' is read-only, and foldir.Neg has no reflected auto-init to build"
         " the changed object with",
@@ -247,19 +259,25 @@ def test_replace_refusals_name_the_field(user: Path, pure: bool) -> None:
 
 @both_paths
 def test_a_library_member_named_replace_wins(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         import inspect
         e = Edit(1)
         f = e.replace_(replace=5)
         print(e.replace, f.replace, Edit.__replace__ is Edit.replace_)
         print(inspect.signature(Edit.replace_))
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == ["1 5 True", "(self, *, replace: 'int' = ...) -> 'Edit'"]
 
 
 @both_paths
 def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         import dataclasses
         fs = rt.fields(Const)
         print(type(fs).__name__, fs == rt.fields(Const(3)))
@@ -276,7 +294,9 @@ def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
                 rt.fields(bad)
             except TypeError as exc:
                 print(exc)
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == [
         "tuple True",
         "[('span', 'span', 'foldir.Expr', '{\"type\":\"ffi.String\"}', ''),"
@@ -290,7 +310,9 @@ def test_fields_describes_a_class_immutably(user: Path, pure: bool) -> None:
 
 @both_paths
 def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         import inspect, pickle
         import foldpkg
         r = foldpkg.fold_divmod(17, b=5)
@@ -300,7 +322,9 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
             foldpkg.fold_divmod(1)
         except TypeError as exc:
             print(exc)
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out == [
         "FoldDivmodResult(quotient=3, remainder=2) tuple ('quotient', 'remainder') True",
         "(a: '_t.SupportsIndex', b: '_t.SupportsIndex') -> 'FoldDivmodResult' True",
@@ -310,14 +334,18 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
 
 @both_paths
 def test_keyword_calls_of_exported_and_documented_functions(user: Path, pure: bool) -> None:
-    out = _run(user, """
+    out = _run(
+        user,
+        """
         import foldpkg
         print(foldpkg.fold_scale(value=3, factor=4), foldpkg.fold_scale(3, factor=5), foldpkg.fold_scale(2, 3))
         try:
             foldpkg.fold_scale(3, scale=2)
         except TypeError as exc:
             print(exc)
-        """, pure).splitlines()
+        """,
+        pure,
+    ).splitlines()
     assert out[0] == "12 15 6"
     assert "fold_scale()" in out[1] and "scale" in out[1]
 
@@ -334,19 +362,40 @@ def _init(*names: str | None) -> dict[str, Any]:
 
 
 def _snapshot(types: list[TypeSnap], functions: list[FunctionSnap] | None = None) -> Snapshot:
-    return Snapshot("libfake.so", "/nonexistent/libfake.so", [0, 1, 16], types, functions or [],
-                    external_types={"ffi.Object": [], "ffi.Enum": ["ffi.Object"]})
+    return Snapshot(
+        "libfake.so",
+        "/nonexistent/libfake.so",
+        [0, 1, 16],
+        types,
+        functions or [],
+        external_types={"ffi.Object": [], "ffi.Enum": ["ffi.Object"]},
+    )
 
 
 def test_match_args_model() -> None:
     f = FieldSnap
     types = [
-        TypeSnap("m.Auto", ["ffi.Object"], init="auto", fields=[
-            f("x", schema=INT), f("k", schema=INT, kw_only=True), f("y", schema=INT, has_default=True, default=1),
-            f("hidden", schema=INT, init=False)]),
-        TypeSnap("m.Named", ["ffi.Object"], init="method", init_schema=_init("x", "y", "scale"),
-                 fields=[f("y", schema=INT), f("x", schema=INT)]),
-        TypeSnap("m.Unnamed", ["ffi.Object"], init="method", init_schema=_init(None, None), fields=[f("x", schema=INT)]),
+        TypeSnap(
+            "m.Auto",
+            ["ffi.Object"],
+            init="auto",
+            fields=[
+                f("x", schema=INT),
+                f("k", schema=INT, kw_only=True),
+                f("y", schema=INT, has_default=True, default=1),
+                f("hidden", schema=INT, init=False),
+            ],
+        ),
+        TypeSnap(
+            "m.Named",
+            ["ffi.Object"],
+            init="method",
+            init_schema=_init("x", "y", "scale"),
+            fields=[f("y", schema=INT), f("x", schema=INT)],
+        ),
+        TypeSnap(
+            "m.Unnamed", ["ffi.Object"], init="method", init_schema=_init(None, None), fields=[f("x", schema=INT)]
+        ),
         TypeSnap("m.Child", ["ffi.Object", "m.Auto"], init="method", init_schema=_init(None)),
         TypeSnap("m.Plain", ["ffi.Object"], fields=[f("x", schema=INT)]),
     ]
@@ -372,7 +421,9 @@ def test_replace_model_names_and_parameters() -> None:
     child = classes["r.Child"].replace
     assert child is not None and child.name == "replace" and child.ret == "Child"
     assert [(p.name, p.annotation, p.kind, p.default) for p in child.params] == [
-        ("a", "int", "kwonly", "_bind.KEEP"), ("b", "Base", "kwonly", "_bind.KEEP")]  # ancestors first
+        ("a", "int", "kwonly", "_bind.KEEP"),
+        ("b", "Base", "kwonly", "_bind.KEEP"),
+    ]  # ancestors first
     assert [classes[k].replace.name for k in ("r.HasField", "r.HasMethod", "r.Below")] == ["replace_"] * 3  # type: ignore[union-attr]
     assert classes["r.Kind"].replace is None  # enum entries are interned, never copied
 
@@ -380,7 +431,9 @@ def test_replace_model_names_and_parameters() -> None:
 def test_documented_parameter_names_take_keywords_unnamed_stay_positional() -> None:
     doc = "Scale.\n\nArgs:\n    value: the value\n    factor: the factor\n"
     schema = {"type": "ffi.Function", "named_args": {"return": [INT], "params": [INT, INT]}}
-    model = build_model(_snapshot([], [FunctionSnap("f.documented", doc, schema), FunctionSnap("f.plain", "", schema)]), "pkg")
+    model = build_model(
+        _snapshot([], [FunctionSnap("f.documented", doc, schema), FunctionSnap("f.plain", "", schema)]), "pkg"
+    )
     fns = {fn.name: fn for fn in model.modules[("f",)].functions}
     assert [(p.name, p.kind) for p in fns["documented"].params] == [("value", "normal"), ("factor", "normal")]
     assert [(p.name, p.kind) for p in fns["plain"].params] == [("_0", "posonly"), ("_1", "posonly")]

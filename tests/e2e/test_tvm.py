@@ -89,7 +89,10 @@ def test_tir_example_agrees_with_tvm(tvm_pkg: tuple[Path, list[str]], pure: bool
     script = ROOT / "examples" / "tvm_tir" / "run.py"
     proc = subprocess.run(
         [sys.executable, str(script), "--package-dir", str(pkg)],
-        env=_env(pkg, pure), capture_output=True, text=True, timeout=300,
+        env=_env(pkg, pure),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()

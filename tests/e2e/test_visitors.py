@@ -130,7 +130,16 @@ def exprpkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_generated_bases_have_one_typed_hook_per_class(exprpkg: Path) -> None:
     text = (exprpkg / "visitors.py").read_text()
-    for hook in ("walk_add", "walk_int_imm", "visit_let", "map_mul", "mutate_var", "walk_object", "walk_any", "walk_int"):
+    for hook in (
+        "walk_add",
+        "walk_int_imm",
+        "visit_let",
+        "map_mul",
+        "mutate_var",
+        "walk_object",
+        "walk_any",
+        "walk_int",
+    ):
         assert f"def {hook}(" in text, hook
     # one line per default hook: its typed signature, the return type through the module's alias
     assert "    def walk_var(self, node: _ffi_ns_exprir.Var) -> _Walked: ...\n" in text
@@ -154,14 +163,16 @@ def test_program_typechecks_and_runs(exprpkg: Path, tmp_path: Path) -> None:
 
 def test_wrong_hook_signature_is_a_mypy_error(exprpkg: Path, tmp_path: Path) -> None:
     prog = tmp_path / "bad.py"
-    prog.write_text(textwrap.dedent('''
+    prog.write_text(
+        textwrap.dedent("""
         from exprpkg.exprir import Add
         from exprpkg.visitors import Walker
 
         class Bad(Walker):
             def walk_add(self, node: int) -> None:
                 pass
-    '''))
+    """)
+    )
     errors, report = run_mypy(exprpkg, extra_files=[prog])
     assert errors >= 1 and "[override]" in report, report
 

@@ -33,10 +33,23 @@ FEW = [ExportedFunction("add_one", True, True), ExportedFunction("no_meta", Fals
 # what llvm-objdump / llvm-readobj list for few.c, with Mach-O's leading underscore removed
 # (a dylib exports every visible function, and the linker's __dso_handle and __mh_dylib_header;
 # a dll only what is marked dllexport; the static function is exported by neither)
-FEW_ALL_MACHO = ["__dso_handle", "__tvm_ffi__doc_add_one", "__tvm_ffi__metadata_add_one", "__tvm_ffi_add_one",
-                 "__tvm_ffi_no_meta", "_mh_dylib_header", "plain_export", "uses_hidden"]
-FEW_ALL_PE = ["__tvm_ffi__doc_add_one", "__tvm_ffi__metadata_add_one", "__tvm_ffi_add_one", "__tvm_ffi_no_meta",
-              "plain_export"]
+FEW_ALL_MACHO = [
+    "__dso_handle",
+    "__tvm_ffi__doc_add_one",
+    "__tvm_ffi__metadata_add_one",
+    "__tvm_ffi_add_one",
+    "__tvm_ffi_no_meta",
+    "_mh_dylib_header",
+    "plain_export",
+    "uses_hidden",
+]
+FEW_ALL_PE = [
+    "__tvm_ffi__doc_add_one",
+    "__tvm_ffi__metadata_add_one",
+    "__tvm_ffi_add_one",
+    "__tvm_ffi_no_meta",
+    "plain_export",
+]
 
 
 def many_expected() -> list[ExportedFunction]:
@@ -67,7 +80,7 @@ def test_universal_file_with_64_bit_offsets() -> None:
         struct.pack(">iiQQII", cpu, sub, offset, size, align, 0) for cpu, sub, offset, size, align in entries
     )
     assert len(header) <= entries[0][2]  # the slices stay where they are
-    desc, names = macho_exports("fat64", header + fat[len(header):], b"__tvm_ffi_")
+    desc, names = macho_exports("fat64", header + fat[len(header) :], b"__tvm_ffi_")
     assert desc == "Mach-O universal (x86_64, arm64)"
     assert names == ["__tvm_ffi__doc_add_one", "__tvm_ffi__metadata_add_one", "__tvm_ffi_add_one", "__tvm_ffi_no_meta"]
 
@@ -87,8 +100,10 @@ def test_many_exports(name: str) -> None:
 def test_elf_through_the_common_entry_is_the_elf_reader_unchanged() -> None:
     assert read_exports(str(TESTING_LIB)).format == "ELF"
     assert exported_ffi_functions(str(TESTING_LIB)) == elf.exported_ffi_functions(str(TESTING_LIB))
-    assert exported_ffi_functions(str(TESTING_LIB)) == ["testing_dll_schema_id_int",
-                                                        "testing_dll_test_add_with_docstring"]
+    assert exported_ffi_functions(str(TESTING_LIB)) == [
+        "testing_dll_schema_id_int",
+        "testing_dll_test_add_with_docstring",
+    ]
 
 
 def _retarget_trie_commands(data: bytearray) -> bytearray:
@@ -112,6 +127,7 @@ def test_symbol_table_fallback_gives_the_same_names() -> None:
 
 
 # --- malformed input: a clear error naming the file, never a hang or another exception ---------
+
 
 def _error(reader, data: bytes) -> str:  # type: ignore[no-untyped-def]
     with pytest.raises(BinaryFormatError) as info:
@@ -140,7 +156,8 @@ def test_truncated_files_give_a_clear_error() -> None:
     assert "truncated" in _error(pe_exports, (FIX / "few.dll").read_bytes()[:300])
     assert "truncated PE file (an exported name" in _error(pe_exports, (FIX / "many.dll").read_bytes()[:20000])
     assert "truncated PE file (the table of 460 exported names" in _error(
-        pe_exports, (FIX / "many.dll").read_bytes()[:10000])
+        pe_exports, (FIX / "many.dll").read_bytes()[:10000]
+    )
     assert "truncated PE file (the export directory" in _error(pe_exports, (FIX / "many.dll").read_bytes()[:5000])
 
 
@@ -200,14 +217,16 @@ def test_cut_and_corrupted_files_never_raise_anything_else(name: str) -> None:
 
 # --- the command line --------------------------------------------------------------------------
 
+
 def test_list_exports_of_another_platforms_library(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIX / "few_fat.dylib")
     assert main(["--list-exports", path]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{path}: Mach-O universal (x86_64, arm64), 2 exported TVM FFI functions"
     assert lines[1:3] == ["add_one\t[metadata]\t[doc]", "no_meta"]
-    assert lines[3] == (f"(type schemas and docs not read: a Mach-O universal (x86_64, arm64) library is not"
-                        f" loaded on {sys.platform})")
+    assert lines[3] == (
+        f"(type schemas and docs not read: a Mach-O universal (x86_64, arm64) library is not loaded on {sys.platform})"
+    )
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reference library here is ELF")
@@ -223,8 +242,9 @@ def test_list_exports_of_this_platforms_library_reads_schema_and_doc(capsys: pyt
 
 
 @pytest.mark.parametrize("content", [b"", b"\x7fELF" + bytes(10), b"just text, not a library at all\n"])
-def test_list_exports_of_a_bad_file_exits_2_naming_it(tmp_path: Path, content: bytes,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_exports_of_a_bad_file_exits_2_naming_it(
+    tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.so"
     bad.write_bytes(content)
     assert main(["--list-exports", str(bad)]) == 2
@@ -238,8 +258,10 @@ WHEEL_VERSION = "0.1.15.post2"
 WHEELS = {"macosx_11_0_arm64": ".dylib", "win_amd64": ".dll"}
 # name -> (every export, the TVM FFI functions); checked here against llvm-objdump / llvm-readobj
 REAL = {
-    "libtvm_ffi.dylib": (77, []), "libtvm_ffi_testing.dylib": (736, ["schema_id_int", "test_add_with_docstring"]),
-    "tvm_ffi.dll": (121, []), "tvm_ffi_testing.dll": (6, ["schema_id_int", "test_add_with_docstring"]),
+    "libtvm_ffi.dylib": (77, []),
+    "libtvm_ffi_testing.dylib": (736, ["schema_id_int", "test_add_with_docstring"]),
+    "tvm_ffi.dll": (121, []),
+    "tvm_ffi_testing.dll": (6, ["schema_id_int", "test_add_with_docstring"]),
 }
 
 
@@ -249,16 +271,33 @@ def wheel_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     libs: dict[str, Path] = {}
     for platform in WHEELS:
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", f"apache-tvm-ffi=={WHEEL_VERSION}", "--platform", platform,
-             "--only-binary=:all:", "--no-deps", "-d", str(where)], capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                f"apache-tvm-ffi=={WHEEL_VERSION}",
+                "--platform",
+                platform,
+                "--only-binary=:all:",
+                "--no-deps",
+                "-d",
+                str(where),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         wheel = next(where.glob(f"*{platform}.whl"), None)
         if proc.returncode != 0 or wheel is None:
-            pytest.skip(f"the apache-tvm-ffi {WHEEL_VERSION} wheel for {platform} could not be fetched (offline?):"
-                        f" {(proc.stderr.strip().splitlines() or ['no wheel'])[-1]}")
+            pytest.skip(
+                f"the apache-tvm-ffi {WHEEL_VERSION} wheel for {platform} could not be fetched (offline?):"
+                f" {(proc.stderr.strip().splitlines() or ['no wheel'])[-1]}"
+            )
         with zipfile.ZipFile(wheel) as zf:
             for member in zf.namelist():
-                base = member[len("tvm_ffi/lib/"):]
+                base = member[len("tvm_ffi/lib/") :]
                 if member.startswith("tvm_ffi/lib/") and base in REAL:  # not the .dSYM copies
                     libs[base] = Path(zf.extract(member, where / platform))
     assert sorted(libs) == sorted(REAL)
@@ -273,8 +312,10 @@ def test_real_wheel_libraries(wheel_libs: dict[str, Path], name: str) -> None:
     assert len(every) == count
     assert exported_ffi_functions(path) == [f"testing_dll_{f}" for f in functions]
     if functions:
-        assert read_exports(path).functions == [ExportedFunction("testing_dll_schema_id_int", True, False),
-                                                ExportedFunction("testing_dll_test_add_with_docstring", True, True)]
+        assert read_exports(path).functions == [
+            ExportedFunction("testing_dll_schema_id_int", True, False),
+            ExportedFunction("testing_dll_test_add_with_docstring", True, True),
+        ]
     if name.endswith(".dylib"):  # the symbol-table fallback agrees with the export trie on real files too
         data = bytearray(wheel_libs[name].read_bytes())
         assert macho_exports(name, bytes(_retarget_trie_commands(data)), b"")[1] == every

@@ -276,18 +276,39 @@ def test_force_allows_a_name_an_importable_module_has(tmp_path: Path, capsys: py
         (["-o", "{tmp}/out", "--timeout", "-1"], "--timeout -1: give the seconds to wait, a number above 0"),
         (["-o", "{tmp}/out", "--project-version", "1.0"], "--project-version: it is for --project's pyproject.toml"),
         (["-o", "{tmp}/out", "--exclude", "x.*"], "--exclude chooses the modules of --stubs-for PKG"),
-        (["--stubs-for", "tvm_ffi", "-o", "{tmp}/out", "--bundle", "--name", "x"],
-         "--stubs-for writes stubs, not a package: --name, --bundle does not apply"),
+        (
+            ["--stubs-for", "tvm_ffi", "-o", "{tmp}/out", "--bundle", "--name", "x"],
+            "--stubs-for writes stubs, not a package: --name, --bundle does not apply",
+        ),
         (["--list-exports", "{lib}", "-o", "{tmp}/out"], "--list-exports LIB reads one library and writes nothing: -o"),
-        (["-o", "{tmp}/out", "--name", "other"], "--name other -o {tmp}/out: a package is imported by its folder's name"),
-        (["-o", "{tmp}/out", "--save-snapshot", "{tmp}/no/such/dir/s.json"], "--save-snapshot {tmp}/no/such/dir/s.json: No such file"),
-        (["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ ../r.whl"],
-         "'../r.whl' is not a URL (a path goes as file:///absolute/path)"),
-        (["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ file:///no/such/r.whl"],
-         "/no/such/r.whl does not exist"),
+        (
+            ["-o", "{tmp}/out", "--name", "other"],
+            "--name other -o {tmp}/out: a package is imported by its folder's name",
+        ),
+        (
+            ["-o", "{tmp}/out", "--save-snapshot", "{tmp}/no/such/dir/s.json"],
+            "--save-snapshot {tmp}/no/such/dir/s.json: No such file",
+        ),
+        (
+            ["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ ../r.whl"],
+            "'../r.whl' is not a URL (a path goes as file:///absolute/path)",
+        ),
+        (
+            ["-o", "{tmp}/out", "--project", "--runtime-requirement", "tvmffi-runtime @ file:///no/such/r.whl"],
+            "/no/such/r.whl does not exist",
+        ),
     ],
-    ids=["timeout", "version-without-project", "exclude-without-stubs", "package-options-with-stubs",
-         "list-exports-with-output", "name-unlike-folder", "snapshot-unwritable", "relative-url", "missing-wheel"],
+    ids=[
+        "timeout",
+        "version-without-project",
+        "exclude-without-stubs",
+        "package-options-with-stubs",
+        "list-exports-with-output",
+        "name-unlike-folder",
+        "snapshot-unwritable",
+        "relative-url",
+        "missing-wheel",
+    ],
 )
 def test_options_the_run_would_ignore_or_cannot_use_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expect: str

@@ -52,7 +52,10 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
     assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 5"), message
-    assert "supports level 4" in message and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
+    assert (
+        "supports level 4" in message
+        and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
+    )
 
 
 @PATHS

@@ -129,12 +129,27 @@ def collision_snapshot() -> Snapshot:
             init_schema=fn_schema(obj("ffi.Object"), INT),
         ),
         TypeSnap("ir.Span", ["ffi.Object"], fields=[FieldSnap("source", schema=obj("tir.Stmt"))]),
-        TypeSnap("ir.Node", ["ffi.Object"], methods=[MethodSnap("show", schema=fn_schema(STR, obj("ir.Node")))], init="auto",
-                 fields=[FieldSnap("k", schema=INT, kw_only=True), FieldSnap("d", schema=INT, has_default=True, default=3)]),
-        TypeSnap("tir.Stmt", ["ffi.Object", "ir.Node"], fields=[FieldSnap("span", schema=obj("ir.Span"))],
-                 methods=[MethodSnap("show", schema=fn_schema(INT, obj("tir.Stmt"), INT))]),
-        TypeSnap("tir.For", ["ffi.Object", "ir.Node", "tir.Stmt"], fields=[FieldSnap("class", schema={"type": "ffi.Array", "args": [obj("tir.Stmt")]})]),
-        TypeSnap("tir.ext.Weird-Name", ["ffi.Object", "other.Base"], fields=[FieldSnap("x", schema=obj("no.SuchType"))]),
+        TypeSnap(
+            "ir.Node",
+            ["ffi.Object"],
+            methods=[MethodSnap("show", schema=fn_schema(STR, obj("ir.Node")))],
+            init="auto",
+            fields=[FieldSnap("k", schema=INT, kw_only=True), FieldSnap("d", schema=INT, has_default=True, default=3)],
+        ),
+        TypeSnap(
+            "tir.Stmt",
+            ["ffi.Object", "ir.Node"],
+            fields=[FieldSnap("span", schema=obj("ir.Span"))],
+            methods=[MethodSnap("show", schema=fn_schema(INT, obj("tir.Stmt"), INT))],
+        ),
+        TypeSnap(
+            "tir.For",
+            ["ffi.Object", "ir.Node", "tir.Stmt"],
+            fields=[FieldSnap("class", schema={"type": "ffi.Array", "args": [obj("tir.Stmt")]})],
+        ),
+        TypeSnap(
+            "tir.ext.Weird-Name", ["ffi.Object", "other.Base"], fields=[FieldSnap("x", schema=obj("no.SuchType"))]
+        ),
         TypeSnap("tir.Bad", ["ffi.Object"], fields=[FieldSnap("y", schema="{not json")]),
     ]
     functions = [
@@ -166,10 +181,19 @@ def test_collisions_follow_the_rule() -> None:
 
 
 def test_auto_init_leaves_out_the_inherited_fields_its_native_init_does_not_take() -> None:
-    base = TypeSnap("ir.Type", ["ffi.Object"], init="auto", fields=[
-        FieldSnap("span", schema=STR, has_default=True, default=""), FieldSnap("ty", schema=INT)])
-    prim = TypeSnap("ir.PrimType", ["ffi.Object", "ir.Type"], init="auto", init_excluded=["span"],
-                    fields=[FieldSnap("dtype", schema=STR), FieldSnap("span", schema=STR)])
+    base = TypeSnap(
+        "ir.Type",
+        ["ffi.Object"],
+        init="auto",
+        fields=[FieldSnap("span", schema=STR, has_default=True, default=""), FieldSnap("ty", schema=INT)],
+    )
+    prim = TypeSnap(
+        "ir.PrimType",
+        ["ffi.Object", "ir.Type"],
+        init="auto",
+        init_excluded=["span"],
+        fields=[FieldSnap("dtype", schema=STR), FieldSnap("span", schema=STR)],
+    )
     model = build_model(make_snapshot([base, prim], []), "pkg")
     names = lambda key: [p.name for p in model.classes[key].init.params]  # noqa: E731
     assert names("ir.Type") == ["ty", "span"]
@@ -189,7 +213,7 @@ def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
 
     def rules_off(rel: str) -> list[str]:
         prefix = "# pyright: "
-        return [line[len(prefix):] for line in files[rel].splitlines() if line.startswith(prefix)]
+        return [line[len(prefix) :] for line in files[rel].splitlines() if line.startswith(prefix)]
 
     assert rules_off("ir/__init__.py") == ["reportImportCycles=false", "reportMissingSuperCall=false"]
     assert "reportImplicitOverride=false" in rules_off("tir/__init__.py")
@@ -212,8 +236,11 @@ def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
 #: 1.1.414's "unknown diagnostic rule" error, which it also reports for reportAny and the other
 #: basedpyright-only rules).
 PYRIGHT_OWN_RULES = {
-    "reportImplicitOverride", "reportIncompatibleMethodOverride", "reportIncompatibleVariableOverride",
-    "reportImportCycles", "reportMissingSuperCall",
+    "reportImplicitOverride",
+    "reportIncompatibleMethodOverride",
+    "reportIncompatibleVariableOverride",
+    "reportImportCycles",
+    "reportMissingSuperCall",
 }
 
 
@@ -267,12 +294,21 @@ def test_names_follow_python_identifiers_nfkc_normalised() -> None:
     # valid identifiers stay as they are (naïve, Ωmega); Python reads identifiers NFKC-normalised,
     # so the generator writes that form (ﬁle -> file), not a spelling getattr would miss
     assert [sanitize(n) for n in ["naïve", "Ωmega", "ﬁle", "a·b", "x-y", "²d", "名前"]] == [
-        "naïve", "Ωmega", "file", "a·b", "x_y", "_2d", "名前"
+        "naïve",
+        "Ωmega",
+        "file",
+        "a·b",
+        "x_y",
+        "_2d",
+        "名前",
     ]
-    model = build_model(make_snapshot(
-        [TypeSnap("u.Café", ["ffi.Object"], fields=[FieldSnap("naïve", schema=INT), FieldSnap("ﬁle", schema=INT)])],
-        [FunctionSnap("u.naïve_sum", schema=fn_schema(INT, INT))],
-    ), "upkg")
+    model = build_model(
+        make_snapshot(
+            [TypeSnap("u.Café", ["ffi.Object"], fields=[FieldSnap("naïve", schema=INT), FieldSnap("ﬁle", schema=INT)])],
+            [FunctionSnap("u.naïve_sum", schema=fn_schema(INT, INT))],
+        ),
+        "upkg",
+    )
     cls = model.classes["u.Café"]
     assert cls.name == "Café" and [f.name for f in cls.fields] == ["naïve", "file"]
     assert [f.name for f in model.modules[("u",)].functions] == ["naïve_sum"]
@@ -300,10 +336,16 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     from conftest import ROOT
     from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
 
-    assert standard_import_groups({"_t", "_bind"}) == [["import typing as _t"], ["from tvmffi_runtime import bind as _bind"]]
+    assert standard_import_groups({"_t", "_bind"}) == [
+        ["import typing as _t"],
+        ["from tvmffi_runtime import bind as _bind"],
+    ]
     assert standard_import_groups({"_t"}) == [["import typing as _t"]]
     lines = {alias: line for group in STANDARD_IMPORTS for alias, line in group.items()}
-    for path in [*(ROOT / "generated/tvmffi_testing").rglob("*.py"), *(ROOT / "examples/add_one/add_one_pkg").rglob("*.py")]:
+    for path in [
+        *(ROOT / "generated/tvmffi_testing").rglob("*.py"),
+        *(ROOT / "examples/add_one/add_one_pkg").rglob("*.py"),
+    ]:
         text = path.read_text()
         for alias, line in lines.items():
             uses = re.findall(rf"(?<![\w.]){alias}\.", text)

@@ -95,7 +95,7 @@ def test_runtime_wheel_holds_the_runtime_only(wheels):
     assert not any(n.startswith("tvmffi_gen/") for n in names)
     meta = _metadata(wheels["runtime"])
     assert "Requires-Dist: apache-tvm-ffi" in meta
-    assert "Requires-Dist: numpy" in meta and "extra == \"numpy\"" in meta  # optional only
+    assert "Requires-Dist: numpy" in meta and 'extra == "numpy"' in meta  # optional only
 
 
 def test_generator_wheel_holds_generator_and_templates_and_needs_the_runtime(wheels):
@@ -112,7 +112,7 @@ def test_generator_wheel_holds_generator_and_templates_and_needs_the_runtime(whe
     assert "Requires-Dist: tvmffi-runtime" in _metadata(wheels["gen"])
 
 
-USER_SCRIPT = '''\
+USER_SCRIPT = """\
 from tvmffitest_pkg.testing import TestIntPair, add_one
 
 pair = TestIntPair(1, 2)
@@ -120,7 +120,7 @@ total: int = pair.sum()
 first: int = pair.a
 assert add_one(41) == 42 and total == 3 and first == 1
 print("OK", total)
-'''
+"""
 
 
 def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks(wheels, tmp_path):
@@ -129,8 +129,7 @@ def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks
     _pip_install(gen_python, str(wheels["runtime"]), str(wheels["gen"]))
     work = tmp_path / "work"
     work.mkdir()
-    proc = _run([str(gen_python), "-m", "tvmffi_gen", "-o", "tvmffitest-pkg", "--project", "--bundle", "-q"],
-                cwd=work)
+    proc = _run([str(gen_python), "-m", "tvmffi_gen", "-o", "tvmffitest-pkg", "--project", "--bundle", "-q"], cwd=work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     project = work / "tvmffitest-pkg"
     assert (project / "pyproject.toml").is_file() and (project / "tvmffitest_pkg" / "py.typed").is_file()
@@ -138,8 +137,9 @@ def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks
     assert modes == {0o666 & ~_umask()}, modes  # not mkstemp's 0600
 
     # 2. the project's wheel, installed beside the runtime alone (no generator) in another venv
-    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")],
-                cwd=project)
+    proc = _run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")], cwd=project
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (pkg_wheel,) = (tmp_path / "dist").glob("tvmffitest_pkg-*.whl")
     assert not pkg_wheel.name.endswith("-none-any.whl"), pkg_wheel.name  # it bundles a native library
@@ -156,8 +156,21 @@ def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks
     assert proc.returncode == 0 and proc.stdout.strip() == "OK 3", proc.stdout + proc.stderr
     proc = _run([str(user_python), "-c", "import tvmffi_gen"], cwd=user)
     assert proc.returncode != 0  # the package needs the runtime only
-    proc = _run([sys.executable, "-m", "mypy", "--strict", "--python-executable", str(user_python),
-                 "--no-incremental", "--cache-dir", os.devnull, "use.py"], cwd=user)
+    proc = _run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--python-executable",
+            str(user_python),
+            "--no-incremental",
+            "--cache-dir",
+            os.devnull,
+            "use.py",
+        ],
+        cwd=user,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     pyright = find_pyright()
     assert pyright, "basedpyright is part of the test extras"
@@ -183,14 +196,12 @@ def test_editable_install_is_a_plain_path_entry():
         pytest.skip("the generator is not installed in editable mode from this checkout")
     import site as site_mod
 
-    finders = [
-        p for d in site_mod.getsitepackages() for p in Path(d).glob("__editable__*tvmffi*finder*.py")
-    ]
+    finders = [p for d in site_mod.getsitepackages() for p in Path(d).glob("__editable__*tvmffi*finder*.py")]
     assert not finders, f"editable installs through import hooks, invisible to type checkers: {finders}"
     assert Path(tvmffi_runtime.__file__).resolve().is_relative_to(ROOT / "runtime")
 
 
-CHECKED_SCRIPT = '''\
+CHECKED_SCRIPT = """\
 import tvmffi_runtime as rt
 from outpkg.testing import TestIntPair, add_one
 
@@ -198,7 +209,7 @@ f = rt.Function.get_global("testing.add_one")
 g: rt.Function | None = rt.Function.get_global("no.such.function", allow_missing=True)
 pair = TestIntPair(1, 2)
 assert pair.sum() + add_one(1) == 5 and f(1) == 2 and g is None
-'''
+"""
 
 
 def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
@@ -222,8 +233,10 @@ def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
     assert pyright
     proc = _run([pyright, "--pythonpath", sys.executable], cwd=user)
     assert proc.returncode == 0 and "0 errors" in proc.stdout, proc.stdout[-5000:]
-    proc = _run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
-                 "outpkg", "use.py"], cwd=user)
+    proc = _run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, "outpkg", "use.py"],
+        cwd=user,
+    )
     assert proc.returncode == 0, proc.stdout[-5000:]
 
 
@@ -317,8 +330,9 @@ def test_project_wheel_with_a_direct_runtime_requirement_installs_alone(wheels, 
     assert main(["-o", str(project), "--project", "--bundle", "--runtime-requirement", spec, "-q"]) == 0
     assert f"dependencies = [{json.dumps(spec)}]" in (project / "pyproject.toml").read_text()
     assert main(["-o", str(project), "--project", "--bundle", "--runtime-requirement", spec, "--check"]) == 0
-    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")],
-                cwd=project)
+    proc = _run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist")], cwd=project
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (pkg_wheel,) = (tmp_path / "dist").glob("directpkg-*.whl")
     assert f"Requires-Dist: {spec}" in _metadata(pkg_wheel)

@@ -45,8 +45,10 @@ def test_search_order_per_platform(tmp_path: Path) -> None:
     assert found == str(first / "libfoo.so")
     assert tried == [str(first / "libfoo.dylib"), str(first / "libfoo.so")]
     assert MACOS.find_library("foo", [str(second), str(first)])[0] == str(second / "libfoo.dylib")
-    assert WINDOWS.find_library("foo", folders) == (str(second / "foo.dll"),
-                                                     [str(first / "foo.dll"), str(second / "foo.dll")])
+    assert WINDOWS.find_library("foo", folders) == (
+        str(second / "foo.dll"),
+        [str(first / "foo.dll"), str(second / "foo.dll")],
+    )
     assert WINDOWS.find_library("bar", folders)[0] is None
 
 
@@ -67,7 +69,10 @@ def test_dll_directories_only_on_windows(tmp_path: Path) -> None:
     (site / "tvm_ffi" / "lib").mkdir(parents=True)
     (site / "apache_tvm_ffi.libs").mkdir()
     assert WINDOWS.dll_directories(lib, str(site / "tvm_ffi" / "lib")) == [
-        str(site / "tvm_ffi" / "lib"), str(site / "apache_tvm_ffi.libs"), str(own)]
+        str(site / "tvm_ffi" / "lib"),
+        str(site / "apache_tvm_ffi.libs"),
+        str(own),
+    ]
     assert WINDOWS.dll_directories(lib, str(own)) == [str(own)]
     assert WINDOWS.dll_directories(lib, str(tmp_path / "missing")) == [str(own)]
     assert LINUX.dll_directories(lib, str(libdir)) == [] == MACOS.dll_directories(lib, str(libdir))
@@ -122,12 +127,16 @@ def test_default_library_uses_the_platforms_name() -> None:
         default_library(WINDOWS)
 
 
-def test_generated_package_names_the_platform_it_was_generated_for(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generated_package_names_the_platform_it_was_generated_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tvmffi_runtime import _platform, bind
 
-    with pytest.raises(ImportError, match=r"\. The package was generated on macOS: generate it on Linux, or set"
-                       r" \$PKG_LIB to a Linux build of the library\.$"):
+    with pytest.raises(
+        ImportError,
+        match=r"\. The package was generated on macOS: generate it on Linux, or set"
+        r" \$PKG_LIB to a Linux build of the library\.$",
+    ):
         monkeypatch.setattr(_platform, "CURRENT", LINUX)
         bind.find_package_library("pkg", "PKG_LIB", None, str(tmp_path / "libfoo.dylib"))
     bundled = tmp_path / "foo.dll"

@@ -19,8 +19,18 @@ FORMATTERS = {
     "ruff": ["-m", "ruff", "format", "--isolated", "--line-length", LINE_LENGTH],
     "black": ["-m", "black", "-q", "--line-length", LINE_LENGTH],
     # tabs, and the code examples in docstrings rewrapped
-    "ruff-tabs": ["-m", "ruff", "format", "--isolated", "--line-length", "34", "--config",
-                  "format.indent-style='tab'", "--config", "format.docstring-code-format=true"],
+    "ruff-tabs": [
+        "-m",
+        "ruff",
+        "format",
+        "--isolated",
+        "--line-length",
+        "34",
+        "--config",
+        "format.indent-style='tab'",
+        "--config",
+        "format.docstring-code-format=true",
+    ],
 }
 
 
@@ -79,8 +89,11 @@ def test_names_the_user_added_to_all_survive_and_dropped_types_leave_it(
     v1, v2 = build(1), build(2)
     out, module = generate(v1, tmp_path)
     edit_like_a_user(module)
-    module.write_text(module.read_text().replace('__all__ = ["Old", "Point", "origin"]',
-                                                 '__all__ = ["Old", "Point", "origin", "twice"]'))
+    module.write_text(
+        module.read_text().replace(
+            '__all__ = ["Old", "Point", "origin"]', '__all__ = ["Old", "Point", "origin", "twice"]'
+        )
+    )
     format_tree("ruff", out)
     for policy in ([], ["--keep-edits"]):
         assert main([str(v2), "-o", str(out), *policy]) == 0, capsys.readouterr().err
@@ -94,8 +107,11 @@ def test_user_code_using_a_type_the_library_dropped_is_a_conflict(
     v1, v2 = build(1), build(2)
     out, module = generate(v1, tmp_path)
     text = add_to_class(module.read_text(), "Point", "\n\n    def to_old(self) -> Old:\n        return Old()")
-    text = (text + "\n\nclass RichOld(Old):\n    def twice(self) -> int:\n        return 2 * self.v\n"
-            + "\n\ndef helper(Old: int) -> int:\n    return Old\n")  # a parameter named Old: not a use
+    text = (
+        text
+        + "\n\nclass RichOld(Old):\n    def twice(self) -> int:\n        return 2 * self.v\n"
+        + "\n\ndef helper(Old: int) -> int:\n    return Old\n"
+    )  # a parameter named Old: not a use
     module.write_text(text)
     assert main([str(v1), "-o", str(out), "-q"]) == 0  # fine while the library has Old
     before = snapshot_files(out)
@@ -114,8 +130,10 @@ def test_user_code_importing_a_dropped_type_from_another_module_is_a_conflict(
     out = tmp_path / "regenpkg"
     assert main([str(v1), "-o", str(out), "-q"]) == 0
     init = out / "__init__.py"
-    init.write_text(init.read_text() + "\n\nfrom .regen import Old as _Old, Point as _Point\n\n\n"
-                    "def make_point() -> _t.Any:\n    from regenpkg.regen import Old, origin\n    return origin()\n")
+    init.write_text(
+        init.read_text() + "\n\nfrom .regen import Old as _Old, Point as _Point\n\n\n"
+        "def make_point() -> _t.Any:\n    from regenpkg.regen import Old, origin\n    return origin()\n"
+    )
     assert main([str(v1), "-o", str(out), "-q"]) == 0
     before = snapshot_files(out)
     assert main([str(v2), "-o", str(out)]) == 2
@@ -237,6 +255,7 @@ def test_imports_are_checked_against_the_module_they_name() -> None:
     assert stale("__init__.py", 0, "pkg.a", "b", "c") == []  # submodules
     assert stale("__init__.py", 0, "other.a.b", "Gone") == []  # not this package
     assert stale("a/c.py", 3, "a.b", "Gone") == []  # above the package
-    assert stale("__init__.py", 1, "x", "Y") == ["your code imports from .x, a module no longer generated;"
-                                                 " change or remove your code"]
+    assert stale("__init__.py", 1, "x", "Y") == [
+        "your code imports from .x, a module no longer generated; change or remove your code"
+    ]
     assert stale("__init__.py", 1, "y", "Y") == []  # not removed: never generated, or the user edited it

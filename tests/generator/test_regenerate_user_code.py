@@ -123,7 +123,9 @@ def run_py(root: Path, code: str, env_lib: Path) -> str:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root), str(ROOT / "runtime")])
     env["REGENPKG_LIBRARY"] = str(env_lib)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -135,7 +137,14 @@ def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.Captu
     edit_like_a_user(module)
     errors, report = run_mypy(out)
     assert errors == 0, report
-    assert run_py(tmp_path, "from regenpkg.regen import Point, twice; print((Point(1, 2) + Point(3, 4)).as_tuple(), twice(Point(1, 1)).x)", v1) == "(4, 6) 2"
+    assert (
+        run_py(
+            tmp_path,
+            "from regenpkg.regen import Point, twice; print((Point(1, 2) + Point(3, 4)).as_tuple(), twice(Point(1, 1)).x)",
+            v1,
+        )
+        == "(4, 6) 2"
+    )
 
     # the library changes: a field added, a type removed, a method renamed
     assert main([str(v2), "-o", str(out), "--check"]) == 1  # drift is reported
@@ -146,14 +155,27 @@ def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.Captu
     assert "z: _t.Final[_bind.ReadOnlyField[int]] = _bind.field(" in text
     assert "def norm1(self) -> int:" in text and "def manhattan(" not in text
     assert "class Old(" not in text
-    for user_code in ("def __add__(self, other: Point) -> Point:", "def as_tuple(self)", "def twice(p: Point)", "USER_CONSTANT = math.pi", "import math"):
+    for user_code in (
+        "def __add__(self, other: Point) -> Point:",
+        "def as_tuple(self)",
+        "def twice(p: Point)",
+        "USER_CONSTANT = math.pi",
+        "import math",
+    ):
         assert user_code in text, user_code
     # the user's members stay inside Point, in their order
-    point = text[text.index("class Point("): text.index("def twice(")]
+    point = text[text.index("class Point(") : text.index("def twice(")]
     assert point.index("def __add__") < point.index("def as_tuple")
     errors, report = run_mypy(out)
     assert errors == 0, report
-    assert run_py(tmp_path, "from regenpkg.regen import Point, twice; p = Point(1, 2); print(p.norm1(), p.z, (p + p).as_tuple())", v2) == "3 0 (2, 4)"
+    assert (
+        run_py(
+            tmp_path,
+            "from regenpkg.regen import Point, twice; p = Point(1, 2); print(p.norm1(), p.z, (p + p).as_tuple())",
+            v2,
+        )
+        == "3 0 (2, 4)"
+    )
     # regenerating again changes nothing
     assert main([str(v2), "-o", str(out), "--check", "-q"]) == 0
 
@@ -191,13 +213,20 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen1 = 'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n    def f(self) -> int:\n        return 1\n'
-    user = gen1.replace(
-        "    def f",
-        '    foo: int = 2\n    """My foo."""\n\n    def f',
-    ) + '\n    def g(self) -> int:\n        return 2\n    """A note about g."""\n'
+    user = (
+        gen1.replace(
+            "    def f",
+            '    foo: int = 2\n    """My foo."""\n\n    def f',
+        )
+        + '\n    def g(self) -> int:\n        return 2\n    """A note about g."""\n'
+    )
     keys = member_keys(gen1)
     assert [k.partition("\t")[0] for k in keys] == [  # each with its fingerprint after a tab
-        "class A", "A::docstring", "A::assign a", "A::docstring of assign a", "A::def f @"
+        "class A",
+        "A::docstring",
+        "A::assign a",
+        "A::docstring of assign a",
+        "A::def f @",
     ]
     result = merge_source("x.py", user, keys, gen1)
     merged, kept = result.text, result.kept
@@ -229,31 +258,66 @@ def helper() -> int:
 '''
 # the library grows: a field width, make_label renamed to label, a function USER_CONSTANT, a
 # class Extra, a function math
-GEN2 = GEN1.replace("    @staticmethod\n    def make_label", "    width: int = 0\n\n    @staticmethod\n    def label").replace(
-    "def helper", "class Extra:\n    pass\n\n\ndef USER_CONSTANT() -> int:\n    return 2\n\n\ndef math() -> int:\n    return 3\n\n\ndef helper"
+GEN2 = GEN1.replace(
+    "    @staticmethod\n    def make_label", "    width: int = 0\n\n    @staticmethod\n    def label"
+).replace(
+    "def helper",
+    "class Extra:\n    pass\n\n\ndef USER_CONSTANT() -> int:\n    return 2\n\n\ndef math() -> int:\n    return 3\n\n\ndef helper",
 )
 
 
 @pytest.mark.parametrize(
     ("scope", "user_code", "expect"),
     [
-        ("class", "    def width(self) -> int:\n        return 1\n", "your def 'width' in class Func binds 'width' (assignment 'width')"),
-        ("class", "    @property\n    def width(self) -> int:\n        return 1\n", "your def 'width' in class Func binds 'width'"),
-        ("class", "    def label(self) -> str:\n        return 'mine'\n", "your def 'label' in class Func binds 'label' (def 'label')"),
-        ("class", "    width = 3\n", "your assign 'width' in class Func has the name of a member the generator now writes"),
+        (
+            "class",
+            "    def width(self) -> int:\n        return 1\n",
+            "your def 'width' in class Func binds 'width' (assignment 'width')",
+        ),
+        (
+            "class",
+            "    @property\n    def width(self) -> int:\n        return 1\n",
+            "your def 'width' in class Func binds 'width'",
+        ),
+        (
+            "class",
+            "    def label(self) -> str:\n        return 'mine'\n",
+            "your def 'label' in class Func binds 'label' (def 'label')",
+        ),
+        (
+            "class",
+            "    width = 3\n",
+            "your assign 'width' in class Func has the name of a member the generator now writes",
+        ),
         ("class", "    label: str = 'x'\n", "your assignment 'label' in class Func binds 'label' (def 'label')"),
         ("class", "    class width:\n        pass\n", "your class 'width' in class Func binds 'width'"),
         ("class", "    from os import sep as width\n", "binds 'width' (assignment 'width')"),
-        ("module", "USER_CONSTANT = 42\n", "your assignment 'USER_CONSTANT' in the module binds 'USER_CONSTANT' (def 'USER_CONSTANT')"),
+        (
+            "module",
+            "USER_CONSTANT = 42\n",
+            "your assignment 'USER_CONSTANT' in the module binds 'USER_CONSTANT' (def 'USER_CONSTANT')",
+        ),
         ("module", "USER_CONSTANT: int = 42\n", "binds 'USER_CONSTANT' (def 'USER_CONSTANT')"),
         ("module", "import math\n", "your statement `import math` in the module binds 'math' (def 'math')"),
         ("module", "def Extra() -> None:\n    pass\n", "your def 'Extra' in the module binds 'Extra' (class 'Extra')"),
         ("module", "a, USER_CONSTANT = 1, 2\n", "binds 'USER_CONSTANT'"),
         ("module", "if True:\n    from os import path as math\n", "binds 'math' (def 'math')"),
     ],
-    ids=["method-field", "property-field", "method-staticmethod", "assign-field", "annotated-method",
-         "nested-class", "import-in-class", "constant-function", "annotated-function", "import-function",
-         "function-class", "unpacking", "import-in-if"],
+    ids=[
+        "method-field",
+        "property-field",
+        "method-staticmethod",
+        "assign-field",
+        "annotated-method",
+        "nested-class",
+        "import-in-class",
+        "constant-function",
+        "annotated-function",
+        "import-function",
+        "function-class",
+        "unpacking",
+        "import-in-if",
+    ],
 )
 def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
     from tvmffi_gen.member_keys import member_keys

@@ -70,8 +70,9 @@ def test_off_by_option_or_environment(tmp_path: Path, cache_home: Path, monkeypa
     assert cache.cache_dir() == tmp_path / "xdg" / "tvmffi-gen"
 
 
-def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(cache_home: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[dict[str, str]] = []
 
     def fake_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:

@@ -52,9 +52,9 @@ def _package(lib: Path) -> dict[str, str]:
                     return importlib.import_module(__name__ + ".lazy")
                 raise AttributeError(name)
         ''',
-        "lazy.py": '''
+        "lazy.py": """
             LEVEL = 1
-        ''',
+        """,
         "nodes.py": '''
             import enum
             import functools
@@ -161,18 +161,18 @@ def _package(lib: Path) -> dict[str, str]:
 
             Var.shout = _shout  # attached after the class body
         ''',
-        "_ffi_api.py": '''
+        "_ffi_api.py": """
             import tvm_ffi
 
             tvm_ffi.init_ffi_api("tinyir", __name__)
-        ''',
-        "tool.py": '''
+        """,
+        "tool.py": """
             import argparse
 
             parser = argparse.ArgumentParser()
             parser.add_argument("--required", required=True)
             ARGS = parser.parse_args()
-        ''',
+        """,
     }
 
 
@@ -190,8 +190,7 @@ def _env(pythonpath: list[Path]) -> dict[str, str]:
 
 
 def _gen(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tvmffi_gen", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "tvmffi_gen", *args], capture_output=True, text=True, env=env, cwd=cwd)
 
 
 @pytest.fixture(scope="session")
@@ -228,7 +227,8 @@ def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.C
 
 
 def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_declare(
-        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
     _, out, _ = stubs
     nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
     assert "def scale(self, factor: int | tuple[int, int] = ...) -> None: ..." in nodes
@@ -247,7 +247,7 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     assert "\nclass Var(Expr, metaclass=_ABCMeta):\n" in nodes and "\nclass Mode(enum.Enum):\n" in nodes
     assert "from abc import ABCMeta as _ABCMeta\n" in nodes
     # a read-only field a Python base (not registered) annotates is a read-only property there
-    named = nodes[nodes.index("\nclass Named("):]
+    named = nodes[nodes.index("\nclass Named(") :]
     assert "    @property\n    def name(self) -> str: ..." in named[: named.index("\nclass Func(")]
     # the package's __all__ as it is at run time; a lazy submodule it lists is bound on it
     init = (out / "tinyir_py-stubs" / "__init__.pyi").read_text()
@@ -270,8 +270,13 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing
     shutil.copytree(out / "tinyir_py-stubs", tmp_path / "tinyir_py")
     (tmp_path / "mypy.ini").write_text("[mypy]\n")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tinyir_py"],
-                          capture_output=True, text=True, cwd=tmp_path, env=_env([]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tinyir_py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env([]),
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -290,19 +295,35 @@ def test_check_reports_up_to_date_then_a_change(stubs: tuple[Path, Path, subproc
 
 
 @pytest.fixture(scope="session")
-def user_folder(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]],
-                tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def user_folder(
+    stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, str]]:
     """A user's folder (no configuration of ours) and an environment where ``pip install OUT``
     put the stubs (``--target``, on the path like site-packages)."""
     src, out, _ = stubs
     base = tmp_path_factory.mktemp("stubs_user")
     site = base / "site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                          "--target", str(site), str(out)], capture_output=True, text=True)
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert pip.returncode == 0, pip.stderr
     user = base / "user"
     user.mkdir()
-    (user / "good.py").write_text(textwrap.dedent('''
+    (user / "good.py").write_text(
+        textwrap.dedent("""
         import tinyir_py
         from tinyir_py import _ffi_api
 
@@ -310,7 +331,8 @@ def user_folder(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]],
         def describe(v: tinyir_py.Var) -> str:
             v.version = v.version + 1
             return v.name + v.describe(verbose=True) + str(_ffi_api.negate(v.frozen))
-    ''').lstrip())
+    """).lstrip()
+    )
     (user / "bad.py").write_text("import tinyir_py\n\ndef f(v: tinyir_py.Var) -> None:\n    v.name = 'x'\n")
     env = _env([site, src])
     env.pop("MYPYPATH", None)
@@ -328,7 +350,8 @@ def test_mypy_strict_in_a_user_folder_sees_the_installed_stubs(user_folder: tupl
 
 @pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright is not installed")
 def test_basedpyright_strict_in_a_user_folder_sees_the_installed_stubs(
-        user_folder: tuple[Path, dict[str, str]]) -> None:
+    user_folder: tuple[Path, dict[str, str]],
+) -> None:
     user, env = user_folder
     site = env["PYTHONPATH"].split(os.pathsep)[0]
     (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict", "extraPaths": [site]}))
@@ -360,7 +383,7 @@ def test_stubs_for_tvm_ffi_itself(tmp_path: Path) -> None:
     # its own core.pyi is kept; its testing classes get their reflected methods
     assert (root / "core.pyi").read_text().startswith(STUB_HEADER)
     testing = (root / "testing" / "testing.pyi").read_text()
-    pair = testing[testing.index("class TestIntPair("):]
+    pair = testing[testing.index("class TestIntPair(") :]
     assert "    def sum(self, /) -> int: ..." in pair[: pair.index("\nclass ")]
 
 
@@ -370,8 +393,9 @@ def test_stubs_for_tvm_ffi_itself(tmp_path: Path) -> None:
 )
 def test_stubs_for_apache_tvm(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = _gen(["--stubs-for", "tvm", "-o", str(out), "-q", "--exclude", "tvm.s_tir.meta_schedule.testing"],
-                _env([]), tmp_path)
+    proc = _gen(
+        ["--stubs-for", "tvm", "-o", str(out), "-q", "--exclude", "tvm.s_tir.meta_schedule.testing"], _env([]), tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     module = (out / "tvm-stubs" / "ir" / "module.pyi").read_text()
     assert "    def functions(self) -> _tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]: ..." in module
@@ -381,8 +405,13 @@ def test_stubs_for_apache_tvm(tmp_path: Path) -> None:
     check = tmp_path / "check"
     shutil.copytree(out / "tvm-stubs", check / "tvm")
     (check / "mypy.ini").write_text("[mypy]\n")
-    mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tvm"],
-                          capture_output=True, text=True, cwd=check, env=_env([]))
+    mypy = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tvm"],
+        capture_output=True,
+        text=True,
+        cwd=check,
+        env=_env([]),
+    )
     assert mypy.returncode == 0, mypy.stdout[-3000:]
 
 
@@ -405,8 +434,11 @@ def test_the_project_pins_the_stubbed_release() -> None:
 def test_public_path_is_the_shortest_exported_one() -> None:
     from tvmffi_gen.stubs.resolve import public_path
 
-    info = {"module": "tvm.ir.prim.expr", "qualname": "Ramp",
-            "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"]}
+    info = {
+        "module": "tvm.ir.prim.expr",
+        "qualname": "Ramp",
+        "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
+    }
     exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
     assert public_path(info, exports) == "tvm.tirx.Ramp"
     # a path whose stub module does not export the name is not used
@@ -436,11 +468,26 @@ def test_bare_generics_get_explicit_any_arguments() -> None:
 
 
 def test_an_exclude_glob_matching_no_module_is_warned_about_by_name(
-        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
     src, _, _ = stubs
     env = {**_env([src]), "TVMFFI_GEN_CACHE_DIR": str(tmp_path / "cache")}
-    proc = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_py.tool",
-                 "--exclude", "tinyir_py.nodez", "--exclude", "tinyir.*"], env, tmp_path)
+    proc = _gen(
+        [
+            "--stubs-for",
+            "tinyir_py",
+            "-o",
+            str(tmp_path / "out"),
+            "--exclude",
+            "tinyir_py.tool",
+            "--exclude",
+            "tinyir_py.nodez",
+            "--exclude",
+            "tinyir.*",
+        ],
+        env,
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--exclude tinyir_py.nodez: matches no module of tinyir_py" in proc.stderr
     assert "--exclude tinyir.*: matches no module of tinyir_py" in proc.stderr
@@ -451,16 +498,31 @@ def test_an_exclude_glob_matching_no_module_is_warned_about_by_name(
 
 
 def test_excludes_that_drop_every_module_are_an_error_naming_them(
-        stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    stubs: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
     src, _, _ = stubs
-    one = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_*"],
-               _env([src]), tmp_path)
+    one = _gen(
+        ["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_*"], _env([src]), tmp_path
+    )
     assert one.returncode == 2
-    assert "tinyir_py: --exclude 'tinyir_*': it drops every module of tinyir_py, so nothing is left to stub" \
-        in one.stderr, one.stderr
+    assert (
+        "tinyir_py: --exclude 'tinyir_*': it drops every module of tinyir_py, so nothing is left to stub" in one.stderr
+    ), one.stderr
     assert "registers no" not in one.stderr
-    two = _gen(["--stubs-for", "tinyir_py", "-o", str(tmp_path / "out"), "--exclude", "tinyir_py.nodes",
-                "--exclude", "tinyir_py"], _env([src]), tmp_path)
+    two = _gen(
+        [
+            "--stubs-for",
+            "tinyir_py",
+            "-o",
+            str(tmp_path / "out"),
+            "--exclude",
+            "tinyir_py.nodes",
+            "--exclude",
+            "tinyir_py",
+        ],
+        _env([src]),
+        tmp_path,
+    )
     assert two.returncode == 2
     assert "--exclude 'tinyir_py.nodes' --exclude 'tinyir_py': they drop every module of tinyir_py" in two.stderr
     assert not (tmp_path / "out").exists()
@@ -484,14 +546,27 @@ def test_no_cache_without_stubs_for_is_refused(tmp_path: Path) -> None:
     proc = _gen(["-o", str(tmp_path / "out"), "--no-cache"], _env([]), tmp_path)
     assert proc.returncode == 2
     assert "--no-cache is for the cache of --stubs-for PKG: give --stubs-for too" in proc.stderr
+
+
 def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
     from tvmffi_gen.stubs.allowlist import stubtest_allowlist
 
-    field = {"name": "def", "doc": "", "schema": None, "writable": False, "has_default": False, "init": True,
-             "kw_only": False}
-    data = {"package": "pkg", "ffi_api": {}, "failed": {},
-            "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
-            "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}}}
+    field = {
+        "name": "def",
+        "doc": "",
+        "schema": None,
+        "writable": False,
+        "has_default": False,
+        "init": True,
+        "kw_only": False,
+    }
+    data = {
+        "package": "pkg",
+        "ffi_api": {},
+        "failed": {},
+        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
+        "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}},
+    }
     text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
     assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
     assert "# Registry members whose names are Python keywords" in text
@@ -508,12 +583,27 @@ class TestWhatTvmConvertsAtTheBoundary:
         from tvmffi_gen.stubs.rewrite import augment
 
         def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
-            return {"module": module, "qualname": name, "paths": [f"{module}.{name}"], "bases": bases,
-                    "inherited": [], "late": {}, "python_init": False, "hashable": True}
+            return {
+                "module": module,
+                "qualname": name,
+                "paths": [f"{module}.{name}"],
+                "bases": bases,
+                "inherited": [],
+                "late": {},
+                "python_init": False,
+                "hashable": True,
+            }
 
         def fld(name: str, schema: dict[str, object]) -> dict[str, object]:
-            return {"name": name, "schema": schema, "writable": False, "doc": "", "init": True,
-                    "has_default": False, "kw_only": False}
+            return {
+                "name": name,
+                "schema": schema,
+                "writable": False,
+                "doc": "",
+                "init": True,
+                "has_default": False,
+                "kw_only": False,
+            }
 
         expr: dict[str, object] = {"type": "ir.Expr"}
         span: dict[str, object] = {"type": "ir.Span"}
@@ -522,43 +612,81 @@ class TestWhatTvmConvertsAtTheBoundary:
         data = {
             "package": "tvm",
             "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
-            "classes": {"ir.Expr": cls("tvm.ir", "Expr", []), "ir.Span": cls("tvm.ir", "Span", []),
-                        "ir.PrimType": cls("tvm.ir", "PrimType", []),
-                        "ir.Cast": cls("tvm.ir", "Cast", ["tvm.ir.Expr"]),
-                        "my.Expr": cls("tvm.ir", "MyExpr", [])},
+            "classes": {
+                "ir.Expr": cls("tvm.ir", "Expr", []),
+                "ir.Span": cls("tvm.ir", "Span", []),
+                "ir.PrimType": cls("tvm.ir", "PrimType", []),
+                "ir.Cast": cls("tvm.ir", "Cast", ["tvm.ir.Expr"]),
+                "my.Expr": cls("tvm.ir", "MyExpr", []),
+            },
             "types": {
                 "ir.Expr": {"ancestors": obj, "fields": [fld("span", span)], "methods": [], "init": None},
                 "ir.Span": {"ancestors": obj, "fields": [], "methods": [], "init": None},
                 "ir.PrimType": {"ancestors": obj, "fields": [], "methods": [], "init": None},
-                "ir.Cast": {"ancestors": [*obj, "ir.Expr"], "fields": [fld("dtype", prim), fld("value", expr)],
-                            "methods": [], "init": {"kind": "auto"}},
-                "my.Expr": {"ancestors": obj, "fields": [fld("other", {"type": "my.Expr"})], "methods": [],
-                            "init": {"kind": "auto"}},
+                "ir.Cast": {
+                    "ancestors": [*obj, "ir.Expr"],
+                    "fields": [fld("dtype", prim), fld("value", expr)],
+                    "methods": [],
+                    "init": {"kind": "auto"},
+                },
+                "my.Expr": {
+                    "ancestors": obj,
+                    "fields": [fld("other", {"type": "my.Expr"})],
+                    "methods": [],
+                    "init": {"kind": "auto"},
+                },
             },
-            "ffi_api": {"tvm.ir._ffi_api": [
-                {"name": "cast", "global": "ir.cast", "doc": "", "schema": {
-                    "type": "ffi.Function", "args": [expr, prim, expr, span]}},
-                {"name": "shape", "global": "ir.shape", "doc": "", "schema": {
-                    "type": "ffi.Function", "args": [{"type": "ffi.Array", "args": [expr]},
-                                                     {"type": "ffi.Array", "args": [expr]},
-                                                     {"type": "Optional", "args": [expr]}]}},
-                {"name": "visit", "global": "ir.visit", "doc": "", "schema": {
-                    "type": "ffi.Function",
-                    "args": [{"type": "None"}, {"type": "ffi.Function", "args": [expr, expr]}]}},
-            ]},
+            "ffi_api": {
+                "tvm.ir._ffi_api": [
+                    {
+                        "name": "cast",
+                        "global": "ir.cast",
+                        "doc": "",
+                        "schema": {"type": "ffi.Function", "args": [expr, prim, expr, span]},
+                    },
+                    {
+                        "name": "shape",
+                        "global": "ir.shape",
+                        "doc": "",
+                        "schema": {
+                            "type": "ffi.Function",
+                            "args": [
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "Optional", "args": [expr]},
+                            ],
+                        },
+                    },
+                    {
+                        "name": "visit",
+                        "global": "ir.visit",
+                        "doc": "",
+                        "schema": {
+                            "type": "ffi.Function",
+                            "args": [{"type": "None"}, {"type": "ffi.Function", "args": [expr, expr]}],
+                        },
+                    },
+                ]
+            },
         }
-        stubs = {"tvm.ir": "class Expr: ...\nclass Span: ...\nclass PrimType: ...\nclass Cast(Expr): ...\n"
-                           "class MyExpr: ...\n",
-                 "tvm.ir._ffi_api": ""}
+        stubs = {
+            "tvm.ir": "class Expr: ...\nclass Span: ...\nclass PrimType: ...\nclass Cast(Expr): ...\n"
+            "class MyExpr: ...\n",
+            "tvm.ir._ffi_api": "",
+        }
         out, _ = augment(data, stubs)
         return out
 
     def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
         api = self._stubs()["tvm.ir._ffi_api"]
-        assert ("def cast(_0: _tvm_ir.PrimType | str | _tvm_ffi.dtype, _1: _tvm_ir.Expr | int | float, "
-                "_2: _tvm_ir.Span | None, /) -> _tvm_ir.Expr:") in api
-        assert ("def shape(_0: _abc.Sequence[_tvm_ir.Expr | int | float], _1: _tvm_ir.Expr | int | float | None, /)"
-                " -> _tvm_ffi.Array[_tvm_ir.Expr]:") in api
+        assert (
+            "def cast(_0: _tvm_ir.PrimType | str | _tvm_ffi.dtype, _1: _tvm_ir.Expr | int | float, "
+            "_2: _tvm_ir.Span | None, /) -> _tvm_ir.Expr:"
+        ) in api
+        assert (
+            "def shape(_0: _abc.Sequence[_tvm_ir.Expr | int | float], _1: _tvm_ir.Expr | int | float | None, /)"
+            " -> _tvm_ffi.Array[_tvm_ir.Expr]:"
+        ) in api
         # a callback receives what native code sends (an Expr as it is) and may return a number
         assert "def visit(_0: _abc.Callable[[_tvm_ir.Expr], _tvm_ir.Expr | int | float], /) -> None:" in api
 
@@ -566,7 +694,9 @@ class TestWhatTvmConvertsAtTheBoundary:
         ir = self._stubs()["tvm.ir"]
         assert "    def span(self) -> _tvm_ir.Span | None: ..." in ir
         assert "    def value(self) -> _tvm_ir.Expr: ..." in ir  # what a field gives is an Expr as it is
-        assert ("    def __init__(self, span: _tvm_ir.Span | None, dtype: _tvm_ir.PrimType | str | _tvm_ffi.dtype, "
-                "value: _tvm_ir.Expr | int | float) -> None: ...") in ir
+        assert (
+            "    def __init__(self, span: _tvm_ir.Span | None, dtype: _tvm_ir.PrimType | str | _tvm_ffi.dtype, "
+            "value: _tvm_ir.Expr | int | float) -> None: ..."
+        ) in ir
         # another package's types named alike are left as their schemas say
         assert "    def __init__(self, other: _tvm_ir.MyExpr) -> None: ..." in ir

@@ -19,8 +19,10 @@ def test_a_stuck_import_is_stopped_a_slow_one_is_not(tmp_path: Path, monkeypatch
     (pkg / "waits.py").write_text("import time\ntime.sleep(60)\n")
     (pkg / "spins.py").write_text("while True:\n    pass\n")
     # computes 1.5 s, then waits 1.5 s: under both limits
-    (pkg / "works.py").write_text("import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n"
-                                  "    pass\ntime.sleep(1.5)\nDONE = True\n")
+    (pkg / "works.py").write_text(
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n"
+        "    pass\ntime.sleep(1.5)\nDONE = True\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     files = collect.module_files("watchpkg", [str(pkg)], [])
     try:
@@ -29,5 +31,7 @@ def test_a_stuck_import_is_stopped_a_slow_one_is_not(tmp_path: Path, monkeypatch
         for name in [m for m in sys.modules if m.split(".")[0] == "watchpkg"]:
             del sys.modules[name]
     assert ok == ["watchpkg", "watchpkg.works"]
-    assert failed == {"watchpkg.spins": "importing it computed for 2 s of CPU without finishing",
-                      "watchpkg.waits": "importing it made no progress for 2 s (it waits on something?)"}
+    assert failed == {
+        "watchpkg.spins": "importing it computed for 2 s of CPU without finishing",
+        "watchpkg.waits": "importing it made no progress for 2 s (it waits on something?)",
+    }

@@ -21,7 +21,7 @@ from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output
 
-PROGRAM = r'''
+PROGRAM = r"""
 from __future__ import annotations
 
 import numpy as np
@@ -84,7 +84,7 @@ c.extra = 4
 c.pair = (2, "two")
 assert isinstance(c, Holder) and c.extra == 4 and list(c.pair) == [2, "two"]
 print("OK")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +144,7 @@ def test_an_unknown_spelling_warns_once_per_item() -> None:
     weird = FieldSnap(name="w", schema={"type": "weird::Thing"}, offset=24, size=8)
     types = [TypeSnap("k.Base", ["ffi.Object"], fields=[weird], init="auto")]
     types += [TypeSnap(f"k.Sub{i}", ["ffi.Object", "k.Base"], init="auto") for i in range(3)]
-    snap = Snapshot("libk.so", "/nonexistent/libk.so", [0, 1, 16], types=types,
-                    external_types={"ffi.Object": []})
+    snap = Snapshot("libk.so", "/nonexistent/libk.so", [0, 1, 16], types=types, external_types={"ffi.Object": []})
     warnings: list[str] = []
     build_model(snap, "kpkg", warn=warnings.append)
     assert warnings == ["field k.Base.w: unknown type 'weird::Thing' in a type schema; typed as Any"]

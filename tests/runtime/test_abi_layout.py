@@ -62,7 +62,7 @@ def _c_program() -> str:
         "#include <stdio.h>",
         "#include <tvm/ffi/c_api.h>",
         "#include <dlpack/dlpack.h>",
-        "#define MEMBER(T, m) printf(\"FIELD %s.%s %zu %zu\\n\", #T, #m, offsetof(T, m), sizeof(((T*)0)->m))",
+        '#define MEMBER(T, m) printf("FIELD %s.%s %zu %zu\\n", #T, #m, offsetof(T, m), sizeof(((T*)0)->m))',
         "int main(void) {",
     ]
     for name in MIRRORED:

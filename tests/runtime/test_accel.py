@@ -159,7 +159,12 @@ def test_both_paths_convert_read_write_and_fail_alike() -> None:
     assert compiled[-3] == [3, 4, 7, 7, 10.0, "a longer string value", compiled[-3][6]]
     assert compiled[-2] == [9, 10.0, "set"]
     assert [e[0] for e in compiled[-1]] == [
-        "OverflowError", "AttributeError", "AttributeError", "TypeError", "TypeError", "ZeroDivisionError"
+        "OverflowError",
+        "AttributeError",
+        "AttributeError",
+        "TypeError",
+        "TypeError",
+        "ZeroDivisionError",
     ]
 
 
@@ -207,7 +212,11 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
     env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
@@ -307,7 +316,12 @@ def test_field_descriptors_document_themselves_from_the_registry(pure: bool) -> 
     assert proc.returncode == 0, proc.stderr
     # "i64 field" is the doc testing.cc registers for TestObjectBase.v_i64
     assert proc.stdout.split() == [
-        "'i64", "field\\n\\nRegistry", "field:", "``testing.TestObjectBase.v_i64``.'", "i64", "testing.TestIntPair.a"
+        "'i64",
+        "field\\n\\nRegistry",
+        "field:",
+        "``testing.TestObjectBase.v_i64``.'",
+        "i64",
+        "testing.TestIntPair.a",
     ]
 
 

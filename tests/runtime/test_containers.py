@@ -240,7 +240,9 @@ def test_mapping_read_protocol(mapping):
         assert mapping[key] == value
         assert mapping.get(key) == value
     assert dict(mapping.items()) == DATA
-    assert sorted(map(repr, mapping.values())) == sorted(map(repr, (rt.Array([1, 2]) if v == [1, 2] else v for v in DATA.values())))
+    assert sorted(map(repr, mapping.values())) == sorted(
+        map(repr, (rt.Array([1, 2]) if v == [1, 2] else v for v in DATA.values()))
+    )
     assert "missing" not in mapping
     assert mapping.get("missing") is None
     assert mapping.get("missing", 42) == 42

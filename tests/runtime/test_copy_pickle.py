@@ -115,8 +115,16 @@ def test_enum_entries_copy_and_unpickle_to_themselves() -> None:
 @pytest.mark.parametrize("what", ["non_copyable", "function", "tensor"])
 def test_what_the_library_cannot_copy_is_a_type_error_naming_the_type(what: str) -> None:
     key, ours, theirs = {
-        "non_copyable": ("testing.TestNonCopyable", lambda: T.TestNonCopyable(1), lambda: tvm_ffi.testing.TestNonCopyable(1)),
-        "function": ("ffi.Function", lambda: rt.get_global_func("testing.nop"), lambda: tvm_ffi.get_global_func("testing.nop")),
+        "non_copyable": (
+            "testing.TestNonCopyable",
+            lambda: T.TestNonCopyable(1),
+            lambda: tvm_ffi.testing.TestNonCopyable(1),
+        ),
+        "function": (
+            "ffi.Function",
+            lambda: rt.get_global_func("testing.nop"),
+            lambda: tvm_ffi.get_global_func("testing.nop"),
+        ),
         "tensor": ("ffi.Tensor", lambda: rt.Tensor(np.zeros(2)), lambda: tvm_ffi.from_dlpack(np.zeros(2))),
     }[what]
     for op in (copy.copy, copy.deepcopy, pickle.dumps):

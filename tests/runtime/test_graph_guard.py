@@ -115,7 +115,10 @@ def test_a_graph_deeper_than_the_bound_is_refused_naming_the_chain(lib: Path, pu
     assert set(results) == set(GUARDED)
     for name, (status, kind, message) in results.items():
         assert (status, kind) == ("raised", "GraphTooDeepError"), (name, message)
-        assert "nests deeper than 1000 levels (through cyc.Node.parent → cyc.Node.parent → cyc.Node.parent → ... (994 more)" in message
+        assert (
+            "nests deeper than 1000 levels (through cyc.Node.parent → cyc.Node.parent → cyc.Node.parent → ... (994 more)"
+            in message
+        )
         assert "would overflow the C stack" in message and "set_max_graph_depth" in message
 
 
@@ -180,7 +183,9 @@ loop = node(); set_field(loop, 'parent', loop)
     results = run_child(lib, pure, build, calls)
     assert results["hash_equal"][2] == "True"
     assert results["key"][2] == "'StructuralKey'"
-    assert "cyc.Node.items → Array[0] → cyc.Node.owner → cyc.Node (the same object again)" in results["pickle_refused"][2]
+    assert (
+        "cyc.Node.items → Array[0] → cyc.Node.owner → cyc.Node (the same object again)" in results["pickle_refused"][2]
+    )
     assert results["chain_hash"][2] == "True"
     assert results["chain_pickle"][2] == "'n899'"
     assert results["chain_walk"][0] == "ok"
@@ -200,7 +205,9 @@ def test_the_bound_can_be_set_and_is_checked(lib: Path, pure: bool) -> None:
     build += "\ndef catch(f):\n    try:\n        f()\n    except Exception as exc:\n        return f'{type(exc).__name__}: {exc}'"
     results = run_child(lib, pure, build, calls)
     assert results["previous"][2] == "1000"
-    assert results["refused"][2].startswith("'GraphTooDeepError: structural_hash: the object graph nests deeper than 10 levels")
+    assert results["refused"][2].startswith(
+        "'GraphTooDeepError: structural_hash: the object graph nests deeper than 10 levels"
+    )
     assert results["restored"][2] == "[10, 1000, 'int']"
     assert results["bad"][2] == "'ValueError: set_max_graph_depth: expected a positive int, got 0'"
 

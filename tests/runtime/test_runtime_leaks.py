@@ -98,7 +98,9 @@ def measure(loop, n, warm, sentinel):
 CASES: dict[str, tuple[int, str]] = {}
 
 # --------------------------------------------------------------------------------------------
-CASES["calls"] = (100_000, """
+CASES["calls"] = (
+    100_000,
+    """
 sentinel = T.TestIntPair(3, 4)
 
 def loop(n):
@@ -110,10 +112,13 @@ def loop(n):
         assert T.TestIntPairSum(sentinel) == 7
         assert T.echo(i) == i
     return n
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["fields"] = (100_000, """
+CASES["fields"] = (
+    100_000,
+    """
 sentinel = T.TestIntPair(3, 4)
 strings = [LONG + "a", LONG + "b"]
 sat = T.SchemaAllTypes.make_with(1, 2.0, "s")
@@ -138,10 +143,13 @@ def loop(n):
         holder.v_any = s  # Any field holding a heap string
         assert holder.v_any == s
     return n
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["containers"] = (100_000, """
+CASES["containers"] = (
+    100_000,
+    """
 sentinel = T.TestIntPair(3, 4)
 
 def loop(n):
@@ -162,10 +170,13 @@ def loop(n):
         assert sorted(d.keys()) == ["l", "s"] and d["s"].same_as(sentinel)
         assert any(v == LONG for v in d.values() if isinstance(v, str))
     return rounds * 4
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["callbacks"] = (100_000, """
+CASES["callbacks"] = (
+    100_000,
+    """
 sentinel = T.TestIntPair(3, 4)
 identity = rt.Function.from_callable(lambda x: x)
 
@@ -183,10 +194,13 @@ def loop(n):
         if i % 2 == 0:  # a new Function from a new closure, released after the call
             assert apply(lambda x, s: len(s) + x.a, sentinel, LONG) == len(LONG) + 3
     return n
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["errors"] = (30_000, """
+CASES["errors"] = (
+    30_000,
+    """
 sentinel = T.TestIntPair(3, 4)
 
 class Boom(Exception):
@@ -222,10 +236,13 @@ def loop(n):
         else:
             raise AssertionError(f"iteration {i}: no error raised")
     return n
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["tensors"] = (100_000, """
+CASES["tensors"] = (
+    100_000,
+    """
 import numpy as np
 
 sentinel = T.TestIntPair(3, 4)
@@ -251,10 +268,13 @@ _measure = measure
 def measure(loop, n, warm, sentinel):
     _measure(loop, n, warm, sentinel)
     assert use_count(kept) == kept_uc, (use_count(kept), kept_uc)
-""")
+""",
+)
 
 # --------------------------------------------------------------------------------------------
-CASES["structural"] = (20_000, """
+CASES["structural"] = (
+    20_000,
+    """
 from fixtures import load_expr_ir
 from tvmffi_runtime import UNCHANGED, WalkOrder, WalkResult, structural_map, structural_walk
 from tvmffi_runtime.structural import on
@@ -289,7 +309,8 @@ def loop(n):
             assert out.b.b.b.same_as(sentinel)
         assert out.a.same_as(sentinel) and not out.same_as(tree)
     return n
-""")
+""",
+)
 
 
 def _script(case: str) -> str:
@@ -300,13 +321,11 @@ def _script(case: str) -> str:
 
 def _run_case(case: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", _script(case)], capture_output=True, text=True, timeout=300, env=env
-    )
+    proc = subprocess.run([sys.executable, "-c", _script(case)], capture_output=True, text=True, timeout=300, env=env)
     result = None
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
-            result = json.loads(line[len("RESULT "):])
+            result = json.loads(line[len("RESULT ") :])
     return proc, result
 
 

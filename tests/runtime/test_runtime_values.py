@@ -287,9 +287,7 @@ def test_shape(roundtrip):
     assert roundtrip(rt.Shape([])) == ()
 
 
-@pytest.mark.parametrize(
-    "shape, dtype", [((2, 3), "float32"), ((5,), "int64"), ((1, 2, 3), "uint8"), ((), "float64")]
-)
+@pytest.mark.parametrize("shape, dtype", [((2, 3), "float32"), ((5,), "int64"), ((1, 2, 3), "uint8"), ((), "float64")])
 def test_tensor_from_numpy(roundtrip, shape, dtype):
     arr = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
     out = roundtrip(arr)

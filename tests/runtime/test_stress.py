@@ -37,9 +37,7 @@ def run_child(source: str, *args: str, timeout: float = 60) -> subprocess.Comple
     """Run ``source`` (after the sys.path preamble) in a fresh interpreter."""
     env = dict(os.environ, PYTHONFAULTHANDLER="1", PYTHONDONTWRITEBYTECODE="1")
     code = PREAMBLE + textwrap.dedent(source)
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def assert_clean(proc: subprocess.CompletedProcess[str]) -> str:

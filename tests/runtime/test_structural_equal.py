@@ -99,7 +99,9 @@ def test_options_reach_the_engine() -> None:
     a, b = rt.Tensor(np.zeros(3)), rt.Tensor(np.ones(3))
     assert not rt.structural_equal(a, b)
     assert rt.structural_equal(a, b, skip_tensor_content=True)
-    assert rt.structural_equal(a, b, skip_tensor_content=True) is tvm_ffi.structural_equal(a, b, skip_tensor_content=True)
+    assert rt.structural_equal(a, b, skip_tensor_content=True) is tvm_ffi.structural_equal(
+        a, b, skip_tensor_content=True
+    )
     assert rt.structural_hash(a, skip_tensor_content=True) == rt.structural_hash(b, skip_tensor_content=True)
 
 

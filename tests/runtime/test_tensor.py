@@ -315,9 +315,7 @@ def test_read_only_arrays_are_refused(helpers: rt.Module) -> None:
 # dtypes
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
-def test_dtype_round_trips_through_native_code(
-    dtype: str, helpers: rt.Module, echo: rt.Function
-) -> None:
+def test_dtype_round_trips_through_native_code(dtype: str, helpers: rt.Module, echo: rt.Function) -> None:
     a = np.array(DTYPE_VALUES[dtype], dtype=dtype).reshape(2, 3)
     t = rt.Tensor(a)
     assert t.dtype == dtype and str(t.dtype) == dtype
@@ -565,9 +563,7 @@ def _rss_bytes() -> int:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc/self/statm (Linux)")
-def test_ten_thousand_round_trips_leak_nothing(
-    helpers: rt.Module, echo: rt.Function, use_count: rt.Function
-) -> None:
+def test_ten_thousand_round_trips_leak_nothing(helpers: rt.Module, echo: rt.Function, use_count: rt.Function) -> None:
     a = np.arange(64, dtype=np.float32)
     t = rt.Tensor(a)
     weighted = helpers.get_function("weighted_sum_f64")

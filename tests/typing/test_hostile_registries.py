@@ -25,7 +25,9 @@ from registry_checks import declared_fields, mypy_errors
 
 
 def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
-    return Snapshot("libx.so", "/nonexistent/libx.so", [0, 1, 16], types, functions, {"ffi.Object": [], "ffi.Enum": ["ffi.Object"]})
+    return Snapshot(
+        "libx.so", "/nonexistent/libx.so", [0, 1, 16], types, functions, {"ffi.Object": [], "ffi.Enum": ["ffi.Object"]}
+    )
 
 
 INT = {"type": "int"}
@@ -35,12 +37,15 @@ ARR_INT = {"type": "ffi.Array", "args": [INT]}
 def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
     # Regression pin for the naming rule: registry names equal to the module's import aliases
     # (_bind, _rt, _t, _abc) must be renamed, or the module rebinds the alias and fails at import.
-    functions = [FunctionSnap("a._bind", schema={"type": "ffi.Function", "args": [INT, INT]}), FunctionSnap("a.f", schema=None)]
+    functions = [
+        FunctionSnap("a._bind", schema={"type": "ffi.Function", "args": [INT, INT]}),
+        FunctionSnap("a.f", schema=None),
+    ]
     types = [TypeSnap("a._rt", ["ffi.Object"])]
     files = render_package(build_model(_snap(types, functions), "pkg"))
     namespace: dict[str, Any] = {"__name__": "pkg.a"}
     code = files["a/__init__.py"].replace("@_bind.register(", "@_bind_register_stub(")  # type a._rt is not loaded
-    namespace["_bind_register_stub"] = lambda *a, **k: (lambda cls: cls)
+    namespace["_bind_register_stub"] = lambda *a, **k: lambda cls: cls
     exec(compile(code, "pkg/a/__init__.py", "exec"), namespace)
     assert callable(namespace["f"])
     assert namespace["_bind"] is __import__("tvmffi_runtime.bind").bind
@@ -51,9 +56,19 @@ def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
 def test_parameters_named_like_generated_import_aliases_pass_mypy() -> None:
     named = {
         "type": "ffi.Function",
-        "named_args": {"return": [ARR_INT], "params": [{"type": "ffi.Array", "args": [INT], "name": "_rt"}, {**INT, "name": "_t"}]},
+        "named_args": {
+            "return": [ARR_INT],
+            "params": [{"type": "ffi.Array", "args": [INT], "name": "_rt"}, {**INT, "name": "_t"}],
+        },
     }
-    types = [TypeSnap("a.K", ["ffi.Object"], init="auto", fields=[FieldSnap("_bind", schema=INT), FieldSnap("_abc", schema=ARR_INT)])]
+    types = [
+        TypeSnap(
+            "a.K",
+            ["ffi.Object"],
+            init="auto",
+            fields=[FieldSnap("_bind", schema=INT), FieldSnap("_abc", schema=ARR_INT)],
+        )
+    ]
     files = render_package(build_model(_snap(types, [FunctionSnap("a.f", schema=named)]), "pkg"))
     errors, report = mypy_errors(files)
     assert errors == 0, report
@@ -108,7 +123,10 @@ def test_compatible_overrides_pass_mypy() -> None:
             FieldSnap("obj_to_sub", schema=c_ref),
             FieldSnap("rw_to_ro", schema=INT),
         ],
-        methods=[MethodSnap("covariant", schema=fn(c_ref, c_ref)), MethodSnap("wider", schema=fn(INT, c_ref, {"type": "Any"}))],
+        methods=[
+            MethodSnap("covariant", schema=fn(c_ref, c_ref)),
+            MethodSnap("wider", schema=fn(INT, c_ref, {"type": "Any"})),
+        ],
     )
     files = render_package(build_model(_snap([parent, child], []), "pkg"))
     errors, report = mypy_errors(files)
@@ -120,7 +138,11 @@ def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy() 
     # Regression pin: the `# type: ignore[override]` must sit where mypy reports the override
     # (the `@property` line when the field has a setter).
     types = [
-        TypeSnap("a.P", ["ffi.Object"], fields=[FieldSnap("x", schema={"type": "ffi.Map", "args": [{"type": "ffi.String"}, INT]})]),
+        TypeSnap(
+            "a.P",
+            ["ffi.Object"],
+            fields=[FieldSnap("x", schema={"type": "ffi.Map", "args": [{"type": "ffi.String"}, INT]})],
+        ),
         TypeSnap("a.C", ["ffi.Object", "a.P"], fields=[FieldSnap("x", schema=ARR_INT, writable=True)]),
     ]
     files = render_package(build_model(_snap(types, []), "pkg"))
@@ -137,7 +159,12 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
         return {"type": "ffi.Function", "args": [INT, self_ref]}
 
     types = [
-        TypeSnap("a.P", ["ffi.Object"], fields=[FieldSnap("my_f", schema=INT)], methods=[MethodSnap("my_m", schema=method(p_ref))]),
+        TypeSnap(
+            "a.P",
+            ["ffi.Object"],
+            fields=[FieldSnap("my_f", schema=INT)],
+            methods=[MethodSnap("my_m", schema=method(p_ref))],
+        ),
         TypeSnap(
             "a.C",
             ["ffi.Object", "a.P"],
@@ -153,8 +180,12 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     assert len(set(accessors)) == len(accessors), accessors
     # and the rendered module binds each registry name to its own accessor
     tree = ast.parse(render_package(model)["a/__init__.py"])
-    bound = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
-    bound += [node.target.id for node in tree.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)]
+    bound = [
+        t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+    ]
+    bound += [
+        node.target.id for node in tree.body if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    ]
     assert len(bound) == len(set(bound)), sorted(bound)
     # each field of C is declared once, under its own registry name
     class_c = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == child.name)
@@ -249,7 +280,9 @@ def test_cyclic_ancestry_in_a_snapshot_is_refused_not_hung() -> None:
     code = CYCLE_SCRIPT.format(root=str(ROOT), runtime=str(ROOT / "runtime"))
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
     try:
-        proc = subprocess.run([sys.executable, "-c", limit + textwrap.dedent(code)], capture_output=True, text=True, timeout=5)
+        proc = subprocess.run(
+            [sys.executable, "-c", limit + textwrap.dedent(code)], capture_output=True, text=True, timeout=5
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("build_model did not return within 5 s on a snapshot with cyclic ancestry")
     assert proc.returncode == 0, proc.stderr[-2000:]

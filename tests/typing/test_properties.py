@@ -156,12 +156,17 @@ def _schema_snapshot(schema: Any) -> Snapshot:
         TypeSnap(
             "pkgx.Auto",
             ["ffi.Object", "pkgx.Known"],
-            fields=[FieldSnap("g", schema=schema, has_default=True, default=None), FieldSnap("h", schema=schema, kw_only=True)],
+            fields=[
+                FieldSnap("g", schema=schema, has_default=True, default=None),
+                FieldSnap("h", schema=schema, kw_only=True),
+            ],
             init="auto",
         ),
     ]
     functions = [FunctionSnap("pkgx.fn", schema=schema), FunctionSnap("top", schema=schema, exported=True)]
-    return Snapshot("libx.so", "/nonexistent/libx.so", [0, 1, 16], types, functions, {"ffi.Object": [], "ext.Base": ["ffi.Object"]})
+    return Snapshot(
+        "libx.so", "/nonexistent/libx.so", [0, 1, 16], types, functions, {"ffi.Object": [], "ext.Base": ["ffi.Object"]}
+    )
 
 
 @FAST
@@ -177,7 +182,9 @@ def test_model_turns_malformed_schemas_into_a_warning_and_any(schema: Any) -> No
         assert not any(w.startswith(("field pkgx.Known.f:", "function pkgx.fn:")) for w in warnings), warnings
     elif _parse_or_none(schema) is None:
         assert field.getter_type == field.setter_type == "_t.Any"
-        assert any(w.startswith("field pkgx.Known.f: malformed type schema") and "typed as Any" in w for w in warnings), warnings
+        assert any(
+            w.startswith("field pkgx.Known.f: malformed type schema") and "typed as Any" in w for w in warnings
+        ), warnings
     try:
         function_sig(schema)
         malformed_fn = False  # (None included: an unknown, packed signature)
@@ -270,7 +277,9 @@ def _registries(
                     lambda r, ps: {"type": "ffi.Function", "named_args": {"return": [r], "params": ps}},
                     field_schema.filter(lambda s: isinstance(s, dict)),
                     st.lists(
-                        st.builds(lambda s, n: {**s, "name": n}, field_schema.filter(lambda s: isinstance(s, dict)), name),
+                        st.builds(
+                            lambda s, n: {**s, "name": n}, field_schema.filter(lambda s: isinstance(s, dict)), name
+                        ),
                         max_size=3,
                     ),
                 ),
@@ -537,7 +546,11 @@ leaf_values = (
 )
 nested_values = st.recursive(
     leaf_values,
-    lambda c: st.lists(c, max_size=4) | st.lists(c, max_size=4).map(tuple) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+    lambda c: (
+        st.lists(c, max_size=4)
+        | st.lists(c, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=8), c, max_size=4)
+    ),
     max_leaves=25,
 )
 

@@ -43,8 +43,15 @@ def _user_program() -> str:
 def test_user_program_lists_the_structural_equality_api() -> None:
     """The generated program covers the names of issue 18 item 6 (guards the generator above)."""
     program = _user_program()
-    for name in ("structural_equal", "structural_hash", "get_first_structural_mismatch",
-                 "StructuralKey", "AccessPath", "AccessKind", "AccessStep"):
+    for name in (
+        "structural_equal",
+        "structural_hash",
+        "get_first_structural_mismatch",
+        "StructuralKey",
+        "AccessPath",
+        "AccessKind",
+        "AccessStep",
+    ):
         assert f"rt.{name}," in program
         assert f"from tvmffi_runtime.structural_eq import {name} as" in program
 

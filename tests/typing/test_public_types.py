@@ -35,7 +35,9 @@ PUBLIC_MODULES = (
     "tvmffi_runtime.tensor",
 )
 
-_NATIVE = "a value converted from native code: its type is only known at run time (object would force a cast on every use)"
+_NATIVE = (
+    "a value converted from native code: its type is only known at run time (object would force a cast on every use)"
+)
 _OVERRIDE = "an overridable hook's parameter: subclasses annotate the narrower type they handle (with object that override is an LSP error)"
 
 #: Public plain-``Any`` annotations that stay, each with its reason.
@@ -48,7 +50,8 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.reflection:get_field:return": _NATIVE,
     "tvmffi_runtime.reflection:type_attr:return": _NATIVE + "; the column's value depends on the attribute name",
     "tvmffi_runtime.copying:from_json_graph:return": _NATIVE + "; whatever the JSON graph describes",
-    "tvmffi_runtime.structural_eq:StructuralKey.key:return": _NATIVE + "; the wrapped value came back through the FFI (a list is an Array now)",
+    "tvmffi_runtime.structural_eq:StructuralKey.key:return": _NATIVE
+    + "; the wrapped value came back through the FFI (a list is an Array now)",
     "tvmffi_runtime.structural:VisitInterrupt.value:return": _NATIVE + "; the payload came back through the FFI",
     "tvmffi_runtime.structural:structural_map:return": _NATIVE + "; the handlers decide what the root becomes",
     "tvmffi_runtime.structural:structural_mutate:return": _NATIVE + "; the callbacks decide what the root becomes",
@@ -60,10 +63,14 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.structural:MutatorBase.default_mutate:return": _NATIVE + "; the mutated value",
     "tvmffi_runtime.structural:MutatorBase.default_maybe_inplace_mutate:return": _NATIVE + "; the mutated value",
     "tvmffi_runtime.structural:MutatorBase.var_remap_get:return": _NATIVE + "; the recorded replacement or None",
-    "tvmffi_runtime.structural:VisitContext.with_def_region_kind:return": _NATIVE + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
-    "tvmffi_runtime.structural:MutateContext.with_def_region_kind:return": _NATIVE + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
-    "tvmffi_runtime.structural:VisitorBase.with_def_region_kind:return": _NATIVE + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
-    "tvmffi_runtime.structural:MutatorBase.with_def_region_kind:return": _NATIVE + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
+    "tvmffi_runtime.structural:VisitContext.with_def_region_kind:return": _NATIVE
+    + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
+    "tvmffi_runtime.structural:MutateContext.with_def_region_kind:return": _NATIVE
+    + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
+    "tvmffi_runtime.structural:VisitorBase.with_def_region_kind:return": _NATIVE
+    + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
+    "tvmffi_runtime.structural:MutatorBase.with_def_region_kind:return": _NATIVE
+    + "; fn's result comes back through the FFI call (a list as an Array), so it is not fn's type",
     "tvmffi_runtime.structural:VisitContext.value:attr": _NATIVE + "; the value the callback runs on",
     "tvmffi_runtime.structural:MutateContext.value:attr": _NATIVE + "; the value the callback runs on",
     # the caller's own object, handed back without a type parameter to carry its type
@@ -86,6 +93,7 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.structural:ContextPolicy.exit:value": _OVERRIDE + " (the values its types select)",
     "tvmffi_runtime.structural:ContextPolicy.around:value": _OVERRIDE + " (the values its types select)",
 }
+
 
 def _is_plain_any(annotation: object) -> bool:
     if annotation is typing.Any:

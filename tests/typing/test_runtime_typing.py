@@ -43,24 +43,36 @@ def test_runtime_passes_pyright_strict() -> None:
     assert (RUNTIME / "pyrightconfig.json").is_file()
     proc = subprocess.run(
         [pyright, "--outputjson", "--pythonpath", sys.executable],
-        cwd=RUNTIME, capture_output=True, text=True,
+        cwd=RUNTIME,
+        capture_output=True,
+        text=True,
     )
     result = json.loads(proc.stdout)
     errors = [d for d in result["generalDiagnostics"] if d["severity"] == "error"]
     assert result["summary"]["filesAnalyzed"] > 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     per_file = Counter(Path(d["file"]).name for d in errors)
-    first = "\n".join(
-        f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20]
-    )
+    first = "\n".join(f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20])
     assert not errors, f"pyright strict on the runtime, errors per file {dict(per_file)}:\n{first}"
 
 
 def test_generator_is_mypy_strict_clean(tmp_path: Path) -> None:
     """The generator too: its model objects are what the templates trust."""
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--show-error-codes", "--cache-dir", str(tmp_path / "c"),
-         "-p", "tvmffi_gen"],
-        cwd=RUNTIME.parent, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--show-error-codes",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "-p",
+            "tvmffi_gen",
+        ],
+        cwd=RUNTIME.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
 
@@ -72,19 +84,23 @@ def test_generator_passes_pyright_strict(tmp_path: Path) -> None:
     pyright = find_pyright()
     assert pyright, "basedpyright is part of the test extras"
     config = tmp_path / "pyrightconfig.json"
-    config.write_text(json.dumps({
-        "typeCheckingMode": "strict",
-        "include": [str(RUNTIME.parent / "tvmffi_gen")],
-        "reportPrivateUsage": False,  # the generator's modules share their private helpers
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "typeCheckingMode": "strict",
+                "include": [str(RUNTIME.parent / "tvmffi_gen")],
+                "reportPrivateUsage": False,  # the generator's modules share their private helpers
+            }
+        )
+    )
     proc = subprocess.run(
         [pyright, "--outputjson", "-p", str(config), "--pythonpath", sys.executable],
-        cwd=tmp_path, capture_output=True, text=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     result = json.loads(proc.stdout)
     errors = [d for d in result["generalDiagnostics"] if d["severity"] == "error"]
     assert result["summary"]["filesAnalyzed"] > 40, proc.stdout[-2000:] + proc.stderr[-2000:]
-    first = "\n".join(
-        f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20]
-    )
+    first = "\n".join(f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20])
     assert not errors, f"pyright strict on the generator:\n{first}"

@@ -67,13 +67,16 @@ def test_precise_types_check_clean(tmp_path: Path) -> None:
 
 
 def test_wrong_traversal_base_is_a_type_error_in_both_checkers(tmp_path: Path) -> None:
-    reports = _check(tmp_path, """\
+    reports = _check(
+        tmp_path,
+        """\
         import tvmffi_runtime as rt
         from tvmffi_testing.testing import TestIntPair
         from tvmffi_testing.visitors import Walker
 
         rt.structural_map(TestIntPair(1, 2), Walker())
-        """)
+        """,
+    )
     for name, report in reports.items():
         assert _errors_on(report, 5), (name, report)
 
@@ -83,31 +86,39 @@ def test_wrong_traversal_base_is_refused_at_run_time() -> None:
     from tvmffi_testing.testing import TestIntPair
     from tvmffi_testing.visitors import Mapper, Walker
 
-    with pytest.raises(TypeError, match=r"structural_map: expected a Mapper .*got Walker, a WalkerBase for structural_walk"):
+    with pytest.raises(
+        TypeError, match=r"structural_map: expected a Mapper .*got Walker, a WalkerBase for structural_walk"
+    ):
         rt.structural_map(TestIntPair(1, 2), Walker())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"structural_walk: expected a Walker .*got Mapper"):
         rt.structural_walk(TestIntPair(1, 2), Mapper())  # type: ignore[arg-type]
 
 
 def test_assigning_a_read_only_field_reads_as_read_only(tmp_path: Path) -> None:
-    reports = _check(tmp_path, """\
+    reports = _check(
+        tmp_path,
+        """\
         from tvmffi_testing.testing import TestCompare
 
         def f(x: TestCompare) -> None:
             x.key = 3
-        """)
-    assert any("Cannot assign to final attribute \"key\"" in entry for entry in _errors_on(reports["mypy"], 4)), reports
+        """,
+    )
+    assert any('Cannot assign to final attribute "key"' in entry for entry in _errors_on(reports["mypy"], 4)), reports
     assert any("declared as Final" in entry or "Final" in entry for entry in _errors_on(reports["pyright"], 4)), reports
 
 
 def test_get_global_without_allow_missing_is_not_optional(tmp_path: Path) -> None:
-    reports = _check(tmp_path, """\
+    reports = _check(
+        tmp_path,
+        """\
         import tvmffi_runtime as rt
 
         rt.Function.get_global("testing.nop")()
         h = rt.Function.get_global("testing.nop", allow_missing=True)
         h()
-        """)
+        """,
+    )
     assert reports["mypy"].count("error") == 1 and _errors_on(reports["mypy"], 5), reports
     assert _errors_on(reports["pyright"], 5) and not _errors_on(reports["pyright"], 3), reports
 
@@ -129,7 +140,9 @@ def test_ide_completes_a_field_value_with_the_values_members() -> None:
 def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(tmp_path: Path) -> None:
     """An int argument takes what has ``__index__``, a float argument what has ``__float__`` (as
     the runtime does); results stay ``int``/``float``; a numpy float is not an int (issue 18)."""
-    reports = _check(tmp_path, """\
+    reports = _check(
+        tmp_path,
+        """\
         import numpy as np
         from tvmffi_testing.testing import SchemaAllTypes, TestIntPair, add_one, schema_id_float
 
@@ -138,10 +151,14 @@ def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(tmp_path: Path)
         p = TestIntPair(np.int32(1), np.uint8(2))
         s = SchemaAllTypes.make_with(np.int16(1), np.float64(2.0), "x")
         add_one(np.float64(1.0))
-        """)
+        """,
+    )
     _, reports["pyright default"] = run_pyright(PKG, [tmp_path / "prog.py"], mode="default")
     for name, report in reports.items():
-        assert [entry for entry in report.splitlines() if "error" in entry and "prog.py:8:" not in entry] == [], (name, report)
+        assert [entry for entry in report.splitlines() if "error" in entry and "prog.py:8:" not in entry] == [], (
+            name,
+            report,
+        )
         assert _errors_on(report, 8), (name, report)
     # in basedpyright's default mode the package itself reports nothing (the program may: it
     # drops call results)

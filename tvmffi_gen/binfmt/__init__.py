@@ -81,9 +81,9 @@ def read_exports(path: str) -> Exports:
     present = set(symbols)
     functions = [
         ExportedFunction(
-            name=sym[len(EXPORT_PREFIX):],
-            has_metadata=METADATA_PREFIX + sym[len(EXPORT_PREFIX):] in present,
-            has_doc=DOC_PREFIX + sym[len(EXPORT_PREFIX):] in present,
+            name=sym[len(EXPORT_PREFIX) :],
+            has_metadata=METADATA_PREFIX + sym[len(EXPORT_PREFIX) :] in present,
+            has_doc=DOC_PREFIX + sym[len(EXPORT_PREFIX) :] in present,
         )
         for sym in symbols
         if len(sym) > len(EXPORT_PREFIX) and sym[len(EXPORT_PREFIX)] != "_"

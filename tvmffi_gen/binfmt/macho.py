@@ -34,8 +34,15 @@ _LC_DYLD_INFO = 0x22
 _LC_DYLD_INFO_ONLY = 0x80000022
 _LC_DYLD_EXPORTS_TRIE = 0x80000033
 
-_CPU_NAMES = {7: "i386", 0x01000007: "x86_64", 12: "arm", 0x0100000C: "arm64", 0x0200000C: "arm64_32",
-              18: "ppc", 0x01000012: "ppc64"}
+_CPU_NAMES = {
+    7: "i386",
+    0x01000007: "x86_64",
+    12: "arm",
+    0x0100000C: "arm64",
+    0x0200000C: "arm64_32",
+    18: "ppc",
+    0x01000012: "ppc64",
+}
 
 
 def is_macho(head: bytes) -> bool:
@@ -67,17 +74,21 @@ def _fat(what: str, buf: memoryview, is64: bool, prefix: bytes) -> tuple[str, li
         )
     entry = struct.Struct(">iiQQII" if is64 else ">iiIII")
     if 8 + nfat * entry.size > len(buf):
-        raise BinaryFormatError(f"{what}: truncated universal Mach-O file (its {nfat} architecture entries"
-                                f" end past its {len(buf)} bytes)")
+        raise BinaryFormatError(
+            f"{what}: truncated universal Mach-O file (its {nfat} architecture entries end past its {len(buf)} bytes)"
+        )
     archs: list[str] = []
     names: set[str] = set()
     for i in range(nfat):
         cputype, _sub, offset, size = entry.unpack_from(buf, 8 + i * entry.size)[:4]
         if offset + size > len(buf) or size < 4:
-            raise BinaryFormatError(f"{what}: truncated universal Mach-O file (architecture {i} at bytes"
-                                    f" {offset}..{offset + size}, past its {len(buf)} bytes)")
-        arch, found = _thin(f"{what} ({_CPU_NAMES.get(cputype, hex(cputype))} slice)", buf[offset : offset + size],
-                            prefix)
+            raise BinaryFormatError(
+                f"{what}: truncated universal Mach-O file (architecture {i} at bytes"
+                f" {offset}..{offset + size}, past its {len(buf)} bytes)"
+            )
+        arch, found = _thin(
+            f"{what} ({_CPU_NAMES.get(cputype, hex(cputype))} slice)", buf[offset : offset + size], prefix
+        )
         archs.append(arch)
         names.update(found)
     return f"Mach-O universal ({', '.join(archs)})", sorted(names)
@@ -94,11 +105,14 @@ def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
     cputype, _sub, _filetype, ncmds, sizeofcmds = struct.unpack_from(end + "iiIII", buf, 4)
     arch = _CPU_NAMES.get(cputype, hex(cputype & 0xFFFFFFFF))
     if header + sizeofcmds > len(buf):
-        raise BinaryFormatError(f"{what}: truncated Mach-O file (its load commands end at byte"
-                                f" {header + sizeofcmds}, past its {len(buf)} bytes)")
+        raise BinaryFormatError(
+            f"{what}: truncated Mach-O file (its load commands end at byte"
+            f" {header + sizeofcmds}, past its {len(buf)} bytes)"
+        )
     if ncmds * 8 > sizeofcmds:
-        raise BinaryFormatError(f"{what}: malformed Mach-O file ({ncmds} load commands cannot fit in"
-                                f" {sizeofcmds} bytes)")
+        raise BinaryFormatError(
+            f"{what}: malformed Mach-O file ({ncmds} load commands cannot fit in {sizeofcmds} bytes)"
+        )
     trie: tuple[int, int] | None = None
     symtab: tuple[int, int, int, int] | None = None
     extdef: tuple[int, int] | None = None
@@ -144,8 +158,9 @@ def _uleb(what: str, trie: bytes, pos: int) -> tuple[int, int]:
 
 def _trie(what: str, buf: memoryview, start: int, size: int, prefix: bytes) -> list[str]:
     if start + size > len(buf):
-        raise BinaryFormatError(f"{what}: truncated Mach-O file (its export trie ends at byte {start + size},"
-                                f" past its {len(buf)} bytes)")
+        raise BinaryFormatError(
+            f"{what}: truncated Mach-O file (its export trie ends at byte {start + size}, past its {len(buf)} bytes)"
+        )
     trie = bytes(buf[start : start + size])
     names: list[str] = []
     seen: set[int] = set()
@@ -170,21 +185,31 @@ def _trie(what: str, buf: memoryview, start: int, size: int, prefix: bytes) -> l
             full = text + trie[pos:nul]
             child, pos = _uleb(what, trie, nul + 1)
             if child >= size:
-                raise BinaryFormatError(f"{what}: malformed Mach-O export trie (child node {child} past its"
-                                        f" {size} bytes)")
+                raise BinaryFormatError(
+                    f"{what}: malformed Mach-O export trie (child node {child} past its {size} bytes)"
+                )
             n = min(len(full), len(prefix))
             if full[:n] == prefix[:n]:  # only branches that can still lead to the prefix
                 todo.append((child, full))
     return names
 
 
-def _symtab(what: str, buf: memoryview, end: str, is64: bool, symtab: tuple[int, int, int, int],
-            extdef: tuple[int, int] | None, prefix: bytes) -> list[str]:
+def _symtab(
+    what: str,
+    buf: memoryview,
+    end: str,
+    is64: bool,
+    symtab: tuple[int, int, int, int],
+    extdef: tuple[int, int] | None,
+    prefix: bytes,
+) -> list[str]:
     symoff, nsyms, stroff, strsize = symtab
     entry = struct.Struct(end + ("IBBHQ" if is64 else "IBBhI"))
     if symoff + nsyms * entry.size > len(buf) or stroff + strsize > len(buf):
-        raise BinaryFormatError(f"{what}: truncated Mach-O file (its symbol table of {nsyms} entries or its"
-                                f" strings end past its {len(buf)} bytes)")
+        raise BinaryFormatError(
+            f"{what}: truncated Mach-O file (its symbol table of {nsyms} entries or its"
+            f" strings end past its {len(buf)} bytes)"
+        )
     first, count = (0, nsyms) if extdef is None else extdef
     if first + count > nsyms:
         raise BinaryFormatError(f"{what}: malformed Mach-O file (external symbols {first}+{count} of {nsyms})")

@@ -71,8 +71,9 @@ def pe_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple[st
             if vaddr <= rva < vaddr + max(vsize, raw_size):
                 off = raw_ptr + rva - vaddr
                 if off + length > size:
-                    raise BinaryFormatError(f"{what}: truncated PE file ({thing} at byte {off} ends past its"
-                                            f" {size} bytes)")
+                    raise BinaryFormatError(
+                        f"{what}: truncated PE file ({thing} at byte {off} ends past its {size} bytes)"
+                    )
                 return off
         raise BinaryFormatError(f"{what}: malformed PE file ({thing} at address {rva:#x} is outside its sections)")
 
@@ -81,8 +82,9 @@ def pe_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple[st
     if nnames == 0:
         return desc, []
     if nnames * 4 > size:
-        raise BinaryFormatError(f"{what}: malformed PE file (it claims {nnames} exported names, more than its"
-                                f" {size} bytes can hold)")
+        raise BinaryFormatError(
+            f"{what}: malformed PE file (it claims {nnames} exported names, more than its {size} bytes can hold)"
+        )
     table = offset(names_rva, nnames * 4, f"the table of {nnames} exported names")
     names: list[str] = []
     for (rva,) in struct.iter_unpack("<I", buf[table : table + nnames * 4]):
@@ -92,8 +94,9 @@ def pe_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple[st
         chunk = bytes(buf[at : at + 4096])
         nul = chunk.find(b"\0")
         if nul < 0 and at + len(chunk) >= size:
-            raise BinaryFormatError(f"{what}: truncated PE file (an exported name at byte {at} runs past its"
-                                    f" {size} bytes)")
+            raise BinaryFormatError(
+                f"{what}: truncated PE file (an exported name at byte {at} runs past its {size} bytes)"
+            )
         if nul < 0:
             raise BinaryFormatError(f"{what}: malformed PE file (an exported name at byte {at} is not terminated)")
         names.append(chunk[:nul].decode("utf-8", "replace"))

@@ -26,9 +26,19 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
-def run_stubs(package: str, output: str, exclude: list[str], preload: list[str], project: bool,
-              check: bool, timeout: float, info: Callable[[str], None], warn: Callable[[str], None],
-              force: bool = False, use_cache: bool = True) -> int:
+def run_stubs(
+    package: str,
+    output: str,
+    exclude: list[str],
+    preload: list[str],
+    project: bool,
+    check: bool,
+    timeout: float,
+    info: Callable[[str], None],
+    warn: Callable[[str], None],
+    force: bool = False,
+    use_cache: bool = True,
+) -> int:
     """Write (or with ``check``, compare) the stubs of ``package`` under ``output``; 1 when
     ``check`` finds a difference. ``use_cache``: use the user cache of stubgen and libcst results
     (``cache.py``)."""
@@ -36,8 +46,10 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
     out = Path(output)
     marker = next((m for m in ("__init__.py", ".tvmffi-gen.json") if (out / m).is_file()), None)
     if marker is not None and not force:
-        raise StubsError(f"-o {out}: a Python package folder (it has {marker}): stubs go in a folder of"
-                         " their own (--force to write there anyway)")
+        raise StubsError(
+            f"-o {out}: a Python package folder (it has {marker}): stubs go in a folder of"
+            " their own (--force to write there anyway)"
+        )
     with disabled(not use_cache):
         result = build_stubs(package, exclude, preload, timeout, project)
     root = out / f"{package.split('.')[0]}-stubs"
@@ -47,8 +59,11 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
         warn(f"{name}: not covered ({reason})")
     for w in result.warnings:
         warn(w)
-    stale = sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(out).as_posix() not in result.files) \
-        if root.is_dir() else []
+    stale = (
+        sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(out).as_posix() not in result.files)
+        if root.is_dir()
+        else []
+    )
     changed: list[tuple[Path, str]] = []
     for rel, text in sorted(result.files.items()):
         path = out / rel
@@ -71,8 +86,12 @@ def run_stubs(package: str, output: str, exclude: list[str], preload: list[str],
     for path in stale:
         if _is_ours(path):
             path.unlink()
-    counts = ", ".join([counted(len(result.data["modules"]), "module"),
-                        counted(len(result.data["classes"]), "registered class", "registered classes"),
-                        counted(len(result.data["failed"]), "module") + " not covered"])
+    counts = ", ".join(
+        [
+            counted(len(result.data["modules"]), "module"),
+            counted(len(result.data["classes"]), "registered class", "registered classes"),
+            counted(len(result.data["failed"]), "module") + " not covered",
+        ]
+    )
     info(f"wrote {root} ({counts}; {counted(len(changed), 'file')} changed) in {time.perf_counter() - start:.2f} s")
     return 0

@@ -53,8 +53,7 @@ class StubResult:
     warnings: list[str]
 
 
-def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float,
-                project: bool) -> StubResult:
+def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float, project: bool) -> StubResult:
     """Everything ``--stubs-for`` writes, relative to OUT."""
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports

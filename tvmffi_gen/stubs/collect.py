@@ -46,9 +46,7 @@ class CollectError(Exception):
 def excluded(module: str, patterns: list[str]) -> bool:
     """Whether ``module`` or one of its parent packages matches one of the ``--exclude`` globs."""
     parts = module.split(".")
-    return any(
-        fnmatch.fnmatchcase(".".join(parts[:i]), pat) for pat in patterns for i in range(1, len(parts) + 1)
-    )
+    return any(fnmatch.fnmatchcase(".".join(parts[:i]), pat) for pat in patterns for i in range(1, len(parts) + 1))
 
 
 def module_files(package: str, roots: list[str], patterns: list[str]) -> dict[str, str]:
@@ -108,9 +106,14 @@ def _quick_getmodule() -> Any:
     misses: dict[str, int] = {}
 
     def getmodule(obj: Any, _filename: str | None = None) -> Any:
-        if _filename is None or not (_filename.startswith("<") and _filename.endswith(">")) \
-                or _filename in inspect.modulesbyfile or inspect.ismodule(obj) \
-                or hasattr(obj, "__module__") or hasattr(obj, "__name__"):
+        if (
+            _filename is None
+            or not (_filename.startswith("<") and _filename.endswith(">"))
+            or _filename in inspect.modulesbyfile
+            or inspect.ismodule(obj)
+            or hasattr(obj, "__module__")
+            or hasattr(obj, "__name__")
+        ):
             return original(obj, _filename)
         size = len(sys.modules)
         if misses.get(_filename) == size:
@@ -161,15 +164,17 @@ class _Watch:
         recent = now[1] - self.samples[0][1]
         if cpu >= MODULE_TIMEOUT:
             raise _Timeout(f"importing it computed for {MODULE_TIMEOUT:g} s of CPU without finishing")
-        if wall >= MODULE_TIMEOUT and now[0] - self.samples[0][0] >= MODULE_TIMEOUT \
-                and recent < IDLE_SHARE * MODULE_TIMEOUT:
+        if (
+            wall >= MODULE_TIMEOUT
+            and now[0] - self.samples[0][0] >= MODULE_TIMEOUT
+            and recent < IDLE_SHARE * MODULE_TIMEOUT
+        ):
             raise _Timeout(f"importing it made no progress for {MODULE_TIMEOUT:g} s (it waits on something?)")
         if wall >= MODULE_WALL_LIMIT:
             raise _Timeout(f"importing it did not finish within {MODULE_WALL_LIMIT:g} s")
 
 
-def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
-                ) -> tuple[list[str], dict[str, str]]:
+def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]) -> tuple[list[str], dict[str, str]]:
     """Import each module; ``bound`` gets, per package, the submodules bound on it right after
     its import (what ``import pkg.sub`` gives a user), before later imports bind more."""
     import importlib
@@ -188,8 +193,9 @@ def _import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]
             mod = importlib.import_module(name)
             ok.append(name)
             if files[name].endswith("__init__.py"):
-                bound[name] = sorted(a for a, v in vars(mod).items()
-                                     if isinstance(v, types.ModuleType) and v.__name__ == f"{name}.{a}")
+                bound[name] = sorted(
+                    a for a, v in vars(mod).items() if isinstance(v, types.ModuleType) and v.__name__ == f"{name}.{a}"
+                )
         except _Timeout as exc:
             failed[name] = str(exc)
         except SystemExit as exc:
@@ -226,12 +232,26 @@ def _type_facts(key: str) -> dict[str, Any]:
     fields: list[dict[str, Any]] = []
     for f in info.fields:
         snap = _field_snap(f)
-        fields.append({"name": snap.name, "doc": snap.doc, "schema": snap.schema, "writable": snap.writable,
-                       "has_default": snap.has_default, "init": snap.init, "kw_only": snap.kw_only})
+        fields.append(
+            {
+                "name": snap.name,
+                "doc": snap.doc,
+                "schema": snap.schema,
+                "writable": snap.writable,
+                "has_default": snap.has_default,
+                "init": snap.init,
+                "kw_only": snap.kw_only,
+            }
+        )
     methods: list[dict[str, Any]] = []
     init: dict[str, Any] | None = None
     for m in info.methods:
-        entry: dict[str, Any] = {"name": m.name, "doc": m.doc, "schema": _parse_schema(m.type_schema), "is_static": m.is_static}
+        entry: dict[str, Any] = {
+            "name": m.name,
+            "doc": m.doc,
+            "schema": _parse_schema(m.type_schema),
+            "is_static": m.is_static,
+        }
         if m.name == "__ffi_init__":
             init = {"kind": "method", **entry}
         else:
@@ -316,9 +336,11 @@ def _replaced_classes(mod: Any) -> list[str]:
     """Module-level names bound to a class with another name, made in a function: where the
     stub declares a class by that name, a class decorator replaced it by a wrapper class
     (``@relax.expr_functor.mutator``)."""
-    return sorted(attr for attr, value in _namespace(mod).items()
-                  if inspect.isclass(value) and "<locals>" in value.__qualname__
-                  and value.__qualname__.rsplit(".", 1)[-1] != attr)
+    return sorted(
+        attr
+        for attr, value in _namespace(mod).items()
+        if inspect.isclass(value) and "<locals>" in value.__qualname__ and value.__qualname__.rsplit(".", 1)[-1] != attr
+    )
 
 
 def _renamed_imports(mod: Any) -> dict[str, str]:
@@ -329,8 +351,14 @@ def _renamed_imports(mod: Any) -> dict[str, str]:
         if attr.startswith("_") or not inspect.isclass(value):
             continue
         where, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
-        if isinstance(where, str) and where != mod.__name__ and qual != attr and "." not in qual \
-                and qual.isidentifier() and getattr(sys.modules.get(where), qual, None) is value:
+        if (
+            isinstance(where, str)
+            and where != mod.__name__
+            and qual != attr
+            and "." not in qual
+            and qual.isidentifier()
+            and getattr(sys.modules.get(where), qual, None) is value
+        ):
             out[attr] = f"{where}:{qual}"
     return out
 
@@ -400,8 +428,10 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         files = {} if excluded(package, patterns) else {package: str(getattr(top, "__file__", ""))}
     if not files:
         given = " ".join(f"--exclude {p!r}" for p in patterns)
-        raise CollectError(f"{given}: {'they drop' if len(patterns) > 1 else 'it drops'} every module of"
-                           f" {package}, so nothing is left to stub")
+        raise CollectError(
+            f"{given}: {'they drop' if len(patterns) > 1 else 'it drops'} every module of"
+            f" {package}, so nothing is left to stub"
+        )
     unmatched = unmatched_excludes(package, roots, patterns)
     bound: dict[str, list[str]] = {}
     import inspect
@@ -438,8 +468,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         try:
             types[key] = _type_facts(key)
         except Exception as exc:  # noqa: BLE001
-            types[key] = {"ancestors": [], "doc": "", "fields": [], "methods": [], "init": None,
-                          "error": str(exc)}
+            types[key] = {"ancestors": [], "doc": "", "fields": [], "methods": [], "init": None, "error": str(exc)}
         index = core._object_type_key_to_index(key)
         info = core._type_index_to_type_info(index) if index is not None else None
         cls = info.type_cls if info is not None else None
@@ -455,19 +484,29 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             "late": _late_members(cls, cls.__module__.split(".")[0]),
             "bases": [f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
             "hashable": cls.__hash__ is not None,
-            "python_eq": any("__eq__" in b.__dict__ for b in cls.__mro__[:-1]
-                             if not b.__module__.startswith("tvm_ffi")),
+            "python_eq": any(
+                "__eq__" in b.__dict__ for b in cls.__mro__[:-1] if not b.__module__.startswith("tvm_ffi")
+            ),
             # names its bases define in Python (not registry fields): those declarations win
-            "inherited": sorted({n for base in cls.__mro__[1:] for n, v in base.__dict__.items()
-                                 if type(v).__name__ != "FFIProperty" and not n.startswith("__")}
-                                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}),
+            "inherited": sorted(
+                {
+                    n
+                    for base in cls.__mro__[1:]
+                    for n, v in base.__dict__.items()
+                    if type(v).__name__ != "FFIProperty" and not n.startswith("__")
+                }
+                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}
+            ),
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}
     packed = {m: names for m in ok if m in sys.modules and (names := _packed_functions(sys.modules[m]))}
     private_meta = {m: names for m in ok if m in sys.modules and (names := _private_metaclass(sys.modules[m]))}
     replaced = {m: names for m in ok if m in sys.modules and (names := _replaced_classes(sys.modules[m]))}
-    none_names = {m: names for m in ok if m in sys.modules
-                  and (names := sorted(a for a, v in _namespace(sys.modules[m]).items() if v is None))}
+    none_names = {
+        m: names
+        for m in ok
+        if m in sys.modules and (names := sorted(a for a, v in _namespace(sys.modules[m]).items() if v is None))
+    }
     aliases = {m: a for m in ok if m in sys.modules and (a := _renamed_imports(sys.modules[m]))}
     # each module's __all__ as it is at run time (often built by code a source reader cannot follow)
     all_names = {m: listed for m in ok if m in sys.modules and (listed := _runtime_all(sys.modules[m])) is not None}
@@ -480,14 +519,18 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
         for gname in sorted(all_funcs):
             if not gname.startswith(prefix):
                 continue
-            short = gname[len(prefix) + 1:]
+            short = gname[len(prefix) + 1 :]
             if "." in short or not short:
                 continue
             md = R.global_function_metadata(gname)
-            ffi_api.setdefault(target, []).append({
-                "name": short, "global": gname, "doc": str(md.get("doc", "") or ""),
-                "schema": md.get("type_schema"),
-            })
+            ffi_api.setdefault(target, []).append(
+                {
+                    "name": short,
+                    "global": gname,
+                    "doc": str(md.get("doc", "") or ""),
+                    "schema": md.get("type_schema"),
+                }
+            )
     return {
         "package": package,
         "distribution": dist,

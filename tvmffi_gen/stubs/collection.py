@@ -40,23 +40,28 @@ def take_collection(package: str, exclude: list[str], preload: list[str], timeou
     if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise StubsError(f"{package}: importing it did not finish within {timeout:g} s") from None
     if proc.returncode != 0:
         error, frames = summarise_failure(proc.stderr)
         where = "".join(f"\n  at {f}" for f in frames)
         if proc.returncode < 0:
-            raise StubsError(f"{package}: the process importing it died with signal {-proc.returncode}"
-                             + (f": {error}" if error else "") + where, proc.stderr)
+            raise StubsError(
+                f"{package}: the process importing it died with signal {-proc.returncode}"
+                + (f": {error}" if error else "")
+                + where,
+                proc.stderr,
+            )
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         raise StubsError(f"{package}: {last[-1] if last else error}", proc.stderr)
     data: dict[str, Any] = json.loads(proc.stdout)
     own = [k for k, c in data["classes"].items() if c["module"] in data["modules"]]
     if not own and not data["ffi_api"]:
-        raise StubsError(f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
-                         " to stub beyond its Python (use mypy's stubgen for that)")
+        raise StubsError(
+            f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
+            " to stub beyond its Python (use mypy's stubgen for that)"
+        )
     return data
 
 

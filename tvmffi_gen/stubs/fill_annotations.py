@@ -34,8 +34,19 @@ _BARE_GENERICS = {
 }  # fmt: skip
 
 
-_STDLIB_GENERIC_MODULES = ("typing", "typing_extensions", "collections", "collections.abc", "os", "subprocess",
-                           "re", "queue", "concurrent.futures", "asyncio", "builtins")
+_STDLIB_GENERIC_MODULES = (
+    "typing",
+    "typing_extensions",
+    "collections",
+    "collections.abc",
+    "os",
+    "subprocess",
+    "re",
+    "queue",
+    "concurrent.futures",
+    "asyncio",
+    "builtins",
+)
 
 
 def stdlib_generic_names(text: str) -> set[str]:
@@ -143,8 +154,12 @@ class FillAnnotations(cst.CSTTransformer):
         ps = updated_node.params
 
         def fill(p: cst.Param) -> cst.Param:
-            if p.annotation is not None and isinstance(p.default, cst.Name) and p.default.value == "None" \
-                    and not _accepts_none(p.annotation.annotation):
+            if (
+                p.annotation is not None
+                and isinstance(p.default, cst.Name)
+                and p.default.value == "None"
+                and not _accepts_none(p.annotation.annotation)
+            ):
                 # the source's implicit Optional: None is accepted, it is the default
                 optional = cst.BinaryOperation(p.annotation.annotation, cst.BitOr(), cst.Name("None"))
                 p = p.with_changes(annotation=p.annotation.with_changes(annotation=optional))
@@ -155,10 +170,12 @@ class FillAnnotations(cst.CSTTransformer):
             if p.annotation is not None:
                 return p
             self.used = True
-            spaced = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(" "),
-                                     whitespace_after=cst.SimpleWhitespace(" "))
-            return p.with_changes(annotation=cst.Annotation(cst.Name("Incomplete")),
-                                  equal=spaced if p.default is not None else p.equal)
+            spaced = cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+            )
+            return p.with_changes(
+                annotation=cst.Annotation(cst.Name("Incomplete")), equal=spaced if p.default is not None else p.equal
+            )
 
         pos_only = list(ps.posonly_params)
         params = list(ps.params)
@@ -177,8 +194,11 @@ class FillAnnotations(cst.CSTTransformer):
             star = fill(star)
         kwonly = list(map(fill, ps.kwonly_params))
         star_kw = fill(ps.star_kwarg) if ps.star_kwarg is not None else None
-        new = updated_node.with_changes(params=ps.with_changes(
-            posonly_params=pos_only, params=params, star_arg=star, kwonly_params=kwonly, star_kwarg=star_kw))
+        new = updated_node.with_changes(
+            params=ps.with_changes(
+                posonly_params=pos_only, params=params, star_arg=star, kwonly_params=kwonly, star_kwarg=star_kw
+            )
+        )
         if new.returns is None:
             if updated_node.name.value == "__init__":
                 ret: cst.BaseExpression = cst.Name("None")

@@ -23,8 +23,11 @@ def _bare_attributes(text: str) -> dict[str, set[str]]:
         for node in body:
             if isinstance(node, ast.ClassDef):
                 q = prefix + node.name
-                out[q] = {st.target.id for st in node.body if isinstance(st, ast.AnnAssign)
-                          and isinstance(st.target, ast.Name) and st.value is None}
+                out[q] = {
+                    st.target.id
+                    for st in node.body
+                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is None
+                }
                 walk(node.body, q + ".")
 
     walk(stub_tree(text).body, "")
@@ -48,29 +51,38 @@ def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, 
     for key, info in data["classes"].items():
         path = f"{info['module']}.{info['qualname']}"
         all_fields = [f for k in [*types[key]["ancestors"], key] for f in types.get(k, {}).get("fields", [])]
-        fields[path] = ({f["name"] for f in all_fields if not f["writable"]},
-                        {f["name"] for f in all_fields if f["writable"]})
+        fields[path] = (
+            {f["name"] for f in all_fields if not f["writable"]},
+            {f["name"] for f in all_fields if f["writable"]},
+        )
         bases = list(info.get("bases", []))
         mro[path] = bases
         for i, b in enumerate(bases):
             derived.setdefault(b, []).append(path)
-            mro.setdefault(b, bases[i + 1:])
+            mro.setdefault(b, bases[i + 1 :])
     candidates: dict[str, set[str]] = {}
     for path, names in bare.items():
         if path in fields:
             chosen = names & fields[path][0]
         else:
             subs = derived.get(path, [])
-            chosen = {n for n in names if subs and all(n in fields[k][0] for k in subs if k in fields)
-                      and any(k in fields for k in subs)}
+            chosen = {
+                n
+                for n in names
+                if subs and all(n in fields[k][0] for k in subs if k in fields) and any(k in fields for k in subs)
+            }
         if chosen:
             candidates[path] = chosen
     changed = True
     while changed:  # drop what would override a base's attribute that stays an attribute
         changed = False
         for path, names in list(candidates.items()):
-            blocked = {n for n in names for b in mro.get(path, [])
-                       if n in declared.get(b, set()) and n not in candidates.get(b, set())}
+            blocked = {
+                n
+                for n in names
+                for b in mro.get(path, [])
+                if n in declared.get(b, set()) and n not in candidates.get(b, set())
+            }
             if blocked:
                 changed = True
                 if names - blocked:

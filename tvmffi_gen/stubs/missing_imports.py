@@ -33,8 +33,10 @@ class _DropImports(cst.CSTTransformer):
                 if kept:
                     kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                     body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
-                body += [cst.parse_statement(f"{name}: Incomplete  # not found by the stub generator")
-                         for name in sorted(drop)]
+                body += [
+                    cst.parse_statement(f"{name}: Incomplete  # not found by the stub generator")
+                    for name in sorted(drop)
+                ]
             else:
                 body.append(stmt)
         return updated_node.with_changes(body=body)
@@ -67,8 +69,12 @@ def drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
             if target.split(".")[0] != top or target not in exports:
                 continue
             for a in node.names:
-                if a.name != "*" and a.name not in exports[target] and f"{target}.{a.name}" not in stubs \
-                        and not defines(stubs[target], a.name):
+                if (
+                    a.name != "*"
+                    and a.name not in exports[target]
+                    and f"{target}.{a.name}" not in stubs
+                    and not defines(stubs[target], a.name)
+                ):
                     missing.add((i, a.asname or a.name))
         if missing:
             module = cst.parse_module(text).visit(_DropImports(missing))

@@ -63,8 +63,13 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def shared(items: Sequence[T], out: dict[Any, Any], log: list[Any] | None = None,
-           key: Callable[[T], Hashable] = lambda item: item, n: int | None = None) -> Iterator[T]:
+def shared(
+    items: Sequence[T],
+    out: dict[Any, Any],
+    log: list[Any] | None = None,
+    key: Callable[[T], Hashable] = lambda item: item,
+    n: int | None = None,
+) -> Iterator[T]:
     """Yield ``items`` for a loop body that sets ``out[key(item)]`` and may extend ``log``,
     running the body for every Nth item in a worker process (see the module's doc)."""
     items = list(items)

@@ -16,8 +16,15 @@ from ..docparams import documented_param_names
 from ..typemap import SchemaError, TypeRef, function_sig, parse_schema
 from .resolve import StubContext
 
-__all__ = ["class_members", "def_text", "params_from_schema", "is_keyword", "own_fields", "all_init_fields",
-           "inherited_names"]
+__all__ = [
+    "class_members",
+    "def_text",
+    "params_from_schema",
+    "is_keyword",
+    "own_fields",
+    "all_init_fields",
+    "inherited_names",
+]
 
 
 def _doc(text: str, indent: str) -> str:
@@ -25,8 +32,12 @@ def _doc(text: str, indent: str) -> str:
         return ""
     body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     lines = body.splitlines()
-    return f'{indent}"""' + ("\n".join([lines[0]] + [indent + ln if ln.strip() else "" for ln in lines[1:]]))\
-        + (f'\n{indent}"""' if len(lines) > 1 else '"""') + "\n"
+    return (
+        f'{indent}"""'
+        + ("\n".join([lines[0]] + [indent + ln if ln.strip() else "" for ln in lines[1:]]))
+        + (f'\n{indent}"""' if len(lines) > 1 else '"""')
+        + "\n"
+    )
 
 
 def def_text(name: str, params: str, ret: str, doc: str, indent: str, decorator: str = "") -> str:
@@ -114,8 +125,9 @@ def class_members(ctx: StubContext, key: str, existing: set[str], inherited: set
             ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
         except SchemaError:
             ref = TypeRef("Any")
-        base_attrs: set[str] = set[str]().union(*(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set())
-                                   for b in info.get("bases", [])))
+        base_attrs: set[str] = set[str]().union(
+            *(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set()) for b in info.get("bases", []))
+        )
         if f["writable"] or name in base_attrs:  # a property cannot override a base's attribute
             ann = ctx.annotate(ref, "return", where)
             parts.append(f"{ind}{name}: {ann}\n" + (_doc(f["doc"], ind) if f["doc"] else ""))

@@ -52,7 +52,10 @@ def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
 #: location, what tvm's own wrappers pass). Other object types refuse what is not one of them
 #: (``ir.Type``, ``ir.Var``, ``target.Target`` given a string).
 _ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
-    "ir.Expr": ("int", "float"), "ir.PrimType": ("str", "_tvm_ffi.dtype"), "ir.Span": ("None",)}
+    "ir.Expr": ("int", "float"),
+    "ir.PrimType": ("str", "_tvm_ffi.dtype"),
+    "ir.Span": ("None",),
+}
 #: What reading a value of these types can give besides one: a null ``Span`` (every node built
 #: without one) reads as None.
 _ALSO_RETURNED: dict[str, tuple[str, ...]] = {"ir.Span": ("None",)}

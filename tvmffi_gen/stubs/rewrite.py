@@ -74,12 +74,16 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 if name in defined or not name.isidentifier() or is_keyword(name):
                     continue
                 params, ret = params_from_schema(ctx, f["schema"], f["doc"], f["global"], False)
-                extra.append(def_text(name, params, ret,
-                                      f["doc"] or f"The registry's global function ``{f['global']}``.", ""))
+                extra.append(
+                    def_text(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", "")
+                )
             module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
         have = exported_names(stubs[mod]) | {f["name"] for f in funcs}
-        made = [n for n in data.get("runtime_names", {}).get(mod, [])
-                if n not in have and n.isidentifier() and not is_keyword(n) and not defines(stubs[mod], n)]
+        made = [
+            n
+            for n in data.get("runtime_names", {}).get(mod, [])
+            if n not in have and n.isidentifier() and not is_keyword(n) and not defines(stubs[mod], n)
+        ]
         if re.search(r"^from \S+ import \*", stubs[mod], re.M):
             made = []  # what a star import brings is not known here
         renamed = data.get("aliases", {}).get(mod, {})
@@ -99,8 +103,11 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             filler_needs_incomplete = True
         else:
             filler_needs_incomplete = False
-        subs = [m for m in data.get("submodules", {}).get(mod, [])
-                if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])]
+        subs = [
+            m
+            for m in data.get("submodules", {}).get(mod, [])
+            if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])
+        ]
         runtime_all = data.get("all_names", {}).get(mod)
         if runtime_all is not None:  # the stub's __all__ is the module's at run time
             is_pkg = data["modules"][mod].endswith("__init__.py")
@@ -108,12 +115,25 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             # a submodule it lists is bound on it (``from pkg import *`` gets it; a lazy package's
             # module __getattr__ imports it)
             subs += [m for m in runtime_all if f"{mod}.{m}" in stubs and m not in subs and not binds(stubs[mod], m)]
-            unbound = [n for n in dict.fromkeys(runtime_all) if n.isidentifier() and not is_keyword(n)
-                       and f"{mod}.{n}" not in stubs and n not in made and n not in starred
-                       and not binds(stubs[mod], n)]
+            unbound = [
+                n
+                for n in dict.fromkeys(runtime_all)
+                if n.isidentifier()
+                and not is_keyword(n)
+                and f"{mod}.{n}" not in stubs
+                and n not in made
+                and n not in starred
+                and not binds(stubs[mod], n)
+            ]
             if unbound:  # listed, made at run time (a loop, a module __getattr__): type unknown
-                module = module.with_changes(body=[*module.body, *cst.parse_module(
-                    "".join(f"{n}: Incomplete  # in __all__, made at run time\n" for n in unbound)).body])
+                module = module.with_changes(
+                    body=[
+                        *module.body,
+                        *cst.parse_module(
+                            "".join(f"{n}: Incomplete  # in __all__, made at run time\n" for n in unbound)
+                        ).body,
+                    ]
+                )
                 filler_needs_incomplete = True
             module = module.visit(SetAll(list(dict.fromkeys(runtime_all))))
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
@@ -131,8 +151,16 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         filler = FillAnnotations(stdlib_generic_names(stubs[mod]))
         module = module.visit(filler)
         head = [STUB_HEADER]
-        head += ["import typing as _t\n", "import collections.abc as _abc\n", "import ctypes as _ctypes\n",
-                 "import tvm_ffi as _tvm_ffi\n"] if (additions or funcs) else []
+        head += (
+            [
+                "import typing as _t\n",
+                "import collections.abc as _abc\n",
+                "import ctypes as _ctypes\n",
+                "import tvm_ffi as _tvm_ffi\n",
+            ]
+            if (additions or funcs)
+            else []
+        )
         head += [line + "\n" for line in sorted(ctx.imports)]
         head += ["from abc import ABCMeta as _ABCMeta\n"] if metaclass.used else []
         if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in module.code:

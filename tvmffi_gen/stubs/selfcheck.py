@@ -31,10 +31,26 @@ def mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]
             path.write_text(text, encoding="utf-8")
         Path(tmp, "empty.ini").write_text("[mypy]\n", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "MYPY_CACHE_DIR")}
-        cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file", "empty.ini", "--cache-dir", os.devnull,
-               "--show-error-codes", "--no-error-summary", "--hide-error-context", "--no-pretty",
-               "--show-absolute-path", "-p", top]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env, stdin=subprocess.DEVNULL, check=False)
+        cmd = [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            "empty.ini",
+            "--cache-dir",
+            os.devnull,
+            "--show-error-codes",
+            "--no-error-summary",
+            "--hide-error-context",
+            "--no-pretty",
+            "--show-absolute-path",
+            "-p",
+            top,
+        ]
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, cwd=tmp, env=env, stdin=subprocess.DEVNULL, check=False
+        )
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"mypy --strict over the stubs failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
         root = Path(tmp).resolve()
@@ -80,10 +96,13 @@ def silence_own_errors(files: dict[str, str], root: str, top: str) -> int:
     """Check the ``.pyi`` files under ``root`` (``PKG-stubs``) as package ``top`` and add the
     narrowest ignores in place; the number of lines that got one."""
     prefix = root + "/"
-    as_package = {top + "/" + rel[len(prefix):]: text for rel, text in files.items()
-                  if rel.startswith(prefix) and rel.endswith(".pyi")}
+    as_package = {
+        top + "/" + rel[len(prefix) :]: text
+        for rel, text in files.items()
+        if rel.startswith(prefix) and rel.endswith(".pyi")
+    }
     errors = mypy_errors(as_package, top)
     for rel, lines in errors.items():
-        key = prefix + rel[len(top) + 1:]
+        key = prefix + rel[len(top) + 1 :]
         files[key] = add_ignores(files[key], lines)
     return sum(len(v) for v in errors.values())

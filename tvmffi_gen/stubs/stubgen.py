@@ -36,10 +36,20 @@ class PythonStubs:
         self._tmp = tempfile.TemporaryDirectory()
         self._proc: subprocess.Popen[str] | None = None
         if self.sources:
-            cmd = [sys.executable, "-c", "import sys; from mypy.stubgen import main; main(sys.argv[1:])",
-                   "--no-import", "--include-private", "-q", "-o", self._tmp.name, *(p for _, p in self.sources)]
-            self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          stdin=subprocess.DEVNULL)
+            cmd = [
+                sys.executable,
+                "-c",
+                "import sys; from mypy.stubgen import main; main(sys.argv[1:])",
+                "--no-import",
+                "--include-private",
+                "-q",
+                "-o",
+                self._tmp.name,
+                *(p for _, p in self.sources),
+            ]
+            self._proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+            )
 
     def result(self, keep: set[str]) -> dict[str, str]:
         """Stubs of the modules in ``keep``."""
@@ -53,8 +63,9 @@ class PythonStubs:
                 if name not in keep:
                     continue
                 rel = Path(*name.split("."))
-                stub = Path(self._tmp.name) / (str(rel / "__init__.pyi") if path.endswith("__init__.py")
-                                               else f"{rel}.pyi")
+                stub = Path(self._tmp.name) / (
+                    str(rel / "__init__.pyi") if path.endswith("__init__.py") else f"{rel}.pyi"
+                )
                 out[name] = stub.read_text(encoding="utf-8") if stub.is_file() else ""
             return out
         finally:

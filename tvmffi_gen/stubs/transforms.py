@@ -77,8 +77,12 @@ class AddMembers(cst.CSTTransformer):
             body: list[Any] = []
             for st in updated_node.body.body:
                 small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-                if isinstance(small, cst.AnnAssign) and small.value is None and isinstance(small.target, cst.Name) \
-                        and small.target.value in frozen:
+                if (
+                    isinstance(small, cst.AnnAssign)
+                    and small.value is None
+                    and isinstance(small.target, cst.Name)
+                    and small.target.value in frozen
+                ):
                     ann = cst.Module([]).code_for_node(small.annotation.annotation)
                     body += list(cst.parse_module(f"@property\ndef {small.target.value}(self) -> {ann}: ...\n").body)
                 else:
@@ -88,9 +92,16 @@ class AddMembers(cst.CSTTransformer):
             return updated_node
         new_stmts = list(cst.parse_module(_dedent(text)).body)
         if isinstance(updated_node.body, cst.IndentedBlock):
-            old = [s for s in updated_node.body.body
-                   if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
-                           and isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.Ellipsis))]
+            old = [
+                s
+                for s in updated_node.body.body
+                if not (
+                    isinstance(s, cst.SimpleStatementLine)
+                    and len(s.body) == 1
+                    and isinstance(s.body[0], cst.Expr)
+                    and isinstance(s.body[0].value, cst.Ellipsis)
+                )
+            ]
             return updated_node.with_changes(body=updated_node.body.with_changes(body=[*old, *new_stmts]))
         return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
 
@@ -113,17 +124,21 @@ class AbcMetaclass(cst.CSTTransformer):
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         q = ".".join(self.stack)
         self.stack.pop()
-        if q not in self.names or any(k.keyword is not None and k.keyword.value == "metaclass"
-                                      for k in updated_node.keywords):
+        if q not in self.names or any(
+            k.keyword is not None and k.keyword.value == "metaclass" for k in updated_node.keywords
+        ):
             return updated_node
         self.used = True
-        meta = cst.Arg(cst.Name("_ABCMeta"), keyword=cst.Name("metaclass"),
-                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        meta = cst.Arg(
+            cst.Name("_ABCMeta"),
+            keyword=cst.Name("metaclass"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        )
         args = list(updated_node.bases) + list(updated_node.keywords)
         if args:
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         bases = args[: len(updated_node.bases)]
-        keywords = [*args[len(updated_node.bases):], meta]
+        keywords = [*args[len(updated_node.bases) :], meta]
         return updated_node.with_changes(bases=bases, keywords=keywords, lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
@@ -146,8 +161,13 @@ class SetAll(cst.CSTTransformer):
         done = False
         for stmt in updated_node.body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-            target = (small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1
-                      else small.target if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else None)
+            target = (
+                small.targets[0].target
+                if isinstance(small, cst.Assign) and len(small.targets) == 1
+                else small.target
+                if isinstance(small, (cst.AnnAssign, cst.AugAssign))
+                else None
+            )
             if isinstance(target, cst.Name) and target.value == "__all__":
                 if not done:
                     body.append(cst.parse_statement(f"__all__ = {self.names!r}\n"))
@@ -192,4 +212,6 @@ class PositionalOnly(_ModuleFunctions):
         ps = updated_node.params
         if updated_node.name.value not in self.names or not ps.params:
             return updated_node
-        return updated_node.with_changes(params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[]))
+        return updated_node.with_changes(
+            params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[])
+        )

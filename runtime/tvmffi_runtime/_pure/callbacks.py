@@ -48,7 +48,12 @@ _ref_counts: Callable[[int], tuple[int, int]] = _not_connected
 def connect(hooks: Any) -> None:
     """Take the Python helpers this part calls from ``_backend_hooks``."""
     global _view, _to_owned, _walk_result, _ref_counts
-    _view, _to_owned, _walk_result, _ref_counts = hooks.view_from_buffer, hooks.to_owned, hooks.walk_result, hooks.ref_counts
+    _view, _to_owned, _walk_result, _ref_counts = (
+        hooks.view_from_buffer,
+        hooks.to_owned,
+        hooks.walk_result,
+        hooks.ref_counts,
+    )
 
 
 class _Entry:

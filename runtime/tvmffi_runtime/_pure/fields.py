@@ -220,4 +220,3 @@ class Field:
     def __repr__(self) -> str:
         ro = ", read-only" if self._setter is None else ""
         return f"<field {self.qualname} ({self.kind}, offset {self.offset}{ro})>"
-

@@ -102,7 +102,9 @@ def graph_check(
                 elif size > 0:
                     grand = map_edges(child, tindex)
             else:
-                leaf, unpack, start, anys, getters = plans.get((tindex, structural)) or _plan(plan_for, tindex, structural)
+                leaf, unpack, start, anys, getters = plans.get((tindex, structural)) or _plan(
+                    plan_for, tindex, structural
+                )
                 if not leaf:
                     if unpack is not None:
                         for v in unpack(mem, child + start):

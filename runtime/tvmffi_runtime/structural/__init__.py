@@ -27,7 +27,6 @@ that import one way: ``_markers`` (markers, enums) → ``_match``
 ``_native`` (trampolines) → ``_hooks`` (hook bases) → here.
 """
 
-
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
@@ -35,9 +34,31 @@ from typing import Any, Callable, TypeVar
 from .._object import Object
 from .._errors import walk_result_error
 from .._graph_guard import check_graph
-from ._markers import DefRegionKind, InplaceMode, UNCHANGED, Unchanged, VisitInterrupt, WalkOrder, WalkResult, _MODES, _call, _unmove, move
+from ._markers import (
+    DefRegionKind,
+    InplaceMode,
+    UNCHANGED,
+    Unchanged,
+    VisitInterrupt,
+    WalkOrder,
+    WalkResult,
+    _MODES,
+    _call,
+    _unmove,
+    move,
+)
 from ._match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
-from ._context import ContextPolicy, HookCall, MutateContext, Policy, VisitContext, _Policies, _Run, _policies, _refcounts
+from ._context import (
+    ContextPolicy,
+    HookCall,
+    MutateContext,
+    Policy,
+    VisitContext,
+    _Policies,
+    _Run,
+    _policies,
+    _refcounts,
+)
 from ._native import (
     _T_MAP_KIND,
     _T_MAP_PLAIN,
@@ -50,7 +71,17 @@ from ._native import (
     _split,
     hook_frame,
 )
-from ._hooks import HookNameWarning, MapperBase, MutateCallbacks, MutatorBase, VisitCallbacks, VisitorBase, WalkerBase, _HookBase, default_hook
+from ._hooks import (
+    HookNameWarning,
+    MapperBase,
+    MutateCallbacks,
+    MutatorBase,
+    VisitCallbacks,
+    VisitorBase,
+    WalkerBase,
+    _HookBase,
+    default_hook,
+)
 
 __all__ = [
     "UNCHANGED",
@@ -108,8 +139,10 @@ def _order(order: WalkOrder | str | int, what: str) -> WalkOrder:
 # below need them (_match, _context).
 
 _ENTRY_OF_BASE = {
-    "WalkerBase": "structural_walk", "VisitorBase": "structural_visit",
-    "MapperBase": "structural_map", "MutatorBase": "structural_mutate",
+    "WalkerBase": "structural_walk",
+    "VisitorBase": "structural_visit",
+    "MapperBase": "structural_map",
+    "MutatorBase": "structural_mutate",
 }
 
 

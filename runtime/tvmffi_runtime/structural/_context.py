@@ -17,8 +17,16 @@ from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KI
 from ._match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
 __all__ = [
-    "ContextPolicy", "HookCall", "HookFrame", "MutateContext", "Policy", "VisitContext", "_Policies", "_Run",
-    "_policies", "_refcounts",
+    "ContextPolicy",
+    "HookCall",
+    "HookFrame",
+    "MutateContext",
+    "Policy",
+    "VisitContext",
+    "_Policies",
+    "_Run",
+    "_policies",
+    "_refcounts",
 ]
 
 

@@ -14,7 +14,17 @@ from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
 from ._match import Handlers, _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
 from ._context import HookFrame, MutateContext, Policy, VisitContext
 
-__all__ = ["HookNameWarning", "MapperBase", "MutateCallbacks", "MutatorBase", "VisitCallbacks", "VisitorBase", "WalkerBase", "default_hook", "_HookBase"]
+__all__ = [
+    "HookNameWarning",
+    "MapperBase",
+    "MutateCallbacks",
+    "MutatorBase",
+    "VisitCallbacks",
+    "VisitorBase",
+    "WalkerBase",
+    "default_hook",
+    "_HookBase",
+]
 
 
 # =============================================================================================
@@ -142,15 +152,15 @@ def _near_hook_names(cls: type[_HookBase]) -> list[tuple[str, str]]:
         if not isinstance(attr, (types.FunctionType, functools.partialmethod)):
             continue
         other = next((p for p in _HOOK_PREFIXES if name.startswith(p) and p != prefix), None)
-        if other is not None and prefix + name[len(other):] in declared:
-            out.append((name, prefix + name[len(other):]))
+        if other is not None and prefix + name[len(other) :] in declared:
+            out.append((name, prefix + name[len(other) :]))
             continue
         if not name.startswith(prefix):
             continue
-        suffix = name[len(prefix):]
+        suffix = name[len(prefix) :]
         limit = 1 if len(suffix) < 8 else 2
         near = sorted(
-            (_edit_distance(suffix, hook[len(prefix):]), hook) for hook in declared if hook.startswith(prefix)
+            (_edit_distance(suffix, hook[len(prefix) :]), hook) for hook in declared if hook.startswith(prefix)
         )
         if near and near[0][0] <= limit:
             out.append((name, near[0][1]))

@@ -16,7 +16,20 @@ from .._call import ffi_call, global_handle
 from .._object import Object, _adopt
 from .._values import UNCHANGED, TypeIndex, Unchanged
 
-__all__ = ["DefRegionKind", "InplaceMode", "UNCHANGED", "Unchanged", "VisitInterrupt", "WalkOrder", "WalkResult", "move", "_KINDS", "_MODES", "_call", "_unmove"]
+__all__ = [
+    "DefRegionKind",
+    "InplaceMode",
+    "UNCHANGED",
+    "Unchanged",
+    "VisitInterrupt",
+    "WalkOrder",
+    "WalkResult",
+    "move",
+    "_KINDS",
+    "_MODES",
+    "_call",
+    "_unmove",
+]
 
 
 # =============================================================================================
@@ -108,8 +121,6 @@ def _interrupt_value_field() -> Any:
     from ..reflection import FieldAccessor
 
     return FieldAccessor("ffi.VisitInterrupt", "value")
-
-
 
 
 # =============================================================================================

@@ -15,7 +15,23 @@ from .. import _lib
 from .._object import Object
 from .._values import DataType, Device, TypeIndex
 
-__all__ = ["Handler", "Handlers", "on", "_Entry", "_annotation_indices", "_entries", "_first_match", "_flatten", "_matches", "_overlap", "_positional", "_resolve_annotation", "_same", "_tindex_of", "_type_depth"]
+__all__ = [
+    "Handler",
+    "Handlers",
+    "on",
+    "_Entry",
+    "_annotation_indices",
+    "_entries",
+    "_first_match",
+    "_flatten",
+    "_matches",
+    "_overlap",
+    "_positional",
+    "_resolve_annotation",
+    "_same",
+    "_tindex_of",
+    "_type_depth",
+]
 
 
 # =============================================================================================
@@ -171,8 +187,7 @@ def _resolve_annotation(fn: Callable[..., Any], param: inspect.Parameter) -> Any
         return eval(ann, namespace)  # noqa: S307 - the annotation text of the caller's own code
     except Exception as exc:
         raise TypeError(
-            f"cannot resolve the annotation {ann!r} of {fn!r}: {exc}; "
-            "give the type explicitly with on(tp, fn)"
+            f"cannot resolve the annotation {ann!r} of {fn!r}: {exc}; give the type explicitly with on(tp, fn)"
         ) from None
 
 

@@ -22,7 +22,15 @@ from ._match import _Entry, _overlap
 from ._context import HookCall, HookFrame, MutateContext, VisitContext
 
 __all__ = [
-    "_T_MAP_KIND", "_T_MAP_PLAIN", "_T_MUTATE", "_T_VISIT", "_T_WALK_KIND", "_T_WALK_PLAIN", "_links", "_native", "_split",
+    "_T_MAP_KIND",
+    "_T_MAP_PLAIN",
+    "_T_MUTATE",
+    "_T_VISIT",
+    "_T_WALK_KIND",
+    "_T_WALK_PLAIN",
+    "_links",
+    "_native",
+    "_split",
     "hook_frame",
 ]
 
@@ -356,9 +364,7 @@ def _split(entries: list[_Entry]) -> tuple[list[_Entry], list[_Entry]]:
             continue
         for later in entries[i + 1 :]:
             if not later.extra and any(_overlap(a, b) for a in e.indices for b in later.indices):
-                wrapped = [
-                    e2 if e2.extra else _Entry(e2.indices, _ignore_kind(e2.fn), True) for e2 in entries
-                ]
+                wrapped = [e2 if e2.extra else _Entry(e2.indices, _ignore_kind(e2.fn), True) for e2 in entries]
                 return [], wrapped
     return plain, kinded
 
