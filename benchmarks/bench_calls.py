@@ -18,14 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if "--pure" in sys.argv:  # before the runtime is imported: it reads this once

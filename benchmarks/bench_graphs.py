@@ -24,8 +24,9 @@ import subprocess
 import sys
 import tempfile
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if "--pure" in sys.argv:  # before the runtime is imported: it reads this once
@@ -95,9 +96,10 @@ def run_rounds(nodes: int, repeat: int, rounds: int) -> dict[str, Any]:
 
 
 def run(nodes: int, repeat: int) -> dict[str, Any]:
-    from conftest import ROOT as _root, build_shared
-
     import tvmffi_runtime as rt
+
+    from conftest import ROOT as _root
+    from conftest import build_shared
 
     rt.load_library(build_shared("cycles", (_root / "tests" / "fixtures" / "cycles.cc").read_text()))
     tree = rt.get_global_func("cyc.tree")(nodes, 4)

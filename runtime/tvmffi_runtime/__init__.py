@@ -22,19 +22,19 @@ from __future__ import annotations
 from . import _backend_hooks as _backend_hooks  # connects the backend (backend.init)
 from . import _env as _env  # registers the env hooks
 from . import _lib
+from . import _typed as _typed  # installs Function.from_typed
+from . import copying as copying  # installs copy, deepcopy, pickle
+from . import interop as interop  # installs Object.__tvm_ffi_object__
 from ._call import Function, get_global_func, set_release_gil
 from ._errors import Error, ReleasedObjectError, register_error
-from ._object import Object, class_for_index, register_object, type_key_to_index
-from ._values import DataType, Device, TypeIndex
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth
 from ._lib import LIB_PATH, LibraryLoadError, load_library
+from ._object import Object, class_for_index, register_object, type_key_to_index
+from ._values import DataType, Device, TypeIndex
 from .containers import Array, Dict, List, Map, Shape
 from .enums import Enum, IntEnum, StrEnum
 from .module import Module
 from .tensor import DLPackExporter, Tensor
-from . import _typed as _typed  # installs Function.from_typed
-from . import copying as copying  # installs copy, deepcopy, pickle
-from . import interop as interop  # installs Object.__tvm_ffi_object__
 
 dtype = DataType
 

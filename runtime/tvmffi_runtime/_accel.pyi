@@ -2,7 +2,8 @@
 both export, with the same meaning. The type checkers see ``_backend.backend`` as this stub;
 tests/runtime/test_accel.py holds both modules to it."""
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 class ObjectBase:
     _h: int

@@ -16,15 +16,15 @@ import ctypes
 from typing import Any
 
 from . import _lib
+from ._backend import backend
 from ._call import argument_error as pack_error
 from ._call import global_func
-from ._callback import to_owned_any as to_owned
 from ._callback import _walk_result_at as walk_result
+from ._callback import to_owned_any as to_owned
 from ._convert import _PACKERS, _pod_from, _resolve_packer, _type_of, owned_from_buffer, release_temps, view_from_buffer
 from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, RECURSION_IN_CALLBACK
 from ._errors import _fetch_error as fetch_error
 from ._errors import _raise_into_native as raise_into_native
-from ._backend import backend
 from ._object import _CLASS_CACHE as class_cache
 from ._object import _OBJECT_RETURN as object_return
 from ._object import _ref_counts as ref_counts

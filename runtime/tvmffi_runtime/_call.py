@@ -10,10 +10,12 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Callable
 from struct import error as _struct_error
-from typing import Any, Callable, ClassVar, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 from . import _lib
+from ._backend import backend
 from ._convert import set_container_builder, view_from_buffer
 from ._errors import (
     ReleasedObjectError,
@@ -21,7 +23,6 @@ from ._errors import (
     function_not_constructible_error,
     not_constructible_error,
 )
-from ._backend import backend
 from ._object import (
     Object,
     _release_into,

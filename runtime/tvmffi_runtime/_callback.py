@@ -10,7 +10,8 @@ are ``_values.CallbackMode``.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import _lib
 from ._backend import backend

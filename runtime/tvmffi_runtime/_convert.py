@@ -19,12 +19,12 @@ import ctypes
 import operator
 import struct
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from . import _lib
-from ._errors import _check, _new_error_handle, _released_object_error
 from ._backend import backend
+from ._errors import _check, _new_error_handle, _released_object_error
 from ._lib import ANY_FLOAT, ANY_INT, ANY_UINT
 from ._object import Object, _read_type_index, _wrap
 from ._values import UNCHANGED, CallbackMode, DataType, Device, TypeIndex, Unchanged, _dtype_from_packed

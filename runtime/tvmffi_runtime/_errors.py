@@ -14,7 +14,8 @@ import builtins
 import ctypes
 import threading
 import traceback
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE

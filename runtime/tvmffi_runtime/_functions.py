@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from . import _call
 from ._backend import backend
@@ -157,7 +158,7 @@ def _native(slow: GlobalFunction, f: _F, result: type[tuple[Any, ...]] | None = 
 def _named_result(fn: Callable[..., Any], result: type[tuple[Any, ...]]) -> Callable[..., Any]:
     """``fn`` returning its tuple result (an Array) as the named tuple class ``result``: one
     Python frame more, on these functions only."""
-    make: Callable[[Any], Any] = getattr(result, "_make")  # noqa: B009 (a NamedTuple's)
+    make: Callable[[Any], Any] = getattr(result, "_make")  # a NamedTuple's
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return make(fn(*args, **kwargs))

@@ -19,13 +19,13 @@ from __future__ import annotations
 import ctypes
 import json
 import struct
-from typing import Any, Iterator, cast
+from collections.abc import Iterator
+from typing import Any, cast
 
 from . import _lib, _object
+from ._backend import backend
 from ._call import _repr as _printer_repr
 from ._object import Object, set_object_service
-from ._values import TypeIndex
-from ._backend import backend
 from ._pure.graph import GETTER as _GETTER
 from ._pure.graph import LEAVES as _LEAVES
 from ._pure.graph import MAP_CELL as _MAP_CELL
@@ -34,6 +34,7 @@ from ._pure.graph import PAIR as _PAIR
 from ._pure.graph import SEQ_CELL as _SEQ_CELL
 from ._pure.graph import SEQS as _SEQS
 from ._pure.graph import SMALL_MAP as _SMALL_MAP
+from ._values import TypeIndex
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",

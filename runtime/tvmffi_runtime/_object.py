@@ -10,11 +10,12 @@ of them.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, ClassVar, Literal, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, TypeVar
 
 from . import _lib
-from ._errors import _exception_from_error_handle, _fetch_error
 from ._backend import backend
+from ._errors import _exception_from_error_handle, _fetch_error
 from ._values import TypeIndex, _bigint_from_handle, _bytes_from_handle, _str_from_handle
 
 __all__ = [

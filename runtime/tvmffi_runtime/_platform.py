@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 __all__ = ["Platform", "OsCalls", "CURRENT", "platform_of_file", "platform_of_name"]
 
@@ -38,7 +38,7 @@ class OsCalls:
 
     read_maps: Callable[[], str] = field(default=lambda: _read_maps())
     dyld_images: Callable[[], list[str]] = field(default=lambda: _dyld_images())
-    module_path: Callable[[str], "str | None"] = field(default=lambda name: _module_path(name))
+    module_path: Callable[[str], str | None] = field(default=lambda name: _module_path(name))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import functools
 import inspect
 import types
 import typing
-from typing import Any, Callable, cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from ._call import set_typed_adapter
 from .containers import Array, Dict, List, Map

@@ -13,12 +13,12 @@ import ctypes
 import importlib
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from . import _call, _errors, _lib, _object, _platform
-from ._call import _INITS, ffi_init
-from ._object import Object, type_key_to_index
 from ._backend import backend
+from ._call import _INITS, ffi_init
 from ._errors import no_init_in_library_error, not_constructible_error
 from ._fields import (
     IN_PLACE_FIELD_KINDS,
@@ -38,6 +38,7 @@ from ._functions import (
     registry_function,
     registry_method,
 )
+from ._object import Object, type_key_to_index
 from .records import KEEP, replace_method
 from .structural import UNCHANGED, default_hook
 
@@ -207,7 +208,7 @@ class _InitSignature:
 
         if obj is not None:
             raise AttributeError("__signature__")  # instances are not callable
-        sig = inspect.signature(getattr(owner, "__init__"))  # noqa: B009 (the class's, not an instance's)
+        sig = inspect.signature(getattr(owner, "__init__"))  # the class's, not an instance's
         return sig.replace(parameters=list(sig.parameters.values())[1:])
 
 

@@ -11,9 +11,9 @@ import ctypes
 import threading
 from collections.abc import (
     Callable,
+    ItemsView,
     Iterable,
     Iterator,
-    ItemsView,
     KeysView,
     Mapping,
     MutableMapping,
@@ -24,12 +24,12 @@ from collections.abc import (
 from operator import index as _index  # a TypeError, like list, for a non-integer index
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
+from ._backend import backend
 from ._call import _new_container, ffi_call, global_handle
 from ._convert import view_from_buffer
+from ._lib import OBJECT_HEADER_SIZE
 from ._object import Object, _adopt, _wrap, register_object
 from ._values import TypeIndex
-from ._backend import backend
-from ._lib import OBJECT_HEADER_SIZE
 
 __all__ = ["Array", "List", "Map", "Dict", "Shape"]
 

@@ -18,12 +18,13 @@ is not copy-constructible, a Function, a Tensor, a type without a JSON creator),
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ._call import Function, get_global_func, type_attr_value
+from ._graph_guard import check_graph
 from ._object import Object, set_object_service
 from ._values import TypeIndex
-from ._graph_guard import check_graph
 
 __all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy", "to_json_graph"]
 

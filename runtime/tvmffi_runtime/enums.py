@@ -7,7 +7,8 @@ Python object: native code returning an entry gives the class attribute itself.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from . import _lib, _object
 from ._object import Object

@@ -25,8 +25,8 @@ from typing import Any, cast
 
 from . import _call, _object
 from ._call import Function, ffi_call
-from ._object import Object
 from ._lib import LibraryLoadError, _elf_problem
+from ._object import Object
 
 __all__ = ["Module"]
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Final, TypeVar, get_args, get_origin
+from typing import Any, Final, TypeVar, get_args, get_origin
 
 from ._call import Function, _kwargs_marker
-from ._object import Object, type_key_to_index
 from ._fields import ReadOnlyField
+from ._object import Object, type_key_to_index
 
 __all__ = ["FieldDescription", "fields", "replace", "KEEP", "replace_method"]
 
@@ -104,7 +105,7 @@ def _field_type(klass: type, attr: str) -> Any:
     module = sys.modules.get(klass.__module__)
     namespace = _LazyModules(vars(module) if module is not None else {}, klass.__module__)
     try:
-        value = eval(text, {"__builtins__": __builtins__}, namespace)  # noqa: S307 - generated annotation text
+        value = eval(text, {"__builtins__": __builtins__}, namespace)  # generated annotation text
     except Exception:  # noqa: BLE001 - a name only a type checker sees: keep the text
         return _read_type_text(text)
     return _read_type(value)

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from . import _lib, _object
 from ._convert import set_dlpack_importer
 from ._errors import _check
+from ._lib import OBJECT_HEADER_SIZE
 from ._object import Object
 from ._values import DataType, Device, TypeIndex, _dtype_from_packed
-from ._lib import OBJECT_HEADER_SIZE
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
-from fixtures import FIXTURES_DIR
 from tvmffi_gen.cli import main
 from tvmffi_gen.verify import run_mypy
+
+from conftest import ROOT, build_shared
+from fixtures import FIXTURES_DIR
 
 PROGRAM = r'''
 from __future__ import annotations

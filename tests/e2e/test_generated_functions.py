@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tvmffi_runtime as rt
+
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "generated"))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TESTING_LIB
-
 from tvmffi_gen.cli import main
 from tvmffi_gen.verify import run_mypy, run_pyright
+
+from conftest import ROOT, TESTING_LIB
 
 GENERATED = ROOT / "generated"
 PKG = GENERATED / "tvmffi_testing"

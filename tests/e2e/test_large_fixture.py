@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, build_shared
-from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
-
 from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy, run_pyright
+
+from conftest import ROOT, build_shared
+from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
 
 # 3 namespaces x 8 types x 24 functions: 35 types (24 regular, an 8-level chain, 3 enums) and
 # 75 functions. g++ -O0 takes ~25-35 s for it on a 2-core machine (cached in tests/_build after).

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import tvmffi_runtime as rt
+
 from conftest import ROOT, TESTING_LIB
 
 GENERATED = ROOT / "generated"

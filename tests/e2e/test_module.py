@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import BUILD_DIR, ROOT, TESTING_LIB, build_shared
-
 import tvmffi_runtime as rt
+
+from conftest import BUILD_DIR, ROOT, TESTING_LIB, build_shared
 
 EXAMPLE_DIR = ROOT / "examples" / "add_one"
 EXAMPLE_BUILD = BUILD_DIR / "add_one"

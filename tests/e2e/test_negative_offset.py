@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
-from fixtures import FIXTURES_DIR
 from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import take_snapshot
 from tvmffi_gen.verify import run_mypy
+
+from conftest import ROOT, build_shared
+from fixtures import FIXTURES_DIR
 
 NEGATIVE = ("counter", "ratio", "flag", "label", "child")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
 from tvmffi_gen.cli import main
+
+from conftest import ROOT, build_shared
 
 FIXTURE = ROOT / "tests" / "fixtures" / "tinyir.cc"
 

@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, build_shared
-from tvmffi_gen.cli import main
 from tvmffi_gen.build import build_model
+from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy, run_pyright
+
+from conftest import ROOT, build_shared
 
 FIXTURE = ROOT / "tests" / "fixtures" / "fold_ir.cc"
 both_paths = pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from tvmffi_gen.cli import generate, library_shipped_with
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output
 
+from conftest import ROOT
 
 TVM_LIB = library_shipped_with("tvm", "libtvm_compiler.so")
 pytestmark = pytest.mark.skipif(

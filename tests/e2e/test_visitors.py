@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from fixtures import build_expr_ir
 from tvmffi_gen.cli import main
 from tvmffi_gen.verify import run_mypy, run_pyright
+
+from conftest import ROOT
+from fixtures import build_expr_ir
 
 PROGRAM = '''
 from __future__ import annotations

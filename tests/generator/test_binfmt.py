@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TESTING_LIB
 from tvmffi_gen import elf
 from tvmffi_gen.binfmt import BinaryFormatError, ExportedFunction, _symbols, exported_ffi_functions, read_exports
 from tvmffi_gen.binfmt.macho import macho_exports
 from tvmffi_gen.binfmt.pe import pe_exports
 from tvmffi_gen.cli import main
+
+from conftest import TESTING_LIB
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "binfmt"
 FEW = [ExportedFunction("add_one", True, True), ExportedFunction("no_meta", False, False)]

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TESTING_LIB, build_shared
 from tvmffi_gen.cli import main
+
+from conftest import ROOT, TESTING_LIB, build_shared
 
 INIT_TEMPLATE = r"""
 #include <tvm/ffi/tvm_ffi.h>

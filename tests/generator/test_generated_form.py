@@ -14,9 +14,9 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
-
 from tvmffi_gen.docparams import documented_param_names
+
+from conftest import ROOT
 
 GENERATED = ROOT / "generated"
 

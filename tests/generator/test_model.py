@@ -12,8 +12,8 @@ import pytest
 from tvmffi_gen.build import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
 from tvmffi_gen.render import render_package
-from tvmffi_gen.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
 from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
 from tvmffi_gen.verify import run_mypy, run_pyright
 from tvmffi_gen.writer import apply_plan, plan_output
@@ -333,8 +333,9 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     leaves no doubled blank line."""
     import re
 
-    from conftest import ROOT
     from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
+
+    from conftest import ROOT
 
     assert standard_import_groups({"_t", "_bind"}) == [
         ["import typing as _t"],

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
 from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import take_snapshot
+
+from conftest import ROOT, build_shared
 
 FIXTURE = ROOT / "tests" / "fixtures" / "late_base.cc"
 

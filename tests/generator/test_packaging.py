@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
 from tvmffi_gen.verify import find_pyright, run_mypy, run_pyright
+
+from conftest import ROOT
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build")
 
@@ -256,8 +256,9 @@ def test_verify_fails_when_the_runtime_cannot_be_found(tmp_path):
 def test_moved_package_still_finds_a_library_recorded_relative_to_it(tmp_path):
     """A library beside the package is recorded relative to it; a copy of the package moved
     elsewhere falls back on the library's absolute path, and a missing one lists every place."""
-    from conftest import TESTING_LIB
     from tvmffi_gen.cli import main
+
+    from conftest import TESTING_LIB
 
     project = tmp_path / "project"
     (project / "build").mkdir(parents=True)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from test_regenerate_user_code import add_to_class, build, edit_like_a_user, generate, run_py, snapshot_files
 from tvmffi_gen.cli import main
+
+from test_regenerate_user_code import add_to_class, build, edit_like_a_user, generate, run_py, snapshot_files
 
 #: Short enough that both formatters rewrap ``__all__ = ["Old", "Point", "origin"]`` and more.
 LINE_LENGTH = "30"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
 from tvmffi_gen.cli import main
 from tvmffi_gen.verify import run_mypy
+
+from conftest import ROOT, build_shared
 
 SOURCE = r"""
 #include <tvm/ffi/tvm_ffi.h>

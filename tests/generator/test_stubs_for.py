@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_shared
 from tvmffi_gen.stubs.stubtext import STUB_HEADER
+
+from conftest import build_shared
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]

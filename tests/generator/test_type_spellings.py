@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_shared
-from fixtures import FIXTURES_DIR
-from tvmffi_gen.cli import generate
 from tvmffi_gen.build import build_model
+from tvmffi_gen.cli import generate
 from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output
+
+from conftest import ROOT, build_shared
+from fixtures import FIXTURES_DIR
 
 PROGRAM = r"""
 from __future__ import annotations

@@ -11,8 +11,9 @@ import subprocess
 
 import pytest
 
-from conftest import build_executable
 from tvmffi_runtime import _lib
+
+from conftest import build_executable
 
 #: Every struct the runtime mirrors. A struct added to _lib must be added here (and so checked).
 MIRRORED = [

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from conftest import ROOT
 from tvmffi_runtime import _backend, _errors, _lib, _pure
+
+from conftest import ROOT
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:

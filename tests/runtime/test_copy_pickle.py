@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tvmffi_runtime as rt
+
 from conftest import ROOT
 from with_tvm_ffi import IN_CHILD, child_only, run_cases_in_children
 

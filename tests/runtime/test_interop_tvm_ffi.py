@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import tvmffi_runtime as rt
-from conftest import ROOT
 from tvmffi_runtime import _backend, _object
+
+from conftest import ROOT
 from with_tvm_ffi import IN_CHILD, child_only, run_cases_in_children
 
 if str(ROOT / "generated") not in sys.path:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tvmffi_runtime as rt
+
 from conftest import ROOT
 from with_tvm_ffi import IN_CHILD, child_only, run_cases_in_children
 
@@ -18,7 +19,7 @@ if str(ROOT / "generated") not in sys.path:
 
 if IN_CHILD:
     import tvm_ffi
-    import tvm_ffi.testing  # noqa: F401  (loads the testing library)
+    import tvm_ffi.testing  # loads the testing library
 
     import tvmffi_testing.testing as T
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from conftest import ROOT, TESTING_LIB
 from tvmffi_runtime import _convert, _errors, _lib
+
+from conftest import ROOT, TESTING_LIB
 
 RUNTIME = ROOT / "runtime"
 

@@ -15,21 +15,23 @@ import re
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import tvmffi_runtime as rt
-from conftest import ROOT, TESTING_LIB, accel_source
 from tvmffi_runtime import _call, _callback, _errors, _fields, _lib
 from tvmffi_runtime._values import CallbackMode
 from tvmffi_runtime.structural import move, structural_mutate, structural_walk
 
+from conftest import ROOT, TESTING_LIB, accel_source
+
 if str(ROOT / "generated") not in sys.path:
     sys.path.insert(0, str(ROOT / "generated"))
 
-from tvmffi_testing import testing as T  # noqa: E402
-from tvmffi_testing.visitors import Mutator  # noqa: E402
+from tvmffi_testing import testing as T
+from tvmffi_testing.visitors import Mutator
 
 ACCEL_SOURCE = accel_source()
 

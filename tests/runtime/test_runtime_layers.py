@@ -132,8 +132,8 @@ def test_callback_modes_match_the_compiled_backend() -> None:
 def test_one_table_of_field_kinds() -> None:
     """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
     (indexed by its F_* enum) and the generator's layout rules must agree with it."""
-    from tvmffi_runtime import _fields
     from tvmffi_gen import members
+    from tvmffi_runtime import _fields
 
     source = accel_source()
     table = re.search(r"static const char\* field_kinds\[\] = \{([^}]*)\};", source)

@@ -43,8 +43,9 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from conftest import ROOT
 from tvmffi_runtime import _callback, _errors
+
+from conftest import ROOT
 
 RSS_LIMIT = 5 * 1024 * 1024
 #: gc-tracked Python objects a loop may leave behind (caches, interned strings, free lists);

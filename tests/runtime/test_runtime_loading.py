@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import tvmffi_runtime as rt
+
 from conftest import ROOT, TESTING_LIB, TVM_FFI_LIBDIR, build_shared
 
 # A library whose static initialiser calls a function nothing defines. It links (shared objects

@@ -373,7 +373,7 @@ def test_from_typed_optional_and_unions():
 
 
 def test_from_typed_unresolvable_annotation_only_skips_that_parameter():
-    def f(a: "NoSuchTypeName", b: int) -> object:  # type: ignore[name-defined] # noqa: F821
+    def f(a: NoSuchTypeName, b: int) -> object:  # type: ignore[name-defined] # noqa: F821
         return (a, b)
 
     typed = rt.Function.from_typed(f)

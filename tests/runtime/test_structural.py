@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_runtime import _backend
-from tvmffi_runtime import Object
+from tvmffi_runtime import Object, _backend
 from tvmffi_runtime.containers import Array, List, Map
 from tvmffi_runtime.structural import (
     UNCHANGED,

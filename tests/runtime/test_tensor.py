@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import build_shared
-
 import tvmffi_runtime as rt
 from tvmffi_runtime import tensor as tensor_mod
+
+from conftest import build_shared
 
 # A small native library that looks at tensors the way kernels do: through shape, strides,
 # byte offset and dtype; and that allocates tensors of its own (deleters live in this library).

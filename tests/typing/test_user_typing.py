@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
 from tvmffi_gen.verify import run_mypy, run_pyright
+
+from conftest import ROOT
 
 PKG = ROOT / "generated" / "tvmffi_testing"
 if str(PKG.parent) not in sys.path:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from ..wording import counted
 from .build import build_stubs
 from .cache import disabled
 from .errors import StubsError
 from .stubtext import STUB_HEADER
-from ..wording import counted
 
 __all__ = ["StubsError", "run_stubs", "build_stubs"]
 

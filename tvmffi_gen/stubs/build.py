@@ -75,7 +75,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
     files: dict[str, str] = {}
     for mod, text in final.items():
         parts = mod.split(".")
-        is_pkg = data["modules"][mod].endswith("__init__.py") or mod == package and len(parts) == 1
+        is_pkg = data["modules"][mod].endswith("__init__.py") or (mod == package and len(parts) == 1)
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
     try:

@@ -25,8 +25,8 @@ import signal
 import sys
 import time
 import traceback
-from types import ModuleType
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 __all__ = ["collect", "module_files", "excluded", "CollectError"]

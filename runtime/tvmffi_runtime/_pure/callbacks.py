@@ -13,7 +13,8 @@ from __future__ import annotations
 import ctypes
 import threading
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import _lib
 from .._errors import _fetch_error, _raise_into_native, conversion_failed, not_callable_error

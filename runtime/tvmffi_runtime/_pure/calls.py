@@ -9,8 +9,9 @@ backend reads them.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from struct import error as _struct_error
-from typing import Any, Callable
+from typing import Any
 
 from .. import _lib
 from .._errors import _fetch_error, _python_error_set_in_native, init_result_error

@@ -5,8 +5,9 @@ memory at a reflected offset, and the memory readers and writers it uses (the tw
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from operator import index as _index
-from typing import Any, Callable
+from typing import Any
 
 from .. import _lib
 from .._errors import (

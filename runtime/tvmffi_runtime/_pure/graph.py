@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import _lib
 from .._values import TypeIndex

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._errors import arity_error, no_keywords_error
 from .._values import TypeIndex

@@ -29,25 +29,12 @@ that import one way: ``_markers`` (markers, enums) → ``_match``
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from .._object import Object
 from .._errors import walk_result_error
 from .._graph_guard import check_graph
-from ._markers import (
-    DefRegionKind,
-    InplaceMode,
-    UNCHANGED,
-    Unchanged,
-    VisitInterrupt,
-    WalkOrder,
-    WalkResult,
-    _MODES,
-    _call,
-    _unmove,
-    move,
-)
-from ._match import Handler, Handlers, _Entry, _entries, _first_match, _matches, _same, _tindex_of, on
+from .._object import Object
 from ._context import (
     ContextPolicy,
     HookCall,
@@ -55,21 +42,9 @@ from ._context import (
     Policy,
     VisitContext,
     _Policies,
-    _Run,
     _policies,
     _refcounts,
-)
-from ._native import (
-    _T_MAP_KIND,
-    _T_MAP_PLAIN,
-    _T_MUTATE,
-    _T_VISIT,
-    _T_WALK_KIND,
-    _T_WALK_PLAIN,
-    _links,
-    _native,
-    _split,
-    hook_frame,
+    _Run,
 )
 from ._hooks import (
     HookNameWarning,
@@ -81,6 +56,32 @@ from ._hooks import (
     WalkerBase,
     _HookBase,
     default_hook,
+)
+from ._markers import (
+    _MODES,
+    UNCHANGED,
+    DefRegionKind,
+    InplaceMode,
+    Unchanged,
+    VisitInterrupt,
+    WalkOrder,
+    WalkResult,
+    _call,
+    _unmove,
+    move,
+)
+from ._match import Handler, Handlers, _entries, _Entry, _first_match, _matches, _same, _tindex_of, on
+from ._native import (
+    _T_MAP_KIND,
+    _T_MAP_PLAIN,
+    _T_MUTATE,
+    _T_VISIT,
+    _T_WALK_KIND,
+    _T_WALK_PLAIN,
+    _links,
+    _native,
+    _split,
+    hook_frame,
 )
 
 __all__ = [

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import Any, Callable, TypeAlias
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from .. import _convert, _errors, _lib, _object
 from .._call import ffi_call
 from .._object import Object
 from .._values import TypeIndex
-from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt, _KINDS, _call
+from ._markers import _KINDS, UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, _call
 from ._match import _annotation_indices, _flatten, _matches, _same, _tindex_of
 
 __all__ = [

@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import types
 import warnings
-from typing import Any, Callable, ClassVar, Mapping, NamedTuple, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from ._markers import DefRegionKind, InplaceMode, UNCHANGED, VisitInterrupt
-from ._match import Handlers, _Entry, _annotation_indices, _entries, _positional, _resolve_annotation, _type_depth
 from ._context import HookFrame, MutateContext, Policy, VisitContext
+from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt
+from ._match import Handlers, _annotation_indices, _entries, _Entry, _positional, _resolve_annotation, _type_depth
 
 __all__ = [
     "HookNameWarning",

@@ -116,7 +116,7 @@ class VisitInterrupt(Object):
         return f"VisitInterrupt({self.value!r})"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _interrupt_value_field() -> Any:
     from ..reflection import FieldAccessor
 

@@ -9,7 +9,8 @@ import inspect
 import sys
 import types
 import typing
-from typing import Any, Callable, Iterable, NamedTuple, TypeAlias, cast
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, TypeAlias, cast
 
 from .. import _lib
 from .._object import Object
@@ -85,7 +86,7 @@ def _ancestors(index: int) -> frozenset[int]:
     return frozenset(ti.type_ancestors[d].contents.type_index for d in range(ti.type_depth))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _type_depth(index: int) -> int:
     if index < TypeIndex.OBJECT:
         return 0
@@ -184,7 +185,7 @@ def _resolve_annotation(fn: Callable[..., Any], param: inspect.Parameter) -> Any
     except Exception:
         pass
     try:
-        return eval(ann, namespace)  # noqa: S307 - the annotation text of the caller's own code
+        return eval(ann, namespace)  # the annotation text of the caller's own code
     except Exception as exc:
         raise TypeError(
             f"cannot resolve the annotation {ann!r} of {fn!r}: {exc}; give the type explicitly with on(tp, fn)"
@@ -201,7 +202,7 @@ def _code_contains(outer: types.CodeType, code: types.CodeType, depth: int = 3) 
     return False
 
 
-class on:  # noqa: N801 - reads as a verb at the call site: on(int, handler)
+class on:  # lower case: reads as a verb at the call site, on(int, handler)
     """An explicitly typed handler: ``on(int, lambda v: ...)`` (lambdas cannot be annotated).
 
     ``tp`` may be a runtime Object subclass, a builtin (int, float, bool, str, bytes), a union

@@ -7,19 +7,20 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from typing import Any, Callable, TypeAlias
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from .. import _callback, _convert, _lib, _object
 from .._backend import accelerated
-from .._callback import function_in_mode
-from .._values import CallbackMode, TypeIndex
-from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
 from .._call import Function
-from .._object import Object, _wrap
+from .._callback import function_in_mode
 from .._errors import moved_result_error, walk_result_error
-from ._markers import UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult, _KINDS, _MODES
-from ._match import _Entry, _overlap
+from .._object import Object, _wrap
+from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
+from .._values import CallbackMode, TypeIndex
 from ._context import HookCall, HookFrame, MutateContext, VisitContext
+from ._markers import _KINDS, _MODES, UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult
+from ._match import _Entry, _overlap
 
 __all__ = [
     "_T_MAP_KIND",
