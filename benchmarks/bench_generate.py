@@ -278,7 +278,8 @@ def print_table(r: dict[str, Any]) -> None:
         ),
         (
             "compile (g++ -O0, not generator)",
-            f"{r['compile_seconds']:.1f} s ({c['units']} units, {c['jobs']} jobs{', cached' if r['compile_cached'] else ''})",
+            f"{r['compile_seconds']:.1f} s ({c['units']} units, "
+            f"{c['jobs']} jobs{', cached' if r['compile_cached'] else ''})",
         ),
         (
             "(a) snapshot (child process)",

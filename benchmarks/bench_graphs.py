@@ -9,8 +9,8 @@ each node: about three handles per node for the guard to look at. Cases are inte
 (guarded, bare, guarded, ...) and each reports the minimum over the repeats in ms; the ratio
 is guarded / bare. ``check`` is the guard alone. Timings are noisy on a shared machine: quote
 ratios, from ``--rounds 3`` or more (each case's median ratio over that many measurements of the
-whole table; times are the best over all rounds). ``--pure`` measures the pure-ctypes path; ``--with-pure`` runs it in a second process
-and adds its ratio as a column.
+whole table; times are the best over all rounds). ``--pure`` measures the pure-ctypes path;
+``--with-pure`` runs it in a second process and adds its ratio as a column.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def unguarded(fn: Callable[[], Any]) -> Callable[[], Any]:
         try:
             return fn()
         finally:
-            for m, f in zip(modules, saved):
+            for m, f in zip(modules, saved, strict=True):
                 m.check_graph = f
 
     return run

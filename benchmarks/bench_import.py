@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def timed(stmt: str, runs: int, pythonpath: list[str]) -> float:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(pythonpath + [env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([*pythonpath, env.get("PYTHONPATH", "")])
     samples = []
     for _ in range(runs):
         start = time.perf_counter()

@@ -199,8 +199,12 @@ def _print_table(report: dict[str, Any]) -> None:
         )
         base_total = statistics.median(r["times"]["total"][1] for r in runs["baseline"])
         for v in variants[1:]:
-            ratio = [r["times"]["total"][1] / b["times"]["total"][1] for r, b in zip(runs[v], runs["baseline"])]
-            wall = [r["times"]["total"][0] / b["times"]["total"][0] for r, b in zip(runs[v], runs["baseline"])]
+            ratio = [
+                r["times"]["total"][1] / b["times"]["total"][1] for r, b in zip(runs[v], runs["baseline"], strict=True)
+            ]
+            wall = [
+                r["times"]["total"][0] / b["times"]["total"][0] for r, b in zip(runs[v], runs["baseline"], strict=True)
+            ]
             print(
                 f"{v} / baseline, same round: CPU {', '.join(f'{x:.2f}' for x in ratio)};"
                 f" wall {', '.join(f'{x:.2f}' for x in wall)} (baseline median CPU {base_total:.1f} s)"

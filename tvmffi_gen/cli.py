@@ -530,7 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         elapsed = time.perf_counter() - start
         log.info(
-            f"wrote {root} ({counted(n_types, 'type')}, {counted(sum(1 for f in files if f.endswith('.py')), 'module')};"
+            f"wrote {root} ({counted(n_types, 'type')},"
+            f" {counted(sum(1 for f in files if f.endswith('.py')), 'module')};"
             f" {counted(_files_changed(plan, project), 'file')} changed) in {elapsed:.2f} s"
         )
         if args.verify:

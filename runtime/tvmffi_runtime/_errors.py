@@ -130,7 +130,7 @@ def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
     else:
         try:
             exc = cls(message)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a registered class may refuse the message: fall back to Error
             exc = Error(kind, message, backtrace)
         try:
             exc.kind = kind  # type: ignore[attr-defined]

@@ -121,8 +121,9 @@ class _Plan:
         self.start = pointers[0][0] if pointers else 0
         self.offsets = [off - self.start for off, _ in pointers]
         self.span = pointers[-1][0] + 8 - self.start if pointers else 0
-        layout = "".join(f"{off - prev}xQ" for off, prev in zip(
-            [off for off, _ in pointers], [self.start] + [off + 8 for off, _ in pointers[:-1]]))  # fmt: skip
+        starts = [off for off, _ in pointers]
+        ends = [self.start, *(off + 8 for off in starts)][:-1]  # where each gap starts: one per pointer
+        layout = "".join(f"{off - prev}xQ" for off, prev in zip(starts, ends, strict=True))
         fields = struct.Struct("=" + layout)
         self.unpack, self.unpack_from = fields.unpack, fields.unpack_from
         self.getters = getters
@@ -251,7 +252,7 @@ def _field_edges(h: int, plan: _Plan, labels: bool) -> list[Any]:
     edges: list[Any] = []
     if plan.names:
         values = plan.unpack(_string_at(h + plan.start, plan.span))
-        edges = [(v, n) for v, n in zip(values, plan.names) if v] if labels else [v for v in values if v]
+        edges = [(v, n) for v, n in zip(values, plan.names, strict=True) if v] if labels else [v for v in values if v]
     for offset, name in plan.anys:
         tindex, _, payload = _ANY.unpack(_string_at(h + offset, 16))
         child = _object_of_any(tindex, payload)

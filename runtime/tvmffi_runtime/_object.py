@@ -101,7 +101,7 @@ class Object(backend.ObjectBase):
     def __repr__(self) -> str:
         try:
             return str(_service("repr")(self))
-        except Exception:
+        except Exception:  # noqa: BLE001 - repr must not fail
             return f"<{self.type_key} at 0x{self._h:x}>"
 
     def __tvm_ffi_object__(self) -> Any:

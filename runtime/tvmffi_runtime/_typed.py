@@ -101,7 +101,7 @@ def _resolve_hints(f: Callable[..., Any], params: list[inspect.Parameter]) -> di
     """Annotations of ``f`` as types; ones that cannot be resolved are left out (not checked)."""
     try:
         return typing.get_type_hints(f)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure: resolve them one at a time below
         pass
     # One at a time, so a single unresolvable name does not switch off every check; typing's
     # names are a fallback (string annotations often name a locally imported Optional or Union).
@@ -109,7 +109,7 @@ def _resolve_hints(f: Callable[..., Any], params: list[inspect.Parameter]) -> di
     namespace.update(getattr(f, "__globals__", {}))
     try:
         local = dict(inspect.getclosurevars(f).nonlocals) if inspect.isfunction(f) else {}
-    except Exception:
+    except Exception:  # noqa: BLE001 - no closure variables to read: only the globals
         local = {}
     hints: dict[str, Any] = {}
     for p in params:
@@ -117,7 +117,7 @@ def _resolve_hints(f: Callable[..., Any], params: list[inspect.Parameter]) -> di
         if isinstance(ann, str):
             try:
                 ann = eval(ann, namespace, local)  # what typing.get_type_hints does
-            except Exception:
+            except Exception:  # noqa: BLE001 - what get_type_hints would raise: left unchecked
                 continue
         hints[p.name] = ann
     return hints
@@ -147,7 +147,8 @@ def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
             expected = f"{required}" if required == len(params) else f"{required} to {len(params)}"
             raise TypeError(f"{name}() expects {expected} arguments, got {n}")
         converted = list(args)
-        for i, (value, check) in enumerate(zip(args, checks)):
+        # fewer arguments than parameters (defaults) or more (*args): zip stops at the shorter
+        for i, (value, check) in enumerate(zip(args, checks, strict=False)):
             if check is not None:
                 try:
                     converted[i] = check(value)

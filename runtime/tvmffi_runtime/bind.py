@@ -501,5 +501,5 @@ def load_package_module(package: str, path: str) -> Module:
 
     try:
         return Module.load_from_file(path)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - re-raised as ImportError naming the package and file
         raise ImportError(f"{package}: cannot load {path} as a module: {exc}") from None

@@ -161,7 +161,7 @@ class List(_SeqBase[T], MutableSequence[T]):
                 raise ValueError(
                     f"attempt to assign sequence of size {len(values)} to extended slice of size {len(targets)}"
                 )
-            for j, v in zip(targets, values):
+            for j, v in zip(targets, values, strict=True):
                 _call("ffi.ListSetItem", self, j, v)
             return
         _call("ffi.ListSetItem", self, _norm_index(_index(i), n, "List"), value)

@@ -66,7 +66,7 @@ class Module(Object):
                 mod = so_loader(full, "so")
             else:
                 mod = _g("ffi.ModuleLoadFromFile")(full)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as LibraryLoadError naming the file
             raise LibraryLoadError(f"cannot load module {spath}: {exc}") from None
         if not isinstance(mod, Module):
             raise LibraryLoadError(f"cannot load module {spath}: the loader returned {type(mod).__name__}")
@@ -91,7 +91,7 @@ class Module(Object):
         from .reflection import get_field
 
         value = get_field(self, "imports_")
-        return [m for m in value] if value is not None else []
+        return list(value) if value is not None else []
 
     def import_module(self, other: Module) -> None:
         """Make ``other`` an import of this module (a cycle raises)."""
@@ -156,13 +156,13 @@ class Module(Object):
             return f"module {path}"
         try:
             return f"module of kind {self.kind!r}"
-        except Exception:
+        except Exception:  # noqa: BLE001 - a description must not fail
             return "module"
 
     def __repr__(self) -> str:
         try:
             kind = self.kind
-        except Exception:
+        except Exception:  # noqa: BLE001 - repr must not fail
             return "Module()"
         path = self.path
         return f"Module(kind={kind!r}, path={path!r})" if path is not None else f"Module(kind={kind!r})"

@@ -167,7 +167,7 @@ def _read_type_info(ptr: Any) -> TypeInfo:
         if has_default:
             try:
                 default = _any_view_value(f.default_value_or_factory)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a default native code cannot give: None
                 default = None
         fields.append(
             FieldInfo(
@@ -249,7 +249,7 @@ def global_function_metadata(name: str) -> dict[str, Any]:
     """Metadata of a global function (its ``type_schema``, ``doc``...) as a dict; {} if none."""
     try:
         raw = _global("ffi.GetGlobalFuncMetadata")(name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no metadata to read: {}
         return {}
     if raw is None:
         return {}

@@ -197,8 +197,8 @@ def _sweep_exported() -> None:
     global _exported, _sweep_at
     with _exported_lock:
         counts = _refcounts(_exported)
-        dead = [c for c, n in zip(_exported, counts) if n <= _ONLY_LISTED]
-        _exported = [c for c, n in zip(_exported, counts) if n > _ONLY_LISTED]
+        dead = [c for c, n in zip(_exported, counts, strict=True) if n <= _ONLY_LISTED]
+        _exported = [c for c, n in zip(_exported, counts, strict=True) if n > _ONLY_LISTED]
         _sweep_at = max(_SWEEP_MIN, 2 * len(_exported))
     for capsule in dead:  # outside the lock: a deleter may run arbitrary finalisers
         _release_unconsumed(capsule)
@@ -327,7 +327,7 @@ class Tensor(Object):
     def is_contiguous(self) -> bool:
         """Whether the strides are the compact row-major ones."""
         expected = 1
-        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
+        for extent, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
             if extent != 1 and stride != expected:
                 return False
             expected *= extent
@@ -360,7 +360,7 @@ class Tensor(Object):
 
     def _export(self, max_version: Any, dtype: tuple[int, int, int] | None) -> CapsuleType:
         out = ctypes.c_void_p()
-        if max_version is not None and tuple(max_version)[0] >= 1:
+        if max_version is not None and next(iter(max_version)) >= 1:
             _check(_lib.TensorToDLPackVersioned(self._h, ctypes.byref(out)))
             assert out.value
             if dtype is not None:

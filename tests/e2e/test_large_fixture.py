@@ -319,7 +319,8 @@ for key, t in types.items():
             kw = cls_of(key)(5, def_=4, class_="c", match_=9, type_="T", None_=False, same_as_=-3, table={})
             assert (kw.def_, kw.class_, kw.match_, kw.type_, kw.None_, kw.same_as_) == (4, "c", 9, "T", False, -3)
             dflt = cls_of(key)(5, table={})
-            assert (dflt.def_, dflt.class_, dflt.match_, dflt.type_, dflt.None_, dflt.same_as_) == (10, "cls", 3, "ty", True, 0)
+            dflts = (dflt.def_, dflt.class_, dflt.match_, dflt.type_, dflt.None_, dflt.same_as_)
+            assert dflts == (10, "cls", 3, "ty", True, 0)
             kw.def_ = 7
             assert kw.def_ == 7 and kw.lambda__(1) == 8
         else:

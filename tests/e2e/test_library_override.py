@@ -62,7 +62,10 @@ def test_override_naming_another_library_says_it_is_not_the_packages() -> None:
 def test_override_naming_the_right_library_elsewhere_loads_it(tmp_path: Path) -> None:
     copy = tmp_path / "libtvm_ffi_testing.so"
     shutil.copy2(TESTING_LIB, copy)
-    code = "import tvmffi_testing._lib as l; from tvmffi_testing.testing import TestIntPair; print(l.path, TestIntPair(1, 2).a)"
+    code = (
+        "import tvmffi_testing._lib as l; from tvmffi_testing.testing import TestIntPair; "
+        "print(l.path, TestIntPair(1, 2).a)"
+    )
     proc = _import(code, **{VAR: str(copy)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(copy), "1"]

@@ -111,8 +111,8 @@ def test_constructor_signature_of_a_class_below_a_non_constructible_base(tinypkg
     )
     assert out.splitlines() == [
         "(name: 'str', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False) -> 'None'",
-        "(name: 'str', params: '_abc.Sequence[Var]', body: 'Expr', version: '_t.SupportsIndex' = 0, frozen: 'bool' = False)"
-        " -> 'None'",
+        "(name: 'str', params: '_abc.Sequence[Var]', body: 'Expr', version: '_t.SupportsIndex' = 0,"
+        " frozen: 'bool' = False) -> 'None'",
         "x 3",
         "(label: str) -> None Q",
     ]

@@ -318,7 +318,8 @@ def test_a_documented_tuple_result_is_a_named_tuple(user: Path, pure: bool) -> N
         import foldpkg
         r = foldpkg.fold_divmod(17, b=5)
         print(r, type(r).__mro__[1].__name__, r._fields, foldpkg.fold_divmod(b=5, a=17) == r)
-        print(inspect.signature(foldpkg.fold_divmod), pickle.loads(pickle.dumps(foldpkg.fold_divmod)) is foldpkg.fold_divmod)
+        fold_divmod = foldpkg.fold_divmod
+        print(inspect.signature(fold_divmod), pickle.loads(pickle.dumps(fold_divmod)) is fold_divmod)
         try:
             foldpkg.fold_divmod(1)
         except TypeError as exc:

@@ -141,7 +141,8 @@ def test_user_code_survives_library_changes(tmp_path: Path, capsys: pytest.Captu
     assert (
         run_py(
             tmp_path,
-            "from regenpkg.regen import Point, twice; print((Point(1, 2) + Point(3, 4)).as_tuple(), twice(Point(1, 1)).x)",
+            "from regenpkg.regen import Point, twice; "
+            "print((Point(1, 2) + Point(3, 4)).as_tuple(), twice(Point(1, 1)).x)",
             v1,
         )
         == "(4, 6) 2"
@@ -213,7 +214,10 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     from tvmffi_gen.member_keys import member_keys
     from tvmffi_gen.merge import MergeConflict, merge_source
 
-    gen1 = 'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n    def f(self) -> int:\n        return 1\n'
+    gen1 = (
+        'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n'
+        "    def f(self) -> int:\n        return 1\n"
+    )
     user = (
         gen1.replace(
             "    def f",
@@ -263,7 +267,8 @@ GEN2 = GEN1.replace(
     "    @staticmethod\n    def make_label", "    width: int = 0\n\n    @staticmethod\n    def label"
 ).replace(
     "def helper",
-    "class Extra:\n    pass\n\n\ndef USER_CONSTANT() -> int:\n    return 2\n\n\ndef math() -> int:\n    return 3\n\n\ndef helper",
+    "class Extra:\n    pass\n\n\ndef USER_CONSTANT() -> int:\n    return 2\n\n\n"
+    "def math() -> int:\n    return 3\n\n\ndef helper",
 )
 
 

@@ -63,7 +63,7 @@ def _stub_parameters(node: Any) -> list[tuple[str, bool]]:
     args = node.args
     params = [*args.posonlyargs, *args.args]
     defaults = [False] * (len(params) - len(args.defaults)) + [True] * len(args.defaults)
-    return [(a.arg, d) for a, d in zip(params, defaults) if a.arg != "self"]
+    return [(a.arg, d) for a, d in zip(params, defaults, strict=True) if a.arg != "self"]
 
 
 def _parameters(fn: Any) -> list[tuple[str, bool]]:
@@ -175,7 +175,7 @@ def test_field_of_a_released_object_raises_instead_of_reading_address_zero() -> 
     p = TestIntPair(1, 2)
     h, p._h = p._h, 0
     _lib.ObjectDecRef(h)
-    with pytest.raises(_errors.ReleasedObjectError, match="testing.TestIntPair.a"):
+    with pytest.raises(_errors.ReleasedObjectError, match=r"testing\.TestIntPair\.a"):
         p.a  # noqa: B018
 
 

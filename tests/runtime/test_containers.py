@@ -82,9 +82,9 @@ def test_equality_with_python_equivalents(seq):
     assert seq == ITEMS
     assert seq == tuple(ITEMS)
     assert seq != ITEMS[:-1]
-    assert seq != ITEMS + [1]
+    assert seq != [*ITEMS, 1]
     assert seq != ["different"] * len(ITEMS)
-    assert not (seq == "not a sequence")
+    assert not (seq == "not a sequence")  # noqa: SIM201 - __eq__ itself, not __ne__
     assert seq == rt.Array(ITEMS) and seq == rt.List(ITEMS)
 
 
@@ -260,7 +260,7 @@ def test_mapping_equality(mapping):
     assert mapping != {**DATA, "extra": 1}
     assert mapping != {k: v for k, v in DATA.items() if k != "a"}
     assert mapping != {**DATA, "a": 2}
-    assert not (mapping == [("a", 1)])
+    assert not (mapping == [("a", 1)])  # noqa: SIM201 - __eq__ itself, not __ne__
 
 
 def test_mapping_repr(mapping):

@@ -115,8 +115,8 @@ def test_a_graph_deeper_than_the_bound_is_refused_naming_the_chain(lib: Path, pu
     for name, (status, kind, message) in results.items():
         assert (status, kind) == ("raised", "GraphTooDeepError"), (name, message)
         assert (
-            "nests deeper than 1000 levels (through cyc.Node.parent → cyc.Node.parent → cyc.Node.parent → ... (994 more)"
-            in message
+            "nests deeper than 1000 levels"
+            " (through cyc.Node.parent → cyc.Node.parent → cyc.Node.parent → ... (994 more)" in message
         )
         assert "would overflow the C stack" in message and "set_max_graph_depth" in message
 
@@ -125,7 +125,8 @@ def test_a_graph_deeper_than_the_bound_is_refused_naming_the_chain(lib: Path, pu
 def test_the_errors_are_value_and_recursion_errors_with_the_path(lib: Path, pure: bool) -> None:
     calls = {
         "cycle": "(lambda e: [isinstance(e, ValueError), e.path])(catch(lambda: rt.structural_hash(g)))",
-        "deep": "(lambda e: [isinstance(e, RecursionError), e.limit, len(e.path), e.path[0]])(catch(lambda: rt.structural_hash(d)))",
+        "deep": "(lambda e: [isinstance(e, RecursionError), e.limit, len(e.path), e.path[0]])"
+        "(catch(lambda: rt.structural_hash(d)))",
         # objects inside Python lists / dicts given as arguments are checked too
         "in_list": "str(catch(lambda: rt.structural_hash([1, {'k': (g,)}])))",
     }
@@ -201,7 +202,10 @@ def test_the_bound_can_be_set_and_is_checked(lib: Path, pure: bool) -> None:
         "restored": "[rt.set_max_graph_depth(1000), rt.max_graph_depth(), type(rt.structural_hash(chain)).__name__]",
         "bad": "catch(lambda: rt.set_max_graph_depth(0))",
     }
-    build += "\ndef catch(f):\n    try:\n        f()\n    except Exception as exc:\n        return f'{type(exc).__name__}: {exc}'"
+    build += (
+        "\ndef catch(f):\n    try:\n        f()\n    except Exception as exc:\n"
+        "        return f'{type(exc).__name__}: {exc}'"
+    )
     results = run_child(lib, pure, build, calls)
     assert results["previous"][2] == "1000"
     assert results["refused"][2].startswith(

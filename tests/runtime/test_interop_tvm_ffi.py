@@ -159,6 +159,6 @@ def test_a_tvm_ffi_on_another_libtvm_ffi_is_refused() -> None:
     from tvmffi_runtime import interop
 
     other = SimpleNamespace(TVMFFIObjectIncRef=ctypes.pythonapi.Py_IncRef, _name="/elsewhere/libtvm_ffi.so")
-    with pytest.raises(TypeError, match="/elsewhere/libtvm_ffi.so"):
+    with pytest.raises(TypeError, match=r"/elsewhere/libtvm_ffi\.so"):
         interop._check_same_library(SimpleNamespace(LIB=other))
     interop._check_same_library(SimpleNamespace(LIB=rt._lib.LIB))  # the same library: accepted

@@ -257,7 +257,7 @@ class _ForgetfulErrors(dict):  # type: ignore[type-arg]
 def test_same_named_classes_returned_as_values(apply: Any, two_my_errors: Any) -> None:
     a_cls, b_cls = two_my_errors
     for cls in (a_cls, b_cls, a_cls):
-        value = apply(lambda: cls("as a value"))
+        value = apply(lambda: cls("as a value"))  # noqa: B023 - called within this iteration
         assert type(value) is cls
         assert str(value) == "as a value"
         assert value.kind == f"{cls.__module__}.MyError"
@@ -272,7 +272,7 @@ def test_same_named_classes_raised_without_the_original(
         original = cls("raised")
 
         def callback() -> None:
-            raise original
+            raise original  # noqa: B023 - called within this iteration
 
         with pytest.raises(cls) as info:
             apply(callback)
@@ -285,7 +285,7 @@ def test_qualified_kind_raised_natively_maps_back(apply: Any, two_my_errors: Any
     a_cls, b_cls = two_my_errors
     raise_error = rt.get_global_func("testing.test_raise_error")
     for cls in (a_cls, b_cls):
-        apply(lambda: cls("teach the runtime this class"))
+        apply(lambda: cls("teach the runtime this class"))  # noqa: B023 - called within this iteration
     with pytest.raises(b_cls, match="from C\\+\\+"):
         raise_error("tvmffi_fix_pkg_b.errors.MyError", "from C++")
     with pytest.raises(a_cls, match="from C\\+\\+"):
@@ -305,7 +305,7 @@ def test_redefined_class_replaces_the_stale_one(apply: Any) -> None:
 
 def test_builtin_classes_keep_their_bare_name(apply: Any) -> None:
     for exc in (ValueError("v"), ConnectionError("c"), KeyError("k")):
-        value = apply(lambda: exc)
+        value = apply(lambda: exc)  # noqa: B023 - called within this iteration
         assert type(value) is type(exc)
         assert value.kind == type(exc).__name__
 

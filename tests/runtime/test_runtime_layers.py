@@ -55,7 +55,7 @@ def test_no_import_cycle() -> None:
         stack.append(m)
         for dep in sorted(graph.get(m, ())):
             if state.get(dep) == 1:
-                cycle = stack[stack.index(dep) :] + [dep]
+                cycle = [*stack[stack.index(dep) :], dep]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if dep not in state:
                 visit(dep)

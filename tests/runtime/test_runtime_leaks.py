@@ -31,6 +31,7 @@ each in the test process itself: RSS stays flat and reference counts come back t
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -457,14 +458,10 @@ def _cases(f):
             raise ValueError("from Python " + long_str)
 
         for _ in range(n // 2):
-            try:
+            with contextlib.suppress(ValueError):
                 f["raise"]("ValueError", long_str)
-            except ValueError:
-                pass
-            try:
+            with contextlib.suppress(ValueError):
                 apply(fail)
-            except ValueError:
-                pass
 
     return pair, {
         "objects": (objects, CALLS),

@@ -162,7 +162,7 @@ def test_identity_equality_and_hash(make_pair, echo):
     a = make_pair(1, 2)
     a2 = echo(a)
     b = make_pair(1, 2)  # same content, different object
-    assert a.same_as(a2) and a == a2 and not (a != a2)
+    assert a.same_as(a2) and a == a2 and not (a != a2)  # noqa: SIM202 - __ne__ itself
     assert hash(a) == hash(a2)
     assert not a.same_as(b) and a != b
     assert not a.same_as("not an object") and a != 1
@@ -236,7 +236,7 @@ def test_registered_class_constructs_through_ffi_init(registered_base):
 
 
 def test_register_object_rejects_unknown_type_key():
-    with pytest.raises(TypeError, match="no.such.Type"):
+    with pytest.raises(TypeError, match=r"no\.such\.Type"):
 
         @rt.register_object("no.such.Type")
         class Nope(rt.Object):
@@ -391,7 +391,7 @@ def test_from_type_key_method_and_from_type_method(make_pair):
     assert total(pair) == 42
     with pytest.raises(AttributeError, match="no_such_method"):
         rt.Function.from_type_method(pair.type_index, "no_such_method")
-    with pytest.raises(KeyError, match="no.such.Type"):
+    with pytest.raises(KeyError, match=r"no\.such\.Type"):
         rt.Function.from_type_key_method("no.such.Type", "sum")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -350,7 +350,7 @@ def test_walk_free_variables_with_def_region_kind(ir: Any) -> None:
     fn = ir.Func([x], ir.Let(y, ir.Add(x, z), ir.Mul(y, w)), {"name": "f"})
 
     class FreeVars(WalkerBase):
-        _hook_types = {"walk_var": ir.Var}
+        _hook_types: ClassVar[dict[str, Any]] = {"walk_var": ir.Var}
 
         def __init__(self) -> None:
             self.defined: list[Any] = []
@@ -463,7 +463,7 @@ def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:
     assert walk_count_nodes(root, ir.Add) == 4999
 
     class CountAdds(WalkerBase):
-        _hook_types = {"walk_add": ir.Add}
+        _hook_types: ClassVar[dict[str, Any]] = {"walk_add": ir.Add}
 
         def __init__(self) -> None:
             self.n = 0
@@ -487,7 +487,7 @@ def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:
     leaves = Array([ir.IntImm(i) for i in range(2000)])
 
     class Count(VisitorBase):
-        _hook_types = {"visit_int_imm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"visit_int_imm": ir.IntImm}
 
         def __init__(self) -> None:
             self.n = 0
@@ -496,7 +496,7 @@ def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:
             self.n += 1
 
     class Keep(MutatorBase):
-        _hook_types = {"mutate_int_imm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"mutate_int_imm": ir.IntImm}
 
         def mutate_int_imm(self, node: Any) -> Any:
             return node
@@ -515,7 +515,7 @@ def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:
 
 def test_hook_results_are_checked_on_both_paths(ir: Any) -> None:
     class Wrong(VisitorBase):
-        _hook_types = {"visit_int_imm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"visit_int_imm": ir.IntImm}
 
         def visit_int_imm(self, node: Any) -> Any:
             return node  # a visit hook returns None or a VisitInterrupt
@@ -524,7 +524,7 @@ def test_hook_results_are_checked_on_both_paths(ir: Any) -> None:
         structural_visit(Array([ir.IntImm(1)]), Wrong())
 
     class Moved(MutatorBase):
-        _hook_types = {"mutate_int_imm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"mutate_int_imm": ir.IntImm}
 
         def mutate_int_imm(self, node: Any) -> Any:
             fresh = ir.IntImm(5)
@@ -535,7 +535,7 @@ def test_hook_results_are_checked_on_both_paths(ir: Any) -> None:
         structural_mutate(Array([ir.IntImm(1)]), Moved())
 
     class Outside(VisitorBase):
-        _hook_types = {"visit_int_imm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"visit_int_imm": ir.IntImm}
 
         def visit_int_imm(self, node: Any) -> None:
             self.seen = self.context.value
@@ -544,13 +544,13 @@ def test_hook_results_are_checked_on_both_paths(ir: Any) -> None:
     structural_visit(Array([ir.IntImm(3)]), outside)
     assert outside.seen.value == 3
     with pytest.raises(RuntimeError, match="no structural visit hook is running"):
-        outside.context
+        outside.context  # noqa: B018 - the property access is what raises
 
 
 def test_walker_base_hook_table_generated_style(ir: Any) -> None:
     class ExprWalker(WalkerBase):
         # Declared base-first: dispatch still tries the more derived classes first.
-        _hook_types = {"walk_Expr": ir.Expr, "walk_Add": ir.Add, "walk_IntImm": ir.IntImm}
+        _hook_types: ClassVar[dict[str, Any]] = {"walk_Expr": ir.Expr, "walk_Add": ir.Add, "walk_IntImm": ir.IntImm}
 
         @default_hook
         def walk_Expr(self, node: Any) -> WalkResult | None:
@@ -712,7 +712,7 @@ def test_mutate_rename_with_var_remap(ir: Any) -> None:
     fn = ir.Func([x], ir.Let(y, ir.Add(x, ir.IntImm(1)), ir.Mul(y, x)), {})
 
     class Rename(MutatorBase):
-        _hook_types = {"mutate_var": ir.Var}
+        _hook_types: ClassVar[dict[str, Any]] = {"mutate_var": ir.Var}
 
         def __init__(self) -> None:
             self.defs = 0

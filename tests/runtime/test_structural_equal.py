@@ -78,7 +78,7 @@ def test_first_mismatch_gives_the_access_paths_tvm_ffi_gives(lhs: Any, rhs: Any)
         assert ours is None
         return
     assert ours is not None
-    for mine, reference in zip(ours, theirs):
+    for mine, reference in zip(ours, theirs, strict=True):
         assert isinstance(mine, rt.AccessPath)
         assert str(mine) == str(reference)
         assert _steps(mine) == _steps(reference)

@@ -38,7 +38,23 @@ PUBLIC_MODULES = (
 _NATIVE = (
     "a value converted from native code: its type is only known at run time (object would force a cast on every use)"
 )
-_OVERRIDE = "an overridable hook's parameter: subclasses annotate the narrower type they handle (with object that override is an LSP error)"
+_OVERRIDE = (
+    "an overridable hook's parameter: subclasses annotate the narrower type they handle"
+    " (with object that override is an LSP error)"
+)
+_STATE = (
+    "the callbacks' state, the caller's own object: the context has no type parameter to carry its type,"
+    " and object would force a cast on every use"
+)
+_TVM_FFI_WRAPPER = (
+    "a tvm_ffi wrapper whose class tvm_ffi picks at run time"
+    " (tvm_ffi.Object, Function, Tensor, container, or Shape, a tuple)"
+)
+_DECLARATION = "a class-body declaration: the annotation it is assigned to types it"
+_GRADUAL = (
+    "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match"
+    " (typed ones would not)"
+)
 
 #: Public plain-``Any`` annotations that stay, each with its reason.
 #: Keys: ``module:Qualname.member:parameter`` (``return`` for the return, ``attr`` for a
@@ -74,21 +90,21 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.structural:VisitContext.value:attr": _NATIVE + "; the value the callback runs on",
     "tvmffi_runtime.structural:MutateContext.value:attr": _NATIVE + "; the value the callback runs on",
     # the caller's own object, handed back without a type parameter to carry its type
-    "tvmffi_runtime.structural:VisitContext.state:attr": "the callbacks' state, the caller's own object: the context has no type parameter to carry its type, and object would force a cast on every use",
-    "tvmffi_runtime.structural:MutateContext.state:attr": "the callbacks' state, the caller's own object: the context has no type parameter to carry its type, and object would force a cast on every use",
+    "tvmffi_runtime.structural:VisitContext.state:attr": _STATE,
+    "tvmffi_runtime.structural:MutateContext.state:attr": _STATE,
     # tvm_ffi's objects: tvm_ffi picks the class (Object, Function, Tensor, Array, Shape (a tuple), ...)
-    "tvmffi_runtime.interop:to_tvm_ffi:return": "a tvm_ffi wrapper whose class tvm_ffi picks at run time (tvm_ffi.Object, Function, Tensor, container, or Shape, a tuple)",
-    "tvmffi_runtime._object:Object.__tvm_ffi_object__:return": "a tvm_ffi wrapper whose class tvm_ffi picks at run time (tvm_ffi.Object, Function, Tensor, container, or Shape, a tuple)",
+    "tvmffi_runtime.interop:to_tvm_ffi:return": _TVM_FFI_WRAPPER,
+    "tvmffi_runtime._object:Object.__tvm_ffi_object__:return": _TVM_FFI_WRAPPER,
     # what a native function returns (its schema types the generated def, not the runtime)
     "tvmffi_runtime._call:Function.__call__:return": _NATIVE,
     "tvmffi_runtime._functions:GlobalFunction.__call__:return": _NATIVE,
     "tvmffi_runtime._fields:FieldAccess.get:return": _NATIVE,
-    "tvmffi_runtime._fields:field:return": "a class-body declaration: the annotation it is assigned to types it",
-    "tvmffi_runtime._fields:registry_field:return": "a class-body declaration: the annotation it is assigned to types it",
+    "tvmffi_runtime._fields:field:return": _DECLARATION,
+    "tvmffi_runtime._fields:registry_field:return": _DECLARATION,
     "tvmffi_runtime.bind:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
     # protocols and overridable hooks
-    "tvmffi_runtime:DLPackExporter.__dlpack__:args": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",
-    "tvmffi_runtime:DLPackExporter.__dlpack__:kwargs": "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match (typed ones would not)",
+    "tvmffi_runtime:DLPackExporter.__dlpack__:args": _GRADUAL,
+    "tvmffi_runtime:DLPackExporter.__dlpack__:kwargs": _GRADUAL,
     "tvmffi_runtime.structural:ContextPolicy.enter:value": _OVERRIDE + " (the values its types select)",
     "tvmffi_runtime.structural:ContextPolicy.exit:value": _OVERRIDE + " (the values its types select)",
     "tvmffi_runtime.structural:ContextPolicy.around:value": _OVERRIDE + " (the values its types select)",

@@ -136,7 +136,7 @@ def stubtest_allowlist(data: dict[str, Any], stubs: dict[str, str], frozen: dict
             (m for m in stubs if path.startswith(m + ".") and path[len(m) + 1 :] in class_attributes(stubs[m])), None
         )
         if mod is not None:
-            bases[mod] = bases.get(mod, []) + [_names_regex(path, sorted(names))]
+            bases[mod] = [*bases.get(mod, []), _names_regex(path, sorted(names))]
     if bases:
         out.append(
             "\n# Attributes a Python base class only annotates for its subclasses (absent from the class\n"

@@ -74,7 +74,8 @@ def module_files(package: str, roots: list[str], patterns: list[str]) -> dict[st
             elif entry.suffix in (".so", ".pyd") and (folder / f"{stem}.pyi").is_file():
                 if not excluded(child, patterns):
                     out[child] = str(entry)
-            elif entry.suffix == ".pyi" and not (folder / f"{stem}.py").is_file() and child not in out:
+            # as the branch above: what the entry is, then whether it is wanted
+            elif entry.suffix == ".pyi" and not (folder / f"{stem}.py").is_file() and child not in out:  # noqa: SIM102
                 if not excluded(child, patterns) and not any((folder / f"{stem}{x}").exists() for x in (".so", ".pyd")):
                     out[child] = str(entry)  # a stub the package ships for a module it makes at run time
 
@@ -495,7 +496,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
                     for n, v in base.__dict__.items()
                     if type(v).__name__ != "FFIProperty" and not n.startswith("__")
                 }
-                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}
+                # the names only: inspect.get_annotations would evaluate them (3.14), and fail on forward references
+                | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}  # noqa: RUF063
             ),
         }
     runtime_names = {m: _runtime_names(sys.modules[m]) for m in ok if m in sys.modules}

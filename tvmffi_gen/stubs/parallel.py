@@ -18,6 +18,7 @@ in the parent kills the workers. Without ``os.fork``, with one idle core (``jobs
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -138,10 +139,8 @@ def shared(
     finally:
         for pid, r, _ in workers:  # the parent's body raised: the workers' results are not wanted
             os.close(r)
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             _ = os.waitpid(pid, 0)
     # the serial loop's order: keys it adds by item (keys it only rewrites keep their place), the
     # log's additions item by item

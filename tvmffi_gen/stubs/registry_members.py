@@ -65,7 +65,8 @@ def params_from_schema(ctx: StubContext, schema: Any, doc: str, where: str, skip
         names = list(documented) if documented else [None] * len(params)
     out = ["self"] if skip_self else []
     seen: set[str] = set(out)
-    for i, (p, n) in enumerate(zip(params, names)):
+    # the schema's names come from the library: not trusted to match the parameters in number
+    for i, (p, n) in enumerate(zip(params, names, strict=False)):
         pname = n if n and n.isidentifier() and not is_keyword(n) and n not in seen else f"_{i}"
         seen.add(pname)
         out.append(f"{pname}: {ctx.annotate(p, 'param', where)}")

@@ -100,9 +100,10 @@ def defines(text: str, name: str) -> bool:
     """Whether a stub binds ``name`` at module level at all (imported without ``as`` included)."""
     tree = stub_tree(text)
     for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
-                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in node.names
+        ):
+            return True
     return False
 
 

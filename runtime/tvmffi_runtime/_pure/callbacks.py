@@ -138,7 +138,7 @@ def _callback_del(self: Any) -> None:
         # h == 0: the handle was moved to native code, which now owns the Function
         if entry is not None and (not h or _ref_counts(h)[1] > 1):
             entry.fn = self._cb
-    except Exception:  # interpreter shutdown
+    except Exception:  # noqa: BLE001 - interpreter shutdown
         return
     self._h = 0
     if h:
@@ -205,7 +205,7 @@ def _delete(self_key: int) -> None:
     try:
         with _callbacks_lock:
             entry = CALLBACKS.pop(self_key, None)
-    except Exception:  # interpreter shutdown
+    except Exception:  # noqa: BLE001 - interpreter shutdown
         return
     # released outside the lock: the callable's release can run Python that makes callbacks
     del entry

@@ -46,7 +46,9 @@ _PLANS: dict[tuple[int, bool], _Plan] = {}
 def _plan(plan_for: Callable[[int, bool], Any], tindex: int, structural: bool) -> _Plan:
     leaf, pointers, anys, getters = plan_for(tindex, structural)
     start = pointers[0] if pointers else 0
-    layout = "".join(f"{off - prev}xQ" for off, prev in zip(pointers, [start, *[p + 8 for p in pointers[:-1]]]))
+    layout = "".join(
+        f"{off - prev}xQ" for off, prev in zip(pointers, [start, *(p + 8 for p in pointers)][:-1], strict=True)
+    )
     unpack = struct.Struct("=" + layout).unpack_from if pointers else None
     plan = _PLANS[(tindex, structural)] = (leaf, unpack, start, anys, tuple((GETTER(g), off) for g, off in getters))
     return plan

@@ -24,9 +24,9 @@ class ObjectBase:
         h = getattr(self, "_h", 0)
         if h:
             self._h = 0
-            try:
+            try:  # noqa: SIM105 - a plain try in __del__: no module lookup at shutdown, and cheaper
                 _DecRef(h)
-            except Exception:  # interpreter shutdown: the library may already be gone
+            except Exception:  # noqa: BLE001 - interpreter shutdown: the library may already be gone
                 pass
 
 

@@ -165,9 +165,9 @@ class _StolenRef:
         h = self.cell.value
         if h:
             self.cell.value = None
-            try:
+            try:  # noqa: SIM105 - a plain try in __del__: no module lookup at shutdown
                 _lib.ObjectDecRef(h)
-            except Exception:  # interpreter shutdown
+            except Exception:  # noqa: BLE001 - interpreter shutdown
                 pass
 
 

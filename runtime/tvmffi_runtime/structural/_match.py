@@ -167,7 +167,7 @@ def _resolve_annotation(fn: Callable[..., Any], param: inspect.Parameter) -> Any
         hints = typing.get_type_hints(target)
         if param.name in hints:
             return hints[param.name]
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure: resolved by hand below
         pass
     namespace: dict[str, Any] = dict(getattr(target, "__globals__", {}))
     # A nested function's string annotation may name locals of the function that defined it
@@ -180,13 +180,13 @@ def _resolve_annotation(fn: Callable[..., Any], param: inspect.Parameter) -> Any
             break
         frame = frame.f_back  # type: ignore[assignment]
     del frame
-    try:
+    try:  # noqa: SIM105 - reads as the tries around it
         namespace.update(inspect.getclosurevars(target).nonlocals)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no closure variables to read
         pass
     try:
         return eval(ann, namespace)  # the annotation text of the caller's own code
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - re-raised as TypeError naming the annotation
         raise TypeError(
             f"cannot resolve the annotation {ann!r} of {fn!r}: {exc}; give the type explicitly with on(tp, fn)"
         ) from None
