@@ -1,0 +1,21 @@
+"""Running ``python -m tvmffi_gen`` in a child process for the ``--stubs-for`` tests
+(test_stubs_for.py, test_stubs_for_cli.py), with this checkout's generator and runtime on the path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stubs_for_env(pythonpath: list[Path]) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in pythonpath), str(ROOT / "runtime"), str(ROOT)])
+    return env
+
+
+def run_tvmffi_gen(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tvmffi_gen", *args], capture_output=True, text=True, env=env, cwd=cwd)

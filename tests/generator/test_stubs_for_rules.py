@@ -1,0 +1,225 @@
+"""The rules ``tvmffi-gen --stubs-for PKG`` applies, tested on its functions directly: ``--exclude``
+globs, the pinned release, public paths, generic arguments, the stubtest allowlist, and what
+Apache TVM converts at the boundary that the registry's schemas do not say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def test_exclude_globs_drop_whole_subtrees() -> None:
+    from tvmffi_gen.stubs.collect import excluded
+
+    assert excluded("tvm.contrib.hexagon.tools", ["tvm.contrib.*"])
+    assert excluded("tvm.contrib", ["tvm.contrib"])
+    assert not excluded("tvm.contribution", ["tvm.contrib"])
+    assert not excluded("tvm.ir", ["tvm.contrib.*"])
+
+
+def test_the_project_pins_the_stubbed_release() -> None:
+    from tvmffi_gen.stubs.project import pinned_requirement
+
+    assert pinned_requirement("apache-tvm", "0.27.0.post1") == "apache-tvm==0.27.*"
+    assert pinned_requirement("mypkg", "") == "mypkg"
+
+
+def test_public_path_is_the_shortest_exported_one() -> None:
+    from tvmffi_gen.stubs.resolve import public_path
+
+    info = {
+        "module": "tvm.ir.prim.expr",
+        "qualname": "Ramp",
+        "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
+    }
+    exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
+    assert public_path(info, exports) == "tvm.tirx.Ramp"
+    # a path whose stub module does not export the name is not used
+    assert public_path(info, {"tvm.ir.prim.expr": {"Ramp"}}) == "tvm.ir.prim.expr.Ramp"
+
+
+def test_bare_generics_get_explicit_any_arguments() -> None:
+    import libcst as cst
+
+    from tvmffi_gen.stubs.fill_annotations import _spell_generics, stdlib_generic_names
+
+    text = "from typing import Callable\nfrom .ir import Type\n"
+    generic = stdlib_generic_names(text)
+
+    def spell(annotation: str) -> str:
+        new, _ = _spell_generics(cst.parse_expression(annotation), generic)
+        return cst.Module([]).code_for_node(new)
+
+    assert spell("list | None") == "list[Incomplete] | None"
+    assert spell("dict[str, tuple]") == "dict[str, tuple[Incomplete, ...]]"
+    assert spell("Callable") == "Callable[..., Incomplete]"
+    assert spell("Type") == "Type"  # the package's own class named Type, not typing.Type
+    assert spell("_tvm_ir.Type") == "_tvm_ir.Type"
+
+
+def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: Path) -> None:
+    from tvmffi_gen.stubs.collect import unmatched_excludes
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub" / "deep").mkdir(parents=True)
+    (pkg / "data").mkdir()  # no __init__.py: not a package
+    for rel in ("__init__.py", "a.py", "sub/__init__.py", "sub/deep/__init__.py", "sub/deep/x.py", "data/y.py"):
+        (pkg / rel).write_text("")
+    globs = ["pkg.a", "pkg.sub", "pkg.sub.deep.*", "pkg.data", "pkg.data.y", "pkg.b*", "other", "pkg"]
+    assert unmatched_excludes("pkg", [str(pkg)], globs) == ["pkg.data", "pkg.data.y", "pkg.b*", "other"]
+    # a package that is a single module: only its own name matches
+    assert unmatched_excludes("mod", [], ["mod", "mod.*", "m*"]) == ["mod.*"]
+
+
+def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
+    from tvmffi_gen.stubs.allowlist import stubtest_allowlist
+
+    field = {
+        "name": "def",
+        "doc": "",
+        "schema": None,
+        "writable": False,
+        "has_default": False,
+        "init": True,
+        "kw_only": False,
+    }
+    data = {
+        "package": "pkg",
+        "ffi_api": {},
+        "failed": {},
+        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
+        "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}},
+    }
+    text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
+    assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
+    assert "# Registry members whose names are Python keywords" in text
+
+
+class TestWhatTvmConvertsAtTheBoundary:
+    """Apache TVM's C++ converts Python numbers into an ``ir.Expr`` argument, a dtype string or
+    ``tvm_ffi.dtype`` into an ``ir.PrimType`` one, and reads a null ``ir.Span`` as None; the
+    registry's schemas say none of it, so the stubs add it by type key. A collection made by hand
+    (the keys and schemas as apache-tvm registers them), so CI needs no apache-tvm."""
+
+    @staticmethod
+    def _stubs() -> dict[str, str]:
+        from tvmffi_gen.stubs.rewrite import augment
+
+        def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
+            return {
+                "module": module,
+                "qualname": name,
+                "paths": [f"{module}.{name}"],
+                "bases": bases,
+                "inherited": [],
+                "late": {},
+                "python_init": False,
+                "hashable": True,
+            }
+
+        def fld(name: str, schema: dict[str, object]) -> dict[str, object]:
+            return {
+                "name": name,
+                "schema": schema,
+                "writable": False,
+                "doc": "",
+                "init": True,
+                "has_default": False,
+                "kw_only": False,
+            }
+
+        expr: dict[str, object] = {"type": "ir.Expr"}
+        span: dict[str, object] = {"type": "ir.Span"}
+        prim: dict[str, object] = {"type": "ir.PrimType"}
+        obj = ["ffi.Object"]
+        data = {
+            "package": "tvm",
+            "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
+            "classes": {
+                "ir.Expr": cls("tvm.ir", "Expr", []),
+                "ir.Span": cls("tvm.ir", "Span", []),
+                "ir.PrimType": cls("tvm.ir", "PrimType", []),
+                "ir.Cast": cls("tvm.ir", "Cast", ["tvm.ir.Expr"]),
+                "my.Expr": cls("tvm.ir", "MyExpr", []),
+            },
+            "types": {
+                "ir.Expr": {"ancestors": obj, "fields": [fld("span", span)], "methods": [], "init": None},
+                "ir.Span": {"ancestors": obj, "fields": [], "methods": [], "init": None},
+                "ir.PrimType": {"ancestors": obj, "fields": [], "methods": [], "init": None},
+                "ir.Cast": {
+                    "ancestors": [*obj, "ir.Expr"],
+                    "fields": [fld("dtype", prim), fld("value", expr)],
+                    "methods": [],
+                    "init": {"kind": "auto"},
+                },
+                "my.Expr": {
+                    "ancestors": obj,
+                    "fields": [fld("other", {"type": "my.Expr"})],
+                    "methods": [],
+                    "init": {"kind": "auto"},
+                },
+            },
+            "ffi_api": {
+                "tvm.ir._ffi_api": [
+                    {
+                        "name": "cast",
+                        "global": "ir.cast",
+                        "doc": "",
+                        "schema": {"type": "ffi.Function", "args": [expr, prim, expr, span]},
+                    },
+                    {
+                        "name": "shape",
+                        "global": "ir.shape",
+                        "doc": "",
+                        "schema": {
+                            "type": "ffi.Function",
+                            "args": [
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "Optional", "args": [expr]},
+                            ],
+                        },
+                    },
+                    {
+                        "name": "visit",
+                        "global": "ir.visit",
+                        "doc": "",
+                        "schema": {
+                            "type": "ffi.Function",
+                            "args": [{"type": "None"}, {"type": "ffi.Function", "args": [expr, expr]}],
+                        },
+                    },
+                ]
+            },
+        }
+        stubs = {
+            "tvm.ir": "class Expr: ...\nclass Span: ...\nclass PrimType: ...\nclass Cast(Expr): ...\n"
+            "class MyExpr: ...\n",
+            "tvm.ir._ffi_api": "",
+        }
+        out, _ = augment(data, stubs)
+        return out
+
+    def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
+        api = self._stubs()["tvm.ir._ffi_api"]
+        assert (
+            "def cast(_0: _tvm_ir.PrimType | str | _tvm_ffi.dtype, _1: _tvm_ir.Expr | int | float, "
+            "_2: _tvm_ir.Span | None, /) -> _tvm_ir.Expr:"
+        ) in api
+        assert (
+            "def shape(_0: _abc.Sequence[_tvm_ir.Expr | int | float], _1: _tvm_ir.Expr | int | float | None, /)"
+            " -> _tvm_ffi.Array[_tvm_ir.Expr]:"
+        ) in api
+        # a callback receives what native code sends (an Expr as it is) and may return a number
+        assert "def visit(_0: _abc.Callable[[_tvm_ir.Expr], _tvm_ir.Expr | int | float], /) -> None:" in api
+
+    def test_fields_read_a_null_span_as_none_and_constructors_accept_numbers(self) -> None:
+        ir = self._stubs()["tvm.ir"]
+        assert "    def span(self) -> _tvm_ir.Span | None: ..." in ir
+        assert "    def value(self) -> _tvm_ir.Expr: ..." in ir  # what a field gives is an Expr as it is
+        assert (
+            "    def __init__(self, span: _tvm_ir.Span | None, dtype: _tvm_ir.PrimType | str | _tvm_ffi.dtype, "
+            "value: _tvm_ir.Expr | int | float) -> None: ..."
+        ) in ir
+        # another package's types named alike are left as their schemas say
+        assert "    def __init__(self, other: _tvm_ir.MyExpr) -> None: ..." in ir
