@@ -18,10 +18,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from stubs_for_run import run_tvmffi_gen as _gen
-from stubs_for_run import stubs_for_env as _env
 
 from conftest import build_shared
+from stubs_for_run import run_tvmffi_gen as _gen
+from stubs_for_run import stubs_for_env as _env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -204,7 +204,9 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
         "tests/runtime/test_runtime_edge_cases.py",
         "tests/runtime/test_containers.py",
         "tests/e2e/test_generated_functions.py",
-        "tests/runtime/test_structural.py",
+        "tests/runtime/test_structural_guide.py",
+        "tests/runtime/test_structural_walk.py",
+        "tests/runtime/test_structural_visit_map_mutate.py",
         "tests/e2e/test_visitors.py",
         # the in-process leak cases (the child-process suite in the same file runs either path)
         "tests/runtime/test_runtime_leaks.py::test_no_leak_in_process",

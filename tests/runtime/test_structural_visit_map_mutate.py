@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from structural_ir import ir
 
 import tvmffi_runtime as rt
 from tvmffi_runtime.containers import Array, List, Map
@@ -31,6 +30,8 @@ from tvmffi_runtime.structural import (
     structural_visit,
     structural_walk,
 )
+
+from structural_ir import ir
 
 
 def seq_equal(a: Any, b: Any) -> bool:

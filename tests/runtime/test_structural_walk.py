@@ -9,7 +9,6 @@ import sys
 from typing import Any, ClassVar
 
 import pytest
-from structural_ir import ir
 
 import tvmffi_runtime as rt
 from tvmffi_runtime import _backend
@@ -30,6 +29,8 @@ from tvmffi_runtime.structural import (
     structural_walk,
     walk_count_nodes,
 )
+
+from structural_ir import ir
 
 
 # =============================================================================================
