@@ -28,17 +28,29 @@ from .model import (
 )
 from .naming import RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FunctionSnap, Snapshot, TypeSnap
-from .typemap import ANY, Annotator, FunctionSig, SchemaError, TypeRef, function_sig, parse_schema
+from .typemap import (
+    ANY,
+    ANY_ANNOTATION,
+    RUNTIME_CLASSES,
+    Annotation,
+    Annotator,
+    FunctionSig,
+    SchemaError,
+    TypeRef,
+    function_sig,
+    parse_schema,
+    runtime_class,
+)
 from .uses import UsedClass, UsedPackage
 
 __all__ = ["Builder"]
 
 # Runtime base classes for core types a generated class may derive from.
 _RUNTIME_BASES = {
-    "ffi.Object": "_rt.Object",
-    "ffi.Enum": "_rt.Enum",
-    "ffi.IntEnum": "_rt.IntEnum",
-    "ffi.StrEnum": "_rt.StrEnum",
+    "ffi.Object": runtime_class("Object"),
+    "ffi.Enum": runtime_class("Enum"),
+    "ffi.IntEnum": runtime_class("IntEnum"),
+    "ffi.StrEnum": runtime_class("StrEnum"),
 }
 
 
@@ -137,7 +149,7 @@ class Builder:
                 name=mod.scope.claim(short),
                 type_key=key,
                 namespace=ns,
-                base="",
+                base=Annotation(""),
                 base_key=base_key,
                 doc=item_doc(t.doc, f"Registry type: ``{key}``."),
                 depth=len(t.ancestors),
@@ -154,7 +166,8 @@ class Builder:
         for mod in self.modules.values():
             for fn in mod.functions:
                 if fn.result is not None:
-                    fn.result.name = fn.ret = mod.scope.claim(fn.result.name)
+                    fn.result.name = mod.scope.claim(fn.result.name)
+                    fn.returns = Annotation(fn.result.name)
 
     def finish(self) -> PackageModel:
         """The package, once every class body is built: classes ordered, import cycles checked."""
@@ -185,7 +198,7 @@ class Builder:
                 return KeyRef(anc, used=True), None
             if anc in _RUNTIME_BASES:
                 return _RUNTIME_BASES[anc], None
-        return "_rt.Object", None
+        return _RUNTIME_BASES["ffi.Object"], None
 
     def _snake_names(self) -> None:
         by_snake: dict[str, list[ClassModel]] = {}
@@ -200,7 +213,7 @@ class Builder:
 
     # -- annotations ------------------------------------------------------------------------
     def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:
-        def resolve(key: str) -> str | None:
+        def resolve(key: str) -> Annotation | None:
             target = self._resolve_key(key)
             if target is None:
                 return None
@@ -220,13 +233,11 @@ class Builder:
             known = self._known(anc)
             if known is not None:
                 return known
-        return "_rt.Object"
+        return RUNTIME_CLASSES["ffi.Object"]
 
     def _known(self, key: str) -> Target | None:
         """The class of ``key`` if it has one: generated here or by a ``--use`` package, or a
         runtime class."""
-        from .typemap import RUNTIME_CLASSES
-
         if key in self.types:
             return KeyRef(key)
         if key in self.used:
@@ -235,13 +246,16 @@ class Builder:
             return RUNTIME_CLASSES[key]
         return _RUNTIME_BASES.get(key)
 
-    def spell(self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
-        """``target`` as ``mod`` spells it, recording the import that needs."""
-        if isinstance(target, str):
+    def spell(
+        self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None
+    ) -> Annotation:
+        """``target`` as ``mod`` spells it, recording the import that needs (a generated class's
+        module, or a ``--use`` package's, names no standard alias)."""
+        if isinstance(target, Annotation):
             return target
         if target.used:
-            return self.used_ref(target.type_key, mod)
-        return self.class_ref(target.type_key, mod, runtime, member_names)
+            return Annotation(self.used_ref(target.type_key, mod))
+        return Annotation(self.class_ref(target.type_key, mod, runtime, member_names))
 
     def class_ref(self, key: str, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
         cls = self.classes[key]
@@ -308,7 +322,7 @@ class Builder:
             else:
                 pname = scope.claim(f"_{i}")
             keyword = named or documented is not None  # real names: callers may use them
-            out.append(Param(pname, ann.annotate(p, "arg"), None, "normal" if keyword else "posonly"))
+            out.append(Param(pname, ann.annotation(p, "arg"), None, "normal" if keyword else "posonly"))
         return out
 
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
@@ -323,9 +337,9 @@ class Builder:
                     " build the library with -DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1 to get types"
                 )
         if sig.params is None:
-            return FunctionModel(name, f.name, [], "_t.Any", doc, typed=False, exported=f.exported)
+            return FunctionModel(name, f.name, [], ANY_ANNOTATION, doc, typed=False, exported=f.exported)
         params = self.params(sig, ann, skip_self=False, doc=f.doc)
-        fn = FunctionModel(name, f.name, params, ann.annotate(sig.ret, "return"), doc, exported=f.exported)
+        fn = FunctionModel(name, f.name, params, ann.annotation(sig.ret, "return"), doc, exported=f.exported)
         fn.result = self._named_result(sig.ret, f.doc, name, ann)
         return fn
 
@@ -339,8 +353,8 @@ class Builder:
         if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
             return None
         camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
-        items = [(n, ann.annotate(t, "return")) for n, t in zip(names, ret.args, strict=True)]
-        words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a)}
+        items = [(n, ann.annotation(t, "return")) for n, t in zip(names, ret.args, strict=True)]
+        words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a.text)}
         if words & set(names):  # an item named like a type its class body refers to
             return None
         return ResultModel(f"{camel or 'Function'}Result", items)

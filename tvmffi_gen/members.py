@@ -23,6 +23,7 @@ from .model import (
 )
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, Scope, py_name
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
+from .typemap import ANY_ANNOTATION, Annotation
 
 __all__ = ["ClassBodies", "POD_KINDS", "IN_PLACE_KINDS"]
 
@@ -157,8 +158,8 @@ class ClassBodies:
         context = f"field {t.type_key}.{f.name}"
         ann = self.b.annotator(mod, context, members)
         ref = self.b.schema_type(f.schema, context)
-        getter = ann.annotate(ref, "return")
-        setter = ann.annotate(ref, "param")
+        getter = ann.annotation(ref, "return")
+        setter = ann.annotation(ref, "param")
         kind: FieldKind | None = POD_KINDS.get((f.static_type_index, f.size, ref.key))
         if kind is None and f.size == 8 and f.static_type_index >= 64:
             kind = "object"  # an ObjectRef: one pointer, null for None
@@ -175,8 +176,8 @@ class ClassBodies:
         fm = FieldModel(
             name=name,
             reg_name=f.name,
-            getter_type=getter,
-            setter_type=setter,
+            getter=getter,
+            setter=setter,
             writable=f.writable,
             doc=doc,
             kind=kind,
@@ -187,7 +188,7 @@ class ClassBodies:
             owner=t.type_key,
         )
         base = inherited.get(name)
-        if base is not None and (base.getter_type != getter or base.writable != f.writable):
+        if base is not None and (base.getter != getter or base.writable != f.writable):
             fm.override_ignore = True
         return fm
 
@@ -208,10 +209,10 @@ class ClassBodies:
             m.doc, f"Registry method: ``{t.type_key}.{m.name}``" + (" (static)" if m.is_static else "") + "."
         )
         if sig.params is None or (not m.is_static and not sig.params):
-            mm = MethodModel(name, m.name, [], "_t.Any", m.is_static, doc, typed=False)
+            mm = MethodModel(name, m.name, [], ANY_ANNOTATION, m.is_static, doc, typed=False)
         else:
             params = self.b.params(sig, ann, skip_self=not m.is_static, doc=m.doc)
-            mm = MethodModel(name, m.name, params, ann.annotate(sig.ret, "return"), m.is_static, doc)
+            mm = MethodModel(name, m.name, params, ann.annotation(sig.ret, "return"), m.is_static, doc)
         mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
         base = inherited.get(name)
         if base is not None:
@@ -261,8 +262,8 @@ class ClassBodies:
                         FieldModel(
                             py_name(fs.name, RESERVED_CLASS),
                             fs.name,
-                            "",
-                            "",
+                            Annotation(""),
+                            Annotation(""),
                             fs.writable,
                             "",
                             None,
@@ -305,10 +306,10 @@ class ClassBodies:
             if uf.name in chain or uf.name == "self" or any(p.name == uf.name for p in params):
                 continue
             ann = self.b.annotator(mod, f"field {uf.owner}.{uf.reg_name}", members)  # warned once
-            params.append(Param(uf.name, ann.annotate(uf.ref, "param"), "_bind.KEEP", "kwonly", uf.reg_name))
+            params.append(Param(uf.name, ann.annotation(uf.ref, "param"), "_bind.KEEP", "kwonly", uf.reg_name))
         for f in chain.values():
             ann = self.b.annotator(mod, f"field {f.owner}.{f.reg_name}", members)  # warned once
-            params.append(Param(f.name, ann.annotate(f.ref, "param"), "_bind.KEEP", "kwonly", f.reg_name))
+            params.append(Param(f.name, ann.annotation(f.ref, "param"), "_bind.KEEP", "kwonly", f.reg_name))
             ignore = ignore or f.override_ignore
         overrides = any(anc in self.b.used for anc in t.ancestors)  # its classes have one too
         key = cls.base_key
@@ -328,7 +329,7 @@ class ClassBodies:
         if t.init == "method":
             sig = self.b.schema_sig(t.init_schema, context)
             if sig.params is None:
-                return InitModel("method", [Param("args", "_t.Any", None, "varargs")], t.init_doc)
+                return InitModel("method", [Param("args", ANY_ANNOTATION, None, "varargs")], t.init_doc)
             ann = self.b.annotator(mod, context, members)
             return InitModel("method", self.b.params(sig, ann, skip_self=False, doc=t.init_doc), t.init_doc)
         if t.init == "auto":
@@ -362,13 +363,17 @@ class ClassBodies:
             if not f.init or (owner != t.type_key and f.name in t.init_excluded):
                 continue  # not a parameter of the native init (see TypeSnap.init_excluded)
             ann = self.b.annotator(mod, f"field {owner}.{f.name}", members)
-            annotation = ann.annotate(self.b.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
+            annotation = ann.annotation(self.b.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
             default = None
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
                 default = lit if lit is not None else "_ffi_MISSING"
-                if default == "None" and annotation != "_t.Any" and not annotation.endswith("| None"):
-                    annotation += " | None"  # a nullable field whose schema does not say Optional
+                if (
+                    default == "None"
+                    and annotation.text != ANY_ANNOTATION.text
+                    and not annotation.text.endswith("| None")
+                ):
+                    annotation = annotation.or_none()  # a nullable field whose schema does not say Optional
             p = Param(
                 scope.claim(self._field_py_name(owner, f.name) or f.name),
                 annotation,

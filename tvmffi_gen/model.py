@@ -13,7 +13,7 @@ from typing import Literal
 
 from . import __version__
 from .naming import Scope
-from .typemap import ANY, TypeRef
+from .typemap import ANY, Annotation, TypeRef
 from .uses import UsedPackage
 
 __all__ = [
@@ -64,17 +64,21 @@ class KeyRef:
     used: bool = False
 
 
-#: What a type key resolves to: a generated class, or a runtime class expression (``_rt.Object``).
-Target = KeyRef | str
+#: What a type key resolves to: a generated class, or a runtime class (``_rt.Object``).
+Target = KeyRef | Annotation
 
 
 @dataclass
 class Param:
     name: str
-    annotation: str
+    hint: Annotation  # its annotation (with the standard aliases it names)
     default: str | None = None  # Python source of the default, if any
     kind: ParamKind = "posonly"
     reg_name: str = ""  # name passed to the native init (auto-init)
+
+    @property
+    def annotation(self) -> str:
+        return self.hint.text
 
     def render(self) -> str:
         text = f"{self.name}: {self.annotation}"
@@ -87,8 +91,8 @@ class Param:
 class FieldModel:
     name: str
     reg_name: str
-    getter_type: str
-    setter_type: str
+    getter: Annotation  # what reading it gives
+    setter: Annotation  # what writing it takes (in the annotation only where it is writable)
     writable: bool
     doc: str
     kind: FieldKind | None  # read from memory by ``_bind.field`` (None: ``_bind.registry_field``)
@@ -99,18 +103,30 @@ class FieldModel:
     ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
     owner: str = ""  # type key of the type that declares it (what its warnings name)
 
+    @property
+    def getter_type(self) -> str:
+        return self.getter.text
+
+    @property
+    def setter_type(self) -> str:
+        return self.setter.text
+
 
 @dataclass
 class MethodModel:
     name: str
     reg_name: str
     params: list[Param]
-    ret: str
+    returns: Annotation
     is_static: bool
     doc: str
     typed: bool = True
     override_ignore: bool = False
     signature_key: str = ""
+
+    @property
+    def ret(self) -> str:
+        return self.returns.text
 
 
 @dataclass
@@ -126,7 +142,7 @@ class ReplaceModel:
 
     name: str  # "replace", or with ``_`` appended where the library has a member of that name
     params: list[Param]
-    ret: str
+    ret: str  # the class's name (no standard alias)
     override_ignore: bool = False
     overrides: bool = False  # an ancestor's generated class has a ``replace`` of this name
 
@@ -136,7 +152,7 @@ class ClassModel:
     name: str
     type_key: str
     namespace: Namespace
-    base: str  # the base class expression in the class's module (set with the class body)
+    base: Annotation  # the base class expression in the class's module (set with the class body)
     base_key: str | None
     doc: str
     fields: list[FieldModel] = field(default_factory=list)
@@ -156,7 +172,12 @@ class ResultModel:
     """A named tuple for a function's ``Tuple`` result whose items its documentation names."""
 
     name: str  # the class name (claimed in the module after the functions)
-    fields: list[tuple[str, str]]  # (item name, annotation)
+    items: list[tuple[str, Annotation]]  # (item name, annotation)
+
+    @property
+    def fields(self) -> list[tuple[str, str]]:
+        """(item name, annotation text)."""
+        return [(name, annotation.text) for name, annotation in self.items]
 
 
 @dataclass
@@ -164,11 +185,15 @@ class FunctionModel:
     name: str
     reg_name: str
     params: list[Param]
-    ret: str
+    returns: Annotation
     doc: str
     typed: bool = True
     exported: bool = False
     result: ResultModel | None = None
+
+    @property
+    def ret(self) -> str:
+        return self.returns.text
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -36,6 +35,7 @@ from .suppressions import (
     pyright_disabled_rules,
     pyright_header,
 )
+from .typemap import Annotation
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
@@ -315,52 +315,46 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
     return [group for group in groups if group]
 
 
-def _aliases_in(text: str) -> set[str]:
-    """The standard aliases an annotation or expression (model text, not rendered output) names."""
-    return set(re.findall(r"(?<![\w.])(_os|_ctypes|_t|_abc|_rt|_bind)\.", text))
-
-
 def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
     """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
-    and the helpers above lay it out) and the model's annotations and base classes."""
+    and the helpers above lay it out) and those the model recorded for its annotations and base
+    classes."""
     aliases: set[str] = set()
-    texts: list[str] = []
+    used: list[Annotation] = []
     for cls in mod.classes:
         aliases.add("_bind")  # register
-        texts.append(cls.base)
+        used.append(cls.base)
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
         for f in cls.fields:
-            texts.append(f.getter_type)
+            used.append(f.getter)
             if f.write is None:
                 aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
             else:
-                texts.append(f.setter_type)
+                used.append(f.setter)
         if cls.init is not None:
             if cls.init.kind == "none":
                 aliases.add("_t")  # NoReturn
-            texts += [p.annotation for p in cls.init.params]
+            used += [p.hint for p in cls.init.params]
         for m in cls.methods:
-            texts += [p.annotation for p in m.params] + [m.ret]
+            used += [p.hint for p in m.params] + [m.returns]
             if not m.typed:
                 aliases.add("_t")
-        if cls.replace is not None:
-            texts += [p.annotation for p in cls.replace.params] + [cls.replace.ret]
+        if cls.replace is not None:  # its result is the class, by name
+            used += [p.hint for p in cls.replace.params]
     for fn in mod.functions:
         aliases.add("_bind")  # the native function's decorator
-        texts += [p.annotation for p in fn.params] + [fn.ret]
+        used += [p.hint for p in fn.params] + [fn.returns]
         if not fn.typed:
             aliases.add("_t")
         if fn.result is not None:
             aliases.add("_t")  # NamedTuple
-            texts += [annotation for _, annotation in fn.result.fields]
+            used += [annotation for _, annotation in fn.result.items]
     if uses_missing:
         aliases |= {"_t", "_bind"}
     if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
         aliases.add("_t")
-    for text in texts:
-        aliases |= _aliases_in(text)
-    return aliases
+    return aliases.union(*(annotation.aliases for annotation in used))
 
 
 def _used_imports(modules: set[str]) -> list[_Import]:
@@ -370,23 +364,24 @@ def _used_imports(modules: set[str]) -> list[_Import]:
     return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
 
 
-def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> str:
+def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> tuple[str, set[str]]:
     """Python source for where the package finds its library, as portable as it can be:
     relative to apache-tvm-ffi's library folder for libraries shipped there, relative to the
-    package for a library beside the package's folder (a project's build tree), else absolute."""
+    package for a library beside the package's folder (a project's build tree), else absolute;
+    with the standard aliases it names."""
     path = os.path.realpath(library_path)
     if libdir:
         real_libdir = os.path.realpath(libdir)
         if path.startswith(real_libdir + os.sep):
             rel = os.path.relpath(path, real_libdir).replace(os.sep, "/")  # no backslash escapes on Windows
-            return f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{rel}")'
+            return f'_os.path.join(_os.path.dirname(_rt.LIB_PATH), "{rel}")', {"_os", "_rt"}
     if out_dir is not None:
         package_dir = os.path.realpath(out_dir)
         project = os.path.dirname(package_dir)
         if path.startswith(project + os.sep):
             rel = os.path.relpath(path, package_dir).replace(os.sep, "/")
-            return f'_os.path.normpath(_os.path.join(_os.path.dirname(__file__), "{rel}"))'
-    return json.dumps(path)
+            return f'_os.path.normpath(_os.path.join(_os.path.dirname(__file__), "{rel}"))', {"_os"}
+    return json.dumps(path), set()
 
 
 def original_path_expr(pkg: PackageModel, recorded: str) -> str:
@@ -398,12 +393,12 @@ def original_path_expr(pkg: PackageModel, recorded: str) -> str:
 
 
 def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, out_dir: Path | None = None) -> str:
-    recorded = recorded_path_expr(pkg.library_path, libdir, out_dir)
+    recorded, aliases = recorded_path_expr(pkg.library_path, libdir, out_dir)
     original = original_path_expr(pkg, recorded)
     bundled = f'_os.path.join(_os.path.dirname(__file__), "{pkg.library}")' if pkg.bundled else "None"
     lazy = sorted((c.type_key, pkg.modules[c.namespace].py_module) for c in pkg.classes.values())
     # the level check, finding and loading the library; the Module of its exports
-    aliases = {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | _aliases_in(recorded) | _aliases_in(bundled)
+    aliases |= {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | ({"_os"} if pkg.bundled else set[str]())
     return env.get_template("lib.py.jinja").render(
         api_level=RUNTIME_API_LEVEL,
         import_groups=standard_import_groups(aliases),

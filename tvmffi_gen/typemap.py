@@ -14,18 +14,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-__all__ = ["TypeRef", "parse_schema", "SchemaError", "FunctionSig", "function_sig", "Annotator"]
+__all__ = [
+    "TypeRef",
+    "parse_schema",
+    "SchemaError",
+    "FunctionSig",
+    "function_sig",
+    "Annotator",
+    "Annotation",
+    "ANY_ANNOTATION",
+    "standard",
+    "compose",
+    "runtime_class",
+]
 
 #: "arg": a function's, method's or constructor's own parameter (what one call packs); "param":
 #: a value sent inside one (a container's element, a field written); "return": a value received
 Position = Literal["arg", "param", "return"]
-
-#: What an argument of these types accepts beyond the type itself: the runtime packs any object
-#: with ``__index__`` as an int (numpy integers) and any with ``__float__`` as a float. Only at
-#: the top of a parameter's annotation: ``Mapping[int, ...]`` taking ``Mapping[SupportsIndex,
-#: ...]`` would refuse a ``dict[int, ...]`` (keys are invariant), and in-place field writes are
-#: stricter than calls.
-ARG_PROTOCOLS = {"int": "_t.SupportsIndex", "float": "_t.SupportsFloat"}
 
 
 class SchemaError(ValueError):
@@ -134,31 +139,89 @@ SCHEMA_ALIASES = {
     "Expected": "Variant",  # Expected<T>: the value, or the ffi.Error returned in its place
 }
 
+
+@dataclass(frozen=True)
+class Annotation:
+    """An annotation's text and the standard import aliases it names (``_t``, ``_rt``, ``_abc``,
+    ``_ctypes``: keys of ``render.STANDARD_IMPORTS``), recorded where the text is made: a
+    generated module imports what its annotations use without reading their text again."""
+
+    text: str
+    aliases: frozenset[str] = frozenset()
+
+    def or_none(self) -> Annotation:
+        """``T | None``."""
+        return Annotation(f"{self.text} | None", self.aliases)
+
+
+def standard(alias: str, name: str) -> Annotation:
+    """``alias.name``: a name from the standard import ``alias`` (``standard("_t", "Any")``)."""
+    return Annotation(f"{alias}.{name}", frozenset({alias}))
+
+
+def compose(template: str, *parts: Annotation) -> Annotation:
+    """``template`` (``{}`` placeholders, naming no alias itself) filled with ``parts``; it names
+    the aliases they name."""
+    return Annotation(template.format(*(p.text for p in parts)), frozenset[str]().union(*(p.aliases for p in parts)))
+
+
+def runtime_class(name: str) -> Annotation:
+    """``_rt.name``: a class of ``tvmffi_runtime``."""
+    return standard("_rt", name)
+
+
+ANY_ANNOTATION = standard("_t", "Any")
+_NONE = Annotation("None")
+
+#: What an argument of these types accepts beyond the type itself: the runtime packs any object
+#: with ``__index__`` as an int (numpy integers) and any with ``__float__`` as a float. Only at
+#: the top of a parameter's annotation: ``Mapping[int, ...]`` taking ``Mapping[SupportsIndex,
+#: ...]`` would refuse a ``dict[int, ...]`` (keys are invariant), and in-place field writes are
+#: stricter than calls.
+ARG_PROTOCOLS = {"int": standard("_t", "SupportsIndex"), "float": standard("_t", "SupportsFloat")}
+
 # Runtime classes for the FFI core's object types.
 RUNTIME_CLASSES = {
-    "ffi.Object": "_rt.Object",
-    "ffi.Function": "_rt.Function",
-    "ffi.Module": "_rt.Module",
-    "ffi.Tensor": "_rt.Tensor",
-    "ffi.Shape": "_rt.Shape",
-    "ffi.Array": "_rt.Array",
-    "ffi.List": "_rt.List",
-    "ffi.Map": "_rt.Map",
-    "ffi.Dict": "_rt.Dict",
+    "ffi.Object": runtime_class("Object"),
+    "ffi.Function": runtime_class("Function"),
+    "ffi.Module": runtime_class("Module"),
+    "ffi.Tensor": runtime_class("Tensor"),
+    "ffi.Shape": runtime_class("Shape"),
+    "ffi.Array": runtime_class("Array"),
+    "ffi.List": runtime_class("List"),
+    "ffi.Map": runtime_class("Map"),
+    "ffi.Dict": runtime_class("Dict"),
 }
+
+_STR, _BYTES, _INT = Annotation("str"), Annotation("bytes"), Annotation("int")
+_SIMPLE = {
+    "int": _INT, "float": Annotation("float"), "bool": Annotation("bool"), "None": _NONE, "void": _NONE,
+    "Any": ANY_ANNOTATION, "ffi.String": _STR, "str": _STR, "ffi.SmallStr": _STR, "const char*": _STR,
+    "ffi.Bytes": _BYTES, "bytes": _BYTES, "ffi.SmallBytes": _BYTES, "TVMFFIByteArray*": _BYTES,
+    "ffi.BigInt": _INT, "Device": runtime_class("Device"),
+    "void*": standard("_ctypes", "c_void_p").or_none(), "ffi.Error": Annotation("BaseException"),
+}  # fmt: skip
+_SEQUENCE, _MAPPING, _CALLABLE = standard("_abc", "Sequence"), standard("_abc", "Mapping"), standard("_abc", "Callable")
+_DATA_TYPE, _TENSOR, _UNCHANGED = runtime_class("DataType"), runtime_class("Tensor"), runtime_class("Unchanged")
 
 
 @dataclass
 class Annotator:
-    """Turns TypeRefs into annotation text; ``resolve_object`` names object types (and records the
-    import it needs); ``warn`` reports schemas it had to treat as Any."""
+    """Turns TypeRefs into annotations (:meth:`annotation`: text and the aliases it names;
+    :meth:`annotate`: the text); ``resolve_object`` names object types (and records the import it
+    needs; a plain string names no standard alias); ``warn`` reports schemas it had to treat as
+    Any."""
 
-    resolve_object: Callable[[str], str | None]
+    resolve_object: Callable[[str], Annotation | str | None]
     warn: Callable[[str], None]
     context: str = ""
     seen_unknown: set[str] = field(default_factory=set)
 
     def annotate(self, t: TypeRef, pos: Position) -> str:
+        """The annotation's text."""
+        return self.annotation(t, pos).text
+
+    def annotation(self, t: TypeRef, pos: Position) -> Annotation:
         k = SCHEMA_ALIASES.get(t.key, t.key)
         a = t.args
         if pos == "arg":
@@ -166,84 +229,86 @@ class Annotator:
                 return ARG_PROTOCOLS[k]
             if k not in ("Optional", "Variant"):  # a union's members are arguments themselves
                 pos = "param"
-        simple = {
-            "int": "int", "float": "float", "bool": "bool", "None": "None", "void": "None",
-            "Any": "_t.Any", "ffi.String": "str", "str": "str", "ffi.SmallStr": "str",
-            "const char*": "str", "ffi.Bytes": "bytes", "bytes": "bytes", "ffi.SmallBytes": "bytes",
-            "TVMFFIByteArray*": "bytes", "ffi.BigInt": "int", "Device": "_rt.Device",
-            "void*": "_ctypes.c_void_p | None", "ffi.Error": "BaseException",
-        }  # fmt: skip
-        if k in simple:
-            return simple[k]
+        if k in _SIMPLE:
+            return _SIMPLE[k]
         if k == "DataType":
-            return "_rt.DataType | str" if pos == "param" else "_rt.DataType"
+            return _union([_DATA_TYPE, _STR]) if pos == "param" else _DATA_TYPE
         if k in ("ffi.Tensor", "DLTensor*"):
-            return "_rt.Tensor | _rt.DLPackExporter" if pos == "param" else "_rt.Tensor"
+            return _union([_TENSOR, runtime_class("DLPackExporter")]) if pos == "param" else _TENSOR
         if k == "Optional":
-            inner = self.annotate(a[0], pos) if a else "_t.Any"
-            return inner if inner == "_t.Any" else _union([inner, "None"])
+            inner = self.annotation(a[0], pos) if a else ANY_ANNOTATION
+            return inner if _is_any(inner) else _union([inner, _NONE])
         if k == "Variant":
             if not a:
-                return "_t.Any"
-            parts = [self.annotate(x, pos) for x in a]
-            return "_t.Any" if "_t.Any" in parts else _union(parts)
+                return ANY_ANNOTATION
+            parts = [self.annotation(x, pos) for x in a]
+            return ANY_ANNOTATION if any(_is_any(p) for p in parts) else _union(parts)
         if k == "Tuple":  # held in an ffi.Array: a sequence of its element types
-            elem = _union([self.annotate(x, pos) for x in a]) if a else "_t.Any"
-            if "_t.Any" in _split_union(elem):
-                elem = "_t.Any"
-            return f"_abc.Sequence[{elem}]" if pos == "param" else f"_rt.Array[{elem}]"
+            elem = _union([self.annotation(x, pos) for x in a]) if a else ANY_ANNOTATION
+            if ANY_ANNOTATION.text in _split_union(elem.text):
+                elem = ANY_ANNOTATION
+            return compose("{}[{}]", _SEQUENCE if pos == "param" else RUNTIME_CLASSES["ffi.Array"], elem)
         if k == "ObjectRValueRef":  # RValueRef<T>: a T whose reference the callee may take
-            return self.annotate(a[0], pos) if a else "_rt.Object"
+            return self.annotation(a[0], pos) if a else RUNTIME_CLASSES["ffi.Object"]
         if k == "UnchangedOr":  # a structural-mutate result: a T, or UNCHANGED
-            inner = self.annotate(a[0], pos) if a else "_t.Any"
-            return inner if inner == "_t.Any" else _union([inner, "_rt.Unchanged"])
+            inner = self.annotation(a[0], pos) if a else ANY_ANNOTATION
+            return inner if _is_any(inner) else _union([inner, _UNCHANGED])
         if k == "NestedMsg":  # Apache TVM's relax NestedMsg<T>: a T, None, or an Array of them
-            inner = self.annotate(a[0], pos) if a else "_t.Any"
-            return "_t.Any" if inner == "_t.Any" else _union([inner, "_rt.Array[_t.Any]", "None"])
+            inner = self.annotation(a[0], pos) if a else ANY_ANNOTATION
+            array_of_any = compose("{}[{}]", RUNTIME_CLASSES["ffi.Array"], ANY_ANNOTATION)
+            return ANY_ANNOTATION if _is_any(inner) else _union([inner, array_of_any, _NONE])
         if k == "ffi.Unchanged":
-            return "_rt.Unchanged"
+            return _UNCHANGED
         if k in ("ffi.Array", "ffi.List"):
-            elem = self.annotate(a[0], pos) if a else "_t.Any"
-            if pos == "param":
-                return f"_abc.Sequence[{elem}]" if k == "ffi.Array" else f"_rt.List[{elem}]"
-            return f"{RUNTIME_CLASSES[k]}[{elem}]"
+            elem = self.annotation(a[0], pos) if a else ANY_ANNOTATION
+            if pos == "param" and k == "ffi.Array":
+                return compose("{}[{}]", _SEQUENCE, elem)
+            return compose("{}[{}]", RUNTIME_CLASSES[k], elem)
         if k in ("ffi.Map", "ffi.Dict"):
-            key = self.annotate(a[0], pos) if len(a) > 0 else "_t.Any"
-            val = self.annotate(a[1], pos) if len(a) > 1 else "_t.Any"
-            if pos == "param":
-                return f"_abc.Mapping[{key}, {val}]" if k == "ffi.Map" else f"_rt.Dict[{key}, {val}]"
-            return f"{RUNTIME_CLASSES[k]}[{key}, {val}]"
+            key = self.annotation(a[0], pos) if len(a) > 0 else ANY_ANNOTATION
+            val = self.annotation(a[1], pos) if len(a) > 1 else ANY_ANNOTATION
+            if pos == "param" and k == "ffi.Map":
+                return compose("{}[{}, {}]", _MAPPING, key, val)
+            return compose("{}[{}, {}]", RUNTIME_CLASSES[k], key, val)
         if k == "ffi.Shape":
-            return "_abc.Sequence[int]" if pos == "param" else "_rt.Shape"
+            return compose("{}[{}]", _SEQUENCE, _INT) if pos == "param" else RUNTIME_CLASSES[k]
         if k == "ffi.Function":
             if pos == "return" or t.params is None:
-                return "_abc.Callable[..., _t.Any]" if pos == "param" else "_rt.Function"
+                return compose("{}[..., {}]", _CALLABLE, ANY_ANNOTATION) if pos == "param" else RUNTIME_CLASSES[k]
             # A callable we pass in is called by native code: its parameters are values we
             # receive (return position) and its result is a value we send (param position).
-            ps = ", ".join(self.annotate(p, "return") for p in t.params)
-            r = self.annotate(t.ret or ANY, "param")
-            return f"_abc.Callable[[{ps}], {r}]"
+            params = [self.annotation(p, "return") for p in t.params]
+            r = self.annotation(t.ret or ANY, "param")
+            return compose("{}[[" + ", ".join("{}" for _ in params) + "], {}]", _CALLABLE, *params, r)
         if k in RUNTIME_CLASSES:
             return RUNTIME_CLASSES[k]
         resolved = self.resolve_object(k)
+        if isinstance(resolved, str):
+            return Annotation(resolved)
         if resolved is not None:
             return resolved
         if k not in self.seen_unknown:
             self.seen_unknown.add(k)
             self.warn(f"{self.context}: unknown type {k!r} in a type schema; typed as Any")
-        return "_t.Any"
+        return ANY_ANNOTATION
 
 
-def _union(parts: list[str]) -> str:
+def _is_any(a: Annotation) -> bool:
+    return a.text == ANY_ANNOTATION.text
+
+
+def _union(parts: list[Annotation]) -> Annotation:
+    """``A | B``, each member once, None last; it names every alias its parts name (a member
+    left out repeats another's text, and so its aliases)."""
     out: list[str] = []
     for p in parts:
-        for piece in _split_union(p):
+        for piece in _split_union(p.text):
             if piece not in out:
                 out.append(piece)
     if "None" in out:  # keep None last, as people write it
         out.remove("None")
         out.append("None")
-    return " | ".join(out)
+    return Annotation(" | ".join(out), frozenset[str]().union(*(p.aliases for p in parts)))
 
 
 def _split_union(text: str) -> list[str]:

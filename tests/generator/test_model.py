@@ -100,6 +100,48 @@ def test_schema_forms() -> None:
     assert annotate({"type": "ffi.Function"}, "param") == "_abc.Callable[..., _t.Any]"
 
 
+def _names_qualified(text: str) -> set[str]:
+    """The names an expression reads an attribute of (``_abc`` in ``_abc.Sequence[int]``)."""
+    tree = ast.parse(text, mode="eval")
+    return {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+
+
+def test_annotations_record_the_aliases_their_text_names() -> None:
+    """What a module imports comes from the aliases recorded with each annotation: exactly the
+    ones its text names, at any depth, and none of a member a union or Any leaves out."""
+    arr = {"type": "ffi.Array", "args": [{"type": "ffi.Tensor"}]}
+    fn = fn_schema({"type": "DataType"}, {"type": "void*"}, {"type": "ffi.Shape"})
+    schemas: list[Any] = [
+        INT,
+        arr,
+        fn,
+        {"type": "ffi.Map", "args": [STR, arr]},
+        {"type": "ffi.Dict", "args": [{"type": "Device"}, fn]},
+        {"type": "Tuple", "args": [INT, {"type": "ffi.Tensor"}]},
+        {"type": "Optional", "args": [{"type": "ffi.Shape"}]},
+        {"type": "NestedMsg", "args": [{"type": "void*"}]},
+        {"type": "UnchangedOr", "args": [INT]},
+        {"type": "ffi.Function"},
+        {"type": "x.Unknown"},
+    ]
+    ann = Annotator(resolve_object=lambda k: None, warn=lambda _m: None)
+    for schema in schemas:
+        for pos in ("arg", "param", "return"):
+            made = ann.annotation(parse_schema(schema), pos)  # type: ignore[arg-type]
+            assert made.aliases == _names_qualified(made.text), (schema, pos, made)
+    # a union holding Any is Any: the members it drops (void* names _ctypes) import nothing
+    for key, text in [("Variant", "_t.Any"), ("Tuple", "_rt.Array[_t.Any]")]:
+        made = ann.annotation(parse_schema({"type": key, "args": [{"type": "void*"}, {"type": "Any"}]}), "return")
+        assert made.text == text and made.aliases == _names_qualified(text), made
+    # a class the resolver names brings the aliases it recorded; a plain string names none
+    from tvmffi_gen.typemap import runtime_class
+
+    resolved = Annotator(resolve_object=lambda k: runtime_class("Object"), warn=lambda _m: None)
+    assert resolved.annotation(parse_schema(obj("x.Node")), "return").aliases == {"_rt"}
+    plain = Annotator(resolve_object=lambda k: "Node", warn=lambda _m: None)
+    assert plain.annotation(parse_schema({"type": "Optional", "args": [obj("x.Node")]}), "return").aliases == set()
+
+
 @pytest.mark.parametrize("bad", ["{", "[]", {"type": 3}, {"type": "ffi.Array", "args": "x"}, {"no": "type"}])
 def test_malformed_schemas_raise_schema_error(bad: Any) -> None:
     with pytest.raises(SchemaError):
@@ -174,7 +216,7 @@ def test_collisions_follow_the_rule() -> None:
     assert ("ext", "tir.ext") in tir.subpackages
     assert [f.name for f in tir.functions] == ["ext_", "print"]  # print is not a reserved word
     weird = model.classes["tir.ext.Weird-Name"]
-    assert weird.name == "Weird_Name" and weird.base == "_rt.Object"
+    assert weird.name == "Weird_Name" and weird.base.text == "_rt.Object"
     assert any("no.SuchType" in w for w in warnings)
     assert any("tir.Bad.y" in w and "malformed" in w for w in warnings)
     assert model.classes["tir.For"].fields[0].name == "class_"

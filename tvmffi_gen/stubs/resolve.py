@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..typemap import Annotator, Position, TypeRef
+from ..typemap import Annotation, Annotator, Position, TypeRef
 
 __all__ = ["public_path", "StubContext"]
 
@@ -65,14 +65,15 @@ class _StubAnnotator(Annotator):
     """``Annotator`` with what ``_ALSO_ACCEPTED`` and ``_ALSO_RETURNED`` add to an object type,
     at every depth (``Sequence[Expr | int | float]``, a callback's result)."""
 
-    def annotate(self, t: TypeRef, pos: Position) -> str:
-        text = super().annotate(t, pos)
+    def annotation(self, t: TypeRef, pos: Position) -> Annotation:
+        ann = super().annotation(t, pos)
+        text = ann.text
         table = _ALSO_ACCEPTED if pos == "param" else _ALSO_RETURNED if pos == "return" else {}
         extra = table.get(t.key, ())
         if not extra or text == "_t.Any":
-            return text
+            return ann
         parts = [text, *(e for e in extra if e not in (text, "None"))]
-        return " | ".join(parts + (["None"] if "None" in extra else []))
+        return Annotation(" | ".join(parts + (["None"] if "None" in extra else [])), ann.aliases)
 
 
 @dataclass
