@@ -7,31 +7,11 @@ those a Python base only annotates.
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
-from .stubtext import class_attributes, stub_tree
+from .stubtext import class_attributes
 
 __all__ = ["frozen_attributes"]
-
-
-def _bare_attributes(text: str) -> dict[str, set[str]]:
-    """Per class (qualname) of a stub, the attributes its body declares without a value."""
-    out: dict[str, set[str]] = {}
-
-    def walk(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                q = prefix + node.name
-                out[q] = {
-                    st.target.id
-                    for st in node.body
-                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is None
-                }
-                walk(node.body, q + ".")
-
-    walk(stub_tree(text).body, "")
-    return out
 
 
 def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, set[str]]:
@@ -42,7 +22,7 @@ def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, 
     for its subclasses), a read-only field of every registered class deriving from it (at least
     one). Not when a base in the class's MRO declares the attribute and does not become a
     property too (a property cannot override an attribute)."""
-    bare = {f"{m}.{q}": names for m, t in stubs.items() for q, names in _bare_attributes(t).items()}
+    bare = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t, without_value=True).items()}
     declared = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()}
     types = data["types"]
     fields: dict[str, tuple[set[str], set[str]]] = {}  # class path -> (read-only, writable) field names

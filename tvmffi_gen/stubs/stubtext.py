@@ -57,8 +57,9 @@ def exported_names(text: str) -> set[str]:
     return names
 
 
-def class_attributes(text: str) -> dict[str, set[str]]:
-    """Per class (qualname) of a stub, the names its body declares as annotated attributes."""
+def class_attributes(text: str, *, without_value: bool = False) -> dict[str, set[str]]:
+    """Per class (qualname) of a stub, the names its body declares as annotated attributes (with
+    ``without_value``, only those declared without a value: ``span: Span``)."""
     try:
         tree = stub_tree(text)
     except SyntaxError:
@@ -72,7 +73,9 @@ def class_attributes(text: str) -> dict[str, set[str]]:
                 out[q] = {
                     st.target.id
                     for st in node.body
-                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+                    if isinstance(st, ast.AnnAssign)
+                    and isinstance(st.target, ast.Name)
+                    and not (without_value and st.value is not None)
                 }
                 walk(node.body, q + ".")
 

@@ -142,19 +142,24 @@ class AbcMetaclass(cst.CSTTransformer):
         return updated_node.with_changes(bases=bases, keywords=keywords, lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
-class SetAll(cst.CSTTransformer):
-    """The module's ``__all__`` statements (``__all__ = [...]``, ``__all__: Incomplete``,
-    ``__all__ += [...]``) become one ``__all__ = [...]`` of the given names, where the first was."""
-
-    def __init__(self, names: list[str]) -> None:
-        super().__init__()
-        self.names = names
+class _ModuleLevel(cst.CSTTransformer):
+    """A transformer of module-level statements only: class bodies and function bodies are not
+    descended into."""
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
+
+
+class SetAll(_ModuleLevel):
+    """The module's ``__all__`` statements (``__all__ = [...]``, ``__all__: Incomplete``,
+    ``__all__ += [...]``) become one ``__all__ = [...]`` of the given names, where the first was."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = names
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         body: list[Any] = []
@@ -179,19 +184,13 @@ class SetAll(cst.CSTTransformer):
         return updated_node.with_changes(body=body)
 
 
-class _ModuleFunctions(cst.CSTTransformer):
+class _ModuleFunctions(_ModuleLevel):
     """Rewrites the module-level functions named in ``names`` (``leave_FunctionDef``); class
     bodies and nested functions are left as they are."""
 
     def __init__(self, names: set[str]) -> None:
         super().__init__()
         self.names = names
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
 
 
 class NoneDefs(_ModuleFunctions):
