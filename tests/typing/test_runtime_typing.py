@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,23 +37,28 @@ def test_runtime_is_mypy_strict_clean(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "Success" in stdout, report
 
 
-def test_runtime_passes_pyright_strict() -> None:
-    """basedpyright with the runtime's own runtime/pyrightconfig.json (strict) reports 0 errors."""
+def _pyright_strict(args: list[str], cwd: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """basedpyright run with ``args`` in ``cwd``: the number of files it analysed, its errors, and a
+    report of the first of them (per file counts, then one line each)."""
     pyright = find_pyright()
     assert pyright, "basedpyright is part of the test extras"
-    assert (RUNTIME / "pyrightconfig.json").is_file()
     proc = subprocess.run(
-        [pyright, "--outputjson", "--pythonpath", sys.executable],
-        cwd=RUNTIME,
-        capture_output=True,
-        text=True,
+        [pyright, "--outputjson", *args, "--pythonpath", sys.executable], cwd=cwd, capture_output=True, text=True
     )
     result = json.loads(proc.stdout)
     errors = [d for d in result["generalDiagnostics"] if d["severity"] == "error"]
-    assert result["summary"]["filesAnalyzed"] > 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     per_file = Counter(Path(d["file"]).name for d in errors)
     first = "\n".join(f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20])
-    assert not errors, f"pyright strict on the runtime, errors per file {dict(per_file)}:\n{first}"
+    report = f"errors per file {dict(per_file)}:\n{first}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+    return result["summary"]["filesAnalyzed"], errors, report
+
+
+def test_runtime_passes_pyright_strict() -> None:
+    """basedpyright with the runtime's own runtime/pyrightconfig.json (strict) reports 0 errors."""
+    assert (RUNTIME / "pyrightconfig.json").is_file()
+    analysed, errors, report = _pyright_strict([], RUNTIME)
+    assert analysed > 0, report
+    assert not errors, f"pyright strict on the runtime, {report}"
 
 
 def test_generator_is_mypy_strict_clean(tmp_path: Path) -> None:
@@ -81,8 +87,6 @@ def test_generator_passes_pyright_strict(tmp_path: Path) -> None:
     """basedpyright strict over tvmffi_gen/ (stubs/ included): 0 errors. The configuration is
     written here rather than kept beside the package, where a checker run from a generated
     package's folder could pick it up."""
-    pyright = find_pyright()
-    assert pyright, "basedpyright is part of the test extras"
     config = tmp_path / "pyrightconfig.json"
     config.write_text(
         json.dumps(
@@ -93,14 +97,6 @@ def test_generator_passes_pyright_strict(tmp_path: Path) -> None:
             }
         )
     )
-    proc = subprocess.run(
-        [pyright, "--outputjson", "-p", str(config), "--pythonpath", sys.executable],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    result = json.loads(proc.stdout)
-    errors = [d for d in result["generalDiagnostics"] if d["severity"] == "error"]
-    assert result["summary"]["filesAnalyzed"] > 40, proc.stdout[-2000:] + proc.stderr[-2000:]
-    first = "\n".join(f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']}" for d in errors[:20])
-    assert not errors, f"pyright strict on the generator:\n{first}"
+    analysed, errors, report = _pyright_strict(["-p", str(config)], tmp_path)
+    assert analysed > 40, report
+    assert not errors, f"pyright strict on the generator, {report}"
