@@ -61,6 +61,8 @@ def _package(lib: Path) -> dict[str, str]:
 
             import tvm_ffi
 
+            from . import _ffi_api
+
 
             def _make_hook():
                 return lambda f: f
@@ -141,6 +143,19 @@ def _package(lib: Path) -> dict[str, str]:
                 pass
 
 
+            @tvm_ffi.register_object("tinyir.Seq")
+            class Seq(Expr):
+                def __init__(self, items: list[Expr], tag: bool = False) -> None:
+                    """Forwards its parameters unchanged: the registry's schema says what they take."""
+                    self.__init_handle_by_constructor__(_ffi_api.seq, items, tag)
+
+
+            @tvm_ffi.register_object("tinyir.Pair")
+            class Pair(Expr):
+                def __init__(self, a: Var, b: Var | None = None) -> None:
+                    self.__init_handle_by_constructor__(_ffi_api.pair, a, a if b is None else b)
+
+
             class Named(Expr):  # not registered: a Python base of the registered Func
                 name: str
 
@@ -206,6 +221,13 @@ def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.C
     assert "    @property\n    def name(self) -> str: ..." in nodes
     # a method attached after the class body, unannotated: Incomplete
     assert "def shout(self, times: Incomplete) -> Incomplete: ..." in nodes
+    # a hand-written __init__ that only forwards its parameters to a registry function takes what
+    # the function's schema takes too (a tuple of Exprs, an int); one with another body is as written
+    assert (
+        "    def __init__(self, items: list[Expr] | _abc.Sequence[_tinyir_py.Expr], tag: bool | int = ...) -> None: ..."
+        in nodes
+    ), nodes
+    assert "    def __init__(self, a: Var, b: Var | None = ...) -> None: ..." in nodes
     # the _ffi_api functions, typed from their schemas; Node is the Python class's public path
     api = (out / "tinyir_py-stubs" / "_ffi_api.pyi").read_text()
     assert "def negate(_0: bool, /) -> bool:" in api
@@ -316,14 +338,22 @@ def user_folder(
         textwrap.dedent("""
         import tinyir_py
         from tinyir_py import _ffi_api
+        from tinyir_py.nodes import Seq
 
 
         def describe(v: tinyir_py.Var) -> str:
             v.version = v.version + 1
             return v.name + v.describe(verbose=True) + str(_ffi_api.negate(v.frozen))
+
+
+        def pair_of(v: tinyir_py.Var) -> Seq:
+            return Seq((v, v), 3)  # what the forwarding constructor's registry function takes
     """).lstrip()
     )
-    (user / "bad.py").write_text("import tinyir_py\n\ndef f(v: tinyir_py.Var) -> None:\n    v.name = 'x'\n")
+    (user / "bad.py").write_text(
+        "import tinyir_py\nfrom tinyir_py.nodes import Pair\n\ndef f(v: tinyir_py.Var) -> None:\n"
+        "    v.name = 'x'\n    Pair(v, 1)\n"  # Pair's constructor is not a forwarder: as annotated
+    )
     env = _env([site, src])
     env.pop("MYPYPATH", None)
     return user, env
@@ -336,6 +366,7 @@ def test_mypy_strict_in_a_user_folder_sees_the_installed_stubs(user_folder: tupl
     assert good.returncode == 0, good.stdout
     bad = subprocess.run([*mypy, "bad.py"], capture_output=True, text=True, cwd=user, env=env)
     assert bad.returncode == 1 and 'Property "name" defined in "Var" is read-only' in bad.stdout, bad.stdout
+    assert 'Argument 2 to "Pair" has incompatible type "int"; expected "Var | None"' in bad.stdout, bad.stdout
 
 
 @pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright is not installed")
@@ -349,6 +380,7 @@ def test_basedpyright_strict_in_a_user_folder_sees_the_installed_stubs(
     assert good.returncode == 0, good.stdout
     bad = subprocess.run(["basedpyright", "bad.py"], capture_output=True, text=True, cwd=user, env=env)
     assert bad.returncode == 1 and '"name"' in bad.stdout and "reportAttributeAccessIssue" in bad.stdout, bad.stdout
+    assert 'parameter "b" of type "Var | None" in function "__init__"' in bad.stdout, bad.stdout
 
 
 # --- --exclude that matches nothing, or everything (issue 19) ---------------------------------------

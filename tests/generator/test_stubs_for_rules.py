@@ -141,6 +141,25 @@ class TestWhatTvmConvertsAtTheBoundary:
                 "ir.PrimType": cls("tvm.ir", "PrimType", []),
                 "ir.Cast": cls("tvm.ir", "Cast", ["tvm.ir.Expr"]),
                 "my.Expr": cls("tvm.ir", "MyExpr", []),
+                "ir.ShapeExpr": {
+                    **cls("tvm.ir", "ShapeExpr", ["tvm.ir.Expr"]),
+                    "python_init": True,
+                    # its hand-written __init__ forwards values and span to ir.shape (collect.py)
+                    "forwards": {
+                        "global": "ir.shape",
+                        "via": "_ffi_api.shape",
+                        "count": 2,
+                        "params": {"values": 0, "span": 1},
+                        "schema": {
+                            "type": "ffi.Function",
+                            "args": [
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "ffi.Array", "args": [expr]},
+                                {"type": "Optional", "args": [expr]},
+                            ],
+                        },
+                    },
+                },
             },
             "types": {
                 "ir.Expr": {"ancestors": obj, "fields": [fld("span", span)], "methods": [], "init": None},
@@ -152,6 +171,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                     "methods": [],
                     "init": {"kind": "auto"},
                 },
+                "ir.ShapeExpr": {"ancestors": [*obj, "ir.Expr"], "fields": [], "methods": [], "init": None},
                 "my.Expr": {
                     "ancestors": obj,
                     "fields": [fld("other", {"type": "my.Expr"})],
@@ -194,7 +214,10 @@ class TestWhatTvmConvertsAtTheBoundary:
         }
         stubs = {
             "tvm.ir": "class Expr: ...\nclass Span: ...\nclass PrimType: ...\nclass Cast(Expr): ...\n"
-            "class MyExpr: ...\n",
+            "class MyExpr: ...\n"
+            "class ShapeExpr(Expr):\n"
+            "    def __init__(self, values: list[Expr] | tuple[Expr, ...], span: Expr | None = None, note: str = '') "
+            "-> None: ...\n",
             "tvm.ir._ffi_api": "",
         }
         out, _ = augment(data, stubs)
@@ -223,3 +246,111 @@ class TestWhatTvmConvertsAtTheBoundary:
         ) in ir
         # another package's types named alike are left as their schemas say
         assert "    def __init__(self, other: _tvm_ir.MyExpr) -> None: ..." in ir
+
+    def test_a_constructor_forwarding_to_a_registry_function_takes_what_it_converts(self) -> None:
+        ir = self._stubs()["tvm.ir"]
+        # the package's members first, then the schema's (Expr also a number, at any depth); a
+        # member whose text is already there (None) is not repeated; what is not forwarded is as written
+        assert (
+            "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[_tvm_ir.Expr | int | float], "
+            "span: Expr | None | _tvm_ir.Expr | int | float = ..., note: str = ...) -> None: ..."
+        ) in ir, ir
+
+
+def test_union_text_keeps_the_written_members_first_and_drops_repeated_ones() -> None:
+    import libcst as cst
+
+    from tvmffi_gen.stubs.forwarders import union_text
+
+    def widened(written: str, extra: str) -> str | None:
+        new = union_text(cst.parse_expression(written), extra)
+        return None if new is None else cst.Module([]).code_for_node(new)
+
+    assert widened("Span | None", "_tvm_ir.Span | None") == "Span | None | _tvm_ir.Span"
+    assert widened("int | None", "None | int") is None  # nothing to add
+    assert widened("Optional[int]", "int") == "Optional[int] | int"  # a member is compared as a whole
+    assert widened("_t.Any", "int") is None and widened("Incomplete", "int") is None  # takes anything
+
+
+_FORWARDERS = """
+from tvm_ffi import get_global_func
+
+
+class _Api:  # a namespace, as an _ffi_api module is
+    Bytes = get_global_func("ffi.Bytes")
+
+
+api = _Api()
+
+
+def plain(x):
+    return x
+
+
+class Forward:
+    def __init__(self, data: bytes, note: str = "") -> None:
+        \"\"\"A docstring.\"\"\"
+        self.__init_handle_by_constructor__(api.Bytes, data)
+
+
+class Keyword:
+    def __init__(self, data: bytes) -> None:
+        self.__init_handle_by_constructor__(api.Bytes, data=data)
+
+
+class Expression:
+    def __init__(self, data: bytes) -> None:
+        self.__init_handle_by_constructor__(api.Bytes, bytes(data))
+
+
+class Star:
+    def __init__(self, *data: bytes) -> None:
+        self.__init_handle_by_constructor__(api.Bytes, data)
+
+
+class Statements:
+    def __init__(self, data: bytes) -> None:
+        data = data or b"x"
+        self.__init_handle_by_constructor__(api.Bytes, data)
+
+
+class NotRegistry:
+    def __init__(self, data: bytes) -> None:
+        self.__init_handle_by_constructor__(plain, data)
+
+
+class Missing:
+    def __init__(self, data: bytes) -> None:
+        self.__init_handle_by_constructor__(api.Nothing, data)
+"""
+
+
+def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> None:
+    import importlib
+    import sys
+
+    from tvmffi_gen.stubs.forwarders import forwarding
+
+    (tmp_path / "fwd_probe.py").write_text(_FORWARDERS)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module("fwd_probe")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("fwd_probe", None)
+    record, why = forwarding(mod.Forward.__init__)
+    assert why == "forwards" and record is not None
+    assert (record["global"], record["via"], record["count"], record["params"]) == (
+        "ffi.Bytes",
+        "api.Bytes",
+        1,
+        {"data": 0},
+    )
+    assert record["schema"] is not None
+    assert forwarding(mod.Keyword.__init__) == (None, "keyword arguments")
+    assert forwarding(mod.Expression.__init__) == (None, "an argument is not a parameter")
+    assert forwarding(mod.Star.__init__) == (None, "an argument is not a parameter")
+    assert forwarding(mod.Statements.__init__) == (None, "other statements")
+    assert forwarding(mod.NotRegistry.__init__) == (None, "callee is not a tvm_ffi.Function")
+    assert forwarding(mod.Missing.__init__) == (None, "callee not found")
+    assert forwarding(object.__init__) == (None, "not a plain function")

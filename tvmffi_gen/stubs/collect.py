@@ -453,6 +453,8 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
 
     from tvmffi_runtime import reflection as R
 
+    from .forwarders import forwarding
+
     covered = set(ok)
     types: dict[str, Any] = {}
     classes: dict[str, Any] = {}
@@ -477,11 +479,14 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> dict[str, 
             continue
         found = paths.get(id(cls), [])
         defined = f"{cls.__module__}.{cls.__qualname__}"
+        python_init = "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"])
         classes[key] = {
             "module": cls.__module__,
             "qualname": cls.__qualname__,
             "paths": sorted(set(found) | {defined}),
-            "python_init": "__init__" in cls.__dict__ and not _made_by_tvm_ffi(cls.__dict__["__init__"]),
+            "python_init": python_init,
+            # a hand-written __init__ that only forwards its parameters to a registry function
+            "forwards": forwarding(cls.__dict__["__init__"])[0] if python_init else None,
             "late": _late_members(cls, cls.__module__.split(".")[0]),
             "bases": [f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
             "hashable": cls.__hash__ is not None,

@@ -16,6 +16,7 @@ from typing import Any
 import libcst as cst
 
 from .fill_annotations import FillAnnotations, stdlib_generic_names
+from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
@@ -65,6 +66,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         read_only = {q: frozen_all[f"{mod}.{q}"] for q in index if f"{mod}.{q}" in frozen_all}
         if additions or read_only:
             module = module.visit(AddMembers(additions, read_only))
+        module, widened = widen_forwarded(ctx, module, by_module.get(mod, []))
         funcs = data["ffi_api"].get(mod, [])
         if funcs:
             defined = exported_names(stubs[mod])
@@ -158,7 +160,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                 "import ctypes as _ctypes\n",
                 "import tvm_ffi as _tvm_ffi\n",
             ]
-            if (additions or funcs)
+            if (additions or funcs or widened)
             else []
         )
         head += [line + "\n" for line in sorted(ctx.imports)]

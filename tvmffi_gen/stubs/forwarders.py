@@ -1,0 +1,263 @@
+"""Hand-written constructors that only forward their parameters to a registry function.
+
+A registered class's ``__init__`` whose body (after an optional docstring) is exactly one call
+``self.__init_handle_by_constructor__(f, p1, p2, ...)`` — ``f`` a name or dotted name that
+resolves, through the function's globals, to a ``tvm_ffi.Function`` the registry knows by name,
+and every other argument one of the ``__init__``'s own parameters, by name, passed positionally —
+hands each of those parameters unchanged to that registry function. What the function accepts is
+then what the constructor accepts, whatever the package annotated: Apache TVM's
+``relax.ShapeExpr.__init__(values: list[Expr] | tuple[Expr, ...] | Array)`` builds from
+``(4, 16)``, which its FFI converts. Anything else (another statement, a keyword argument, an
+expression as an argument, ``*args``, a callee that is no registry function) is not a forwarder.
+
+``forwarding`` runs in the child (``collect``), on the live function: it reads the function's
+source, resolves the callee and records the registry name and schema, and which parameter goes
+to which position. ``WidenForwarded`` runs in the parent's rewrite: each forwarded parameter the
+stub annotates becomes the union of its annotation and the registry parameter's (typed as the
+``_ffi_api`` functions are, ``resolve.StubContext``), the package's members first, members whose
+text repeats one already there dropped. A parameter the package did not annotate is left to the
+fill rules (``Incomplete``).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+import libcst as cst
+
+from ..typemap import SchemaError, function_sig
+from .resolve import StubContext
+
+__all__ = ["forwarding", "widen_forwarded", "WidenForwarded", "union_text"]
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; None for any other expression."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+class _Registry:
+    """The registry name of a ``tvm_ffi.Function`` (functions compare and hash by handle), from
+    every global function, read once on first use; a handle under several names gets the first
+    in sorted order."""
+
+    def __init__(self) -> None:
+        self.names: dict[Any, str] | None = None
+
+    def name_of(self, func: Any) -> str | None:
+        import tvm_ffi
+
+        if self.names is None:
+            self.names = {}
+            for name in sorted(tvm_ffi.registry.list_global_func_names()):
+                found = tvm_ffi.get_global_func(name, allow_missing=True)
+                if found is not None:
+                    self.names.setdefault(found, name)
+        return self.names.get(func)
+
+
+_REGISTRY = _Registry()
+
+
+def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
+    """``({"global", "schema", "count", "params": {name: position}}, "forwards")`` when ``init``
+    (a class's ``__init__``) only forwards its parameters to a registry function; else
+    ``(None, why not)``."""
+    import tvm_ffi
+
+    from tvmffi_runtime import reflection as R
+
+    if not inspect.isfunction(init):
+        return None, "not a plain function"
+    if hasattr(init, "__wrapped__"):
+        return None, "decorated"
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return None, "no source"
+    fdef = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(fdef, ast.FunctionDef):
+        return None, "no source"
+    if fdef.decorator_list:
+        return None, "decorated"
+    a = fdef.args
+    positional = [*a.posonlyargs, *a.args]
+    if not positional:
+        return None, "no self parameter"
+    self_name = positional[0].arg
+    params = {p.arg for p in [*positional[1:], *a.kwonlyargs]}
+    body = list(fdef.body)
+    first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        body = body[1:]  # the docstring
+    if len(body) != 1:
+        return None, "other statements"
+    stmt = body[0]
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if (
+        not isinstance(call, ast.Call)
+        or not isinstance(call.func, ast.Attribute)
+        or call.func.attr != "__init_handle_by_constructor__"
+        or not isinstance(call.func.value, ast.Name)
+        or call.func.value.id != self_name
+    ):
+        return None, "other statements"
+    if call.keywords:
+        return None, "keyword arguments"
+    if not call.args:
+        return None, "no function"
+    callee = _dotted(call.args[0])
+    if callee is None:
+        return None, "callee is an expression"
+    names: list[str] = []
+    for arg in call.args[1:]:
+        if not isinstance(arg, ast.Name) or arg.id not in params:
+            return None, "an argument is not a parameter"
+        if arg.id in names:
+            return None, "a parameter passed twice"
+        names.append(arg.id)
+    scope: dict[str, Any] = init.__globals__
+    if callee[0] not in scope:
+        return None, "callee not found"
+    func: object = scope[callee[0]]
+    for attr in callee[1:]:
+        try:
+            func = getattr(func, attr)
+        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
+            return None, "callee not found"
+    if not isinstance(func, tvm_ffi.Function):
+        return None, "callee is not a tvm_ffi.Function"
+    gname = _REGISTRY.name_of(func)
+    if gname is None:
+        return None, "callee is not a registry function"
+    schema = R.global_function_metadata(gname).get("type_schema")
+    if schema is None:
+        return None, "no schema"
+    via = ".".join(callee)
+    return {
+        "global": gname,
+        "schema": schema,
+        "count": len(names),
+        "params": {n: i for i, n in enumerate(names)},
+        "via": via,
+    }, "forwards"
+
+
+def _schema_params(record: dict[str, Any]) -> list[Any] | None:
+    """The registry function's parameter types, when known and as many as the call passes."""
+    try:
+        sig = function_sig(record["schema"])
+    except SchemaError:
+        return None
+    if sig.params is None or len(sig.params) != record["count"]:
+        return None
+    return list(sig.params)
+
+
+def widen_forwarded(ctx: StubContext, module: cst.Module, keys: list[str]) -> tuple[cst.Module, bool]:
+    """``module`` with the forwarded ``__init__`` parameters of the classes of ``keys`` (type keys
+    defined in it) widened, and whether any was."""
+    todo: dict[str, tuple[str, dict[str, Any], list[Any]]] = {}
+    for key in sorted(keys):
+        info = ctx.data["classes"][key]
+        record = info.get("forwards")
+        types = _schema_params(record) if record else None
+        if record and types is not None and record["params"]:
+            todo[info["qualname"]] = (key, record, types)
+    if not todo:
+        return module, False
+    widen = WidenForwarded(ctx, todo)
+    return module.visit(widen), widen.used
+
+
+def _members(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The members of a ``|`` union, left to right (one member for anything else)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return [*_members(expr.left), *_members(expr.right)]
+    return [expr]
+
+
+_ANY = {"Any", "Incomplete", "object"}
+
+
+def union_text(written: cst.BaseExpression, extra: str) -> cst.BaseExpression | None:
+    """``written | extra`` with the members of ``extra`` whose text is already a member of
+    ``written`` dropped; None when nothing is added or ``written`` already takes anything."""
+    code = cst.Module([]).code_for_node
+    have = [code(m) for m in _members(written)]
+    if any(h.rsplit(".", 1)[-1] in _ANY for h in have):
+        return None
+    add = [code(m) for m in _members(cst.parse_expression(extra)) if code(m) not in have]
+    if not add:
+        return None
+    return cst.parse_expression(" | ".join([*have, *add]))
+
+
+class WidenForwarded(cst.CSTTransformer):
+    """Widens the forwarded ``__init__`` parameters of the classes in ``todo`` (qualname -> type
+    key, its ``forwarding`` record, the registry parameter types); a class body with more than
+    one ``__init__`` (overloads) is left as written. An import an annotation needed is kept only
+    when the annotation was used."""
+
+    def __init__(self, ctx: StubContext, todo: dict[str, tuple[str, dict[str, Any], list[Any]]]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.todo = todo
+        self.stack: list[str] = []
+        self.used = False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        q = ".".join(self.stack)
+        self.stack.pop()
+        found = self.todo.get(q)
+        if found is None or not isinstance(updated_node.body, cst.IndentedBlock):
+            return updated_node
+        key, record, types = found
+        inits = [
+            i
+            for i, s in enumerate(updated_node.body.body)
+            if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"
+        ]
+        if len(inits) != 1:
+            return updated_node
+        body = list(updated_node.body.body)
+        init = body[inits[0]]
+        assert isinstance(init, cst.FunctionDef)
+        ctx = self.ctx
+
+        def widen(p: cst.Param) -> cst.Param:
+            pos = record["params"].get(p.name.value)
+            if pos is None or p.annotation is None:
+                return p  # not forwarded, or unannotated (the fill rules apply)
+            imports, warnings = set(ctx.imports), list(ctx.warnings)
+            extra = ctx.annotate(types[pos], "param", f"{key}.__init__({p.name.value})")
+            new = union_text(p.annotation.annotation, extra) if extra != "_t.Any" else None
+            if new is None:  # nothing added: nor its imports
+                ctx.imports.intersection_update(imports)
+                ctx.warnings[:] = warnings
+                return p
+            self.used = True
+            return p.with_changes(annotation=p.annotation.with_changes(annotation=new))
+
+        ps = init.params
+        body[inits[0]] = init.with_changes(
+            params=ps.with_changes(
+                posonly_params=[widen(p) for p in ps.posonly_params],
+                params=[widen(p) for p in ps.params],
+                kwonly_params=[widen(p) for p in ps.kwonly_params],
+            )
+        )
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
