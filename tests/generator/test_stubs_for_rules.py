@@ -150,6 +150,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                         "via": "_ffi_api.shape",
                         "count": 2,
                         "params": {"values": 0, "span": 1},
+                        "named": {"span": ["ir.Expr"]},  # the class its annotation names (Expr)
                         "schema": {
                             "type": "ffi.Function",
                             "args": [
@@ -250,10 +251,11 @@ class TestWhatTvmConvertsAtTheBoundary:
     def test_a_constructor_forwarding_to_a_registry_function_takes_what_it_converts(self) -> None:
         ir = self._stubs()["tvm.ir"]
         # the package's members first, then the schema's (Expr also a number, at any depth); a
-        # member whose text is already there (None) is not repeated; what is not forwarded is as written
+        # member already there is not repeated, by its text (None) or as the class the package's
+        # annotation names (its Expr, the schema's _tvm_ir.Expr); what is not forwarded is as written
         assert (
             "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[_tvm_ir.Expr | int | float], "
-            "span: Expr | None | _tvm_ir.Expr | int | float = ..., note: str = ...) -> None: ..."
+            "span: Expr | None | int | float = ..., note: str = ...) -> None: ..."
         ) in ir, ir
 
 
@@ -270,14 +272,22 @@ def test_union_text_keeps_the_written_members_first_and_drops_repeated_ones() ->
     assert widened("int | None", "None | int") is None  # nothing to add
     assert widened("Optional[int]", "int") == "Optional[int] | int"  # a member is compared as a whole
     assert widened("_t.Any", "int") is None and widened("Incomplete", "int") is None  # takes anything
+    # a generic whose arguments take anything already takes every spelling of it
+    assert widened("Callable[..., Incomplete] | None", "_abc.Callable[[int], int]") is None
+    assert widened("Callable | None", "_abc.Callable[[int], int]") is None  # bare, spelled out later
+    assert widened("list[Incomplete]", "_abc.Sequence[int]") == "list[Incomplete] | _abc.Sequence[int]"
 
 
 _FORWARDERS = """
+from typing import Optional
+
+import tvm_ffi
 from tvm_ffi import get_global_func
 
 
 class _Api:  # a namespace, as an _ffi_api module is
     Bytes = get_global_func("ffi.Bytes")
+    Contains = get_global_func("ffi.ArrayContains")
 
 
 api = _Api()
@@ -291,6 +301,11 @@ class Forward:
     def __init__(self, data: bytes, note: str = "") -> None:
         \"\"\"A docstring.\"\"\"
         self.__init_handle_by_constructor__(api.Bytes, data)
+
+
+class Named:
+    def __init__(self, arr: "tvm_ffi.Array | None", item: Optional[tvm_ffi.Map]) -> None:
+        self.__init_handle_by_constructor__(api.Contains, arr, item)
 
 
 class Keyword:
@@ -346,7 +361,9 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
         1,
         {"data": 0},
     )
-    assert record["schema"] is not None
+    assert record["schema"] is not None and record["named"] == {}  # bytes: no registered class
+    named, _ = forwarding(mod.Named.__init__)
+    assert named is not None and named["named"] == {"arr": ["ffi.Array"], "item": ["ffi.Map"]}
     assert forwarding(mod.Keyword.__init__) == (None, "keyword arguments")
     assert forwarding(mod.Expression.__init__) == (None, "an argument is not a parameter")
     assert forwarding(mod.Star.__init__) == (None, "an argument is not a parameter")

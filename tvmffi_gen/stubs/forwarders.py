@@ -15,8 +15,10 @@ source, resolves the callee and records the registry name and schema, and which 
 to which position. ``WidenForwarded`` runs in the parent's rewrite: each forwarded parameter the
 stub annotates becomes the union of its annotation and the registry parameter's (typed as the
 ``_ffi_api`` functions are, ``resolve.StubContext``), the package's members first, members whose
-text repeats one already there dropped. A parameter the package did not annotate is left to the
-fill rules (``Incomplete``).
+text repeats one already there dropped, and so are the schema's names of registered classes the
+package's annotation already names (``Expr`` in ``tvm.tirx`` is the schema's ``_tvm_ir.Expr``:
+the child records the type keys of the classes an annotation names). A parameter the package
+did not annotate is left to the fill rules (``Incomplete``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Set
 from typing import Any
 
 import libcst as cst
@@ -143,14 +146,65 @@ def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
     schema = R.global_function_metadata(gname).get("type_schema")
     if schema is None:
         return None, "no schema"
-    via = ".".join(callee)
+    written = getattr(init, "__annotations__", {})
+    named = {n: keys for n in names if n in written and (keys := _named_keys(written[n], scope))}
     return {
         "global": gname,
         "schema": schema,
         "count": len(names),
         "params": {n: i for i, n in enumerate(names)},
-        "via": via,
+        "via": ".".join(callee),
+        # per parameter, the registered classes its annotation names as union members
+        "named": named,
     }, "forwards"
+
+
+def _named_keys(annotation: object, scope: dict[str, Any]) -> list[str]:
+    """The type keys of the registered classes an annotation has among its union members
+    (``Expr | None``, ``Optional[Expr]``; a string is read, names looked up in ``scope``, never
+    evaluated): the stub then need not add what the schema calls the same class."""
+    import types
+    import typing
+
+    found: list[object] = []
+
+    def walk(ann: object) -> None:
+        if isinstance(ann, str):
+            try:
+                tree = ast.parse(ann, mode="eval").body
+            except SyntaxError:
+                return
+            walk_ast(tree)
+        elif isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union:
+            for arg in typing.get_args(ann):
+                walk(arg)
+        else:
+            found.append(ann)
+
+    def walk_ast(node: ast.expr) -> None:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            walk_ast(node.left)
+            walk_ast(node.right)
+            return
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            walk(node.value)
+            return
+        path = _dotted(node)
+        if path is None or path[0] not in scope:
+            return
+        obj: object = scope[path[0]]
+        for attr in path[1:]:
+            obj = getattr(obj, attr, None)
+        found.append(obj)
+
+    walk(annotation)
+    keys: list[str] = []
+    for obj in found:
+        info = vars(obj).get("__tvm_ffi_type_info__") if isinstance(obj, type) else None
+        key = getattr(info, "type_key", None)
+        if isinstance(key, str) and key not in keys:
+            keys.append(key)
+    return keys
 
 
 def _schema_params(record: dict[str, Any]) -> list[Any] | None:
@@ -190,14 +244,53 @@ def _members(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 _ANY = {"Any", "Incomplete", "object"}
 
 
-def union_text(written: cst.BaseExpression, extra: str) -> cst.BaseExpression | None:
-    """``written | extra`` with the members of ``extra`` whose text is already a member of
-    ``written`` dropped; None when nothing is added or ``written`` already takes anything."""
+def _generic_name(expr: cst.BaseExpression) -> str | None:
+    """The last part of a subscripted generic's name (``Callable`` of ``_abc.Callable[[int], int]``)."""
+    if isinstance(expr, cst.Subscript):
+        value = expr.value
+        if isinstance(value, cst.Name):
+            return value.value
+        if isinstance(value, cst.Attribute):
+            return value.attr.value
+    return None
+
+
+def _open_generic(expr: cst.BaseExpression) -> str | None:
+    """The generic's name when it is bare or every argument of it takes anything (``Callable``,
+    ``Callable[..., Incomplete]``, ``dict[Any, Any]``): another spelling of that generic adds
+    nothing to it. (A bare class name is returned too; no schema member subscripts a class.)"""
+    if isinstance(expr, cst.Name):
+        return expr.value  # a bare generic (``Callable``, which the fill rules spell out later)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    name = _generic_name(expr)
+    if name is None or not isinstance(expr, cst.Subscript):
+        return None
+    code = cst.Module([]).code_for_node
+    for el in expr.slice:
+        if not isinstance(el.slice, cst.Index):
+            return None
+        text = code(el.slice.value)
+        if text != "..." and text.rsplit(".", 1)[-1] not in _ANY:
+            return None
+    return name
+
+
+def union_text(written: cst.BaseExpression, extra: str, same: Set[str] = frozenset()) -> cst.BaseExpression | None:
+    """``written | extra`` without the members of ``extra`` whose text is already a member of
+    ``written`` or is in ``same`` (what ``written`` names by another spelling), or that are a
+    generic ``written`` has with arguments taking anything (``Callable[..., Incomplete]``); None
+    when nothing is added or ``written`` already takes anything."""
     code = cst.Module([]).code_for_node
     have = [code(m) for m in _members(written)]
     if any(h.rsplit(".", 1)[-1] in _ANY for h in have):
         return None
-    add = [code(m) for m in _members(cst.parse_expression(extra)) if code(m) not in have]
+    open_generics = {g for m in _members(written) if (g := _open_generic(m))}
+    add = [
+        code(m)
+        for m in _members(cst.parse_expression(extra))
+        if code(m) not in have and code(m) not in same and _generic_name(m) not in open_generics
+    ]
     if not add:
         return None
     return cst.parse_expression(" | ".join([*have, *add]))
@@ -243,8 +336,11 @@ class WidenForwarded(cst.CSTTransformer):
             if pos is None or p.annotation is None:
                 return p  # not forwarded, or unannotated (the fill rules apply)
             imports, warnings = set(ctx.imports), list(ctx.warnings)
+            # the classes the package's annotation names, as the schema's annotation would name them
+            same = {t for k in record.get("named", {}).get(p.name.value, []) if (t := ctx.resolve(k))}
+            ctx.imports.intersection_update(imports)
             extra = ctx.annotate(types[pos], "param", f"{key}.__init__({p.name.value})")
-            new = union_text(p.annotation.annotation, extra) if extra != "_t.Any" else None
+            new = union_text(p.annotation.annotation, extra, same) if extra != "_t.Any" else None
             if new is None:  # nothing added: nor its imports
                 ctx.imports.intersection_update(imports)
                 ctx.warnings[:] = warnings
