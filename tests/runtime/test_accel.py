@@ -21,7 +21,7 @@ import pytest
 import tvmffi_runtime as rt
 from tvmffi_runtime import _backend, _errors, _lib, _pure
 
-from conftest import ROOT
+from conftest import CHILD_PYTEST_PLUGINS_OFF, ROOT
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:
@@ -223,7 +223,7 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
     deselect = [arg for case in static for arg in ("--deselect", case)]
     env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *deselect, *tests],
+        [sys.executable, "-m", "pytest", "-q", "-x", *CHILD_PYTEST_PLUGINS_OFF, *deselect, *tests],
         cwd=ROOT,
         env=env,
         capture_output=True,
