@@ -511,32 +511,22 @@ def _snapshot(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
 
 
 def _generate_from(snapshot: Snapshot, tmp_path: Path, name: str = "probepkg") -> Path:
-    snap_file = tmp_path / "snap.json"
+    snap_file = tmp_path / f"{name}.json"
     snap_file.write_text(snapshot.to_json())
     out = tmp_path / name
     assert main(["--from-snapshot", str(snap_file), "-o", str(out), "-q"]) == 0
     return out
 
 
-def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
-    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
-    aliases every generated module imports: mypy [no-redef], and the module failed at import with
-    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
+def _aliases_snapshot() -> Snapshot:
     box = TypeSnap(type_key="probe.Box", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     sub = TypeSnap(
         type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True
     )
-    snapshot = _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
-    pkg = _generate_from(snapshot, tmp_path)
-    # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
-    assert not (pkg / "probe" / "_rt").exists(), "subpackage named `_rt` next to `import tvmffi_runtime as _rt`"
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
 
 
-def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: Path) -> None:
-    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
-    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+def _auto_init_snapshot() -> Snapshot:
     k = TypeSnap(
         type_key="probe.K",
         ancestors=["ffi.Object"],
@@ -544,24 +534,59 @@ def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: 
         init="auto",
         final=True,
     )
-    pkg = _generate_from(_snapshot([k], []), tmp_path)
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([k], [])
 
 
-def test_regression_enum_entries_do_not_hide_enum_members(tmp_path: Path) -> None:
-    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
-    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
-    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+def _enum_snapshot() -> Snapshot:
     shape = TypeSnap(
         type_key="probe.Shape",
         ancestors=["ffi.Object", "ffi.Enum"],
         enum_entries=["name", "ordinal", "value", "Square"],
         final=True,
     )
-    pkg = _generate_from(_snapshot([shape], []), tmp_path)
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([shape], [])
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], dict[str, list[str]]]:
+    """The packages of the regression snapshots below, generated into one folder and checked by
+    one mypy --strict run (each run spends about a second before it reaches the package): each
+    package's folder, and the report's lines on it and those on no package (mypy's own)."""
+    folder = tmp_path_factory.mktemp("probes")
+    snapshots = {"aliaspkg": _aliases_snapshot(), "autopkg": _auto_init_snapshot(), "enumpkg": _enum_snapshot()}
+    pkgs = {name: _generate_from(snap, folder, name) for name, snap in snapshots.items()}
+    errors, report = run_mypy(pkgs["aliaspkg"], extra_files=list(pkgs.values()))
+    lines = report.splitlines() or ([f"mypy failed ({errors} errors) and reported nothing"] if errors else [])
+    owner = {ln: Path(ln.split(":", 1)[0]).parts[0] for ln in lines}  # mypy writes paths relative to folder
+    rest = [ln for ln in lines if owner[ln] not in pkgs]
+    return pkgs, {name: [ln for ln in lines if owner[ln] == name] + rest for name in pkgs}
+
+
+def test_regression_module_import_aliases_are_reserved(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
+    aliases every generated module imports: mypy [no-redef], and the module failed at import with
+    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
+    pkgs, reports = probes
+    # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
+    assert not (pkgs["aliaspkg"] / "probe" / "_rt").exists(), (
+        "subpackage named `_rt` next to `import tvmffi_runtime as _rt`"
+    )
+    assert reports["aliaspkg"] == [], "\n".join(reports["aliaspkg"])
+
+
+def test_regression_auto_init_parameters_do_not_shadow_module_aliases(
+    probes: tuple[dict[str, Path], dict[str, list[str]]],
+) -> None:
+    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
+    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+    assert probes[1]["autopkg"] == [], "\n".join(probes[1]["autopkg"])
+
+
+def test_regression_enum_entries_do_not_hide_enum_members(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
+    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
+    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+    assert probes[1]["enumpkg"] == [], "\n".join(probes[1]["enumpkg"])
 
 
 def test_regression_namespace_named_lib_does_not_shadow_the_loader(tmp_path: Path) -> None:
