@@ -27,6 +27,11 @@ TVM_FFI_LIBDIR = Path(rt.LIB_PATH).parent
 TVM_FFI_INCLUDE = TVM_FFI_LIBDIR.parent / "include"
 TESTING_LIB = TVM_FFI_LIBDIR / "libtvm_ffi_testing.so"
 
+#: The plugins a child pytest the suite starts goes without: the cache, and two its cases do not
+#: use (none of the files run in a child uses hypothesis, none asks for workers); hypothesis'
+#: plugin alone costs each child ~0.8 s of importing.
+CHILD_PYTEST_PLUGINS_OFF = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist"]
+
 
 def accel_source() -> str:
     """The compiled fast path's whole C source: ``_accel.c`` and the parts it includes."""

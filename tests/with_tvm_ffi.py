@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import CHILD_PYTEST_PLUGINS_OFF, ROOT
 
 #: Set in the child: the cases run there (and the driver does not).
 CHILD_ENV = "TVMFFI_TESTS_WITH_TVM_FFI"
@@ -36,7 +36,7 @@ def run_cases_in_children(test_file: str, pure: bool) -> None:
     if pure:
         env["TVMFFI_RUNTIME_PURE"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-k", "not in_children", test_file],
+        [sys.executable, "-m", "pytest", "-q", *CHILD_PYTEST_PLUGINS_OFF, "-rs", "-k", "not in_children", test_file],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -154,9 +154,8 @@ def test_regeneration_is_up_to_date(big_pkg: Path, big_lib: Path, capsys: pytest
     assert main([str(big_lib), "-o", str(big_pkg), "--check"]) == 0, capsys.readouterr().out
 
 
-def test_mypy_strict_has_no_errors(big_pkg: Path) -> None:
-    errors, report = run_mypy(big_pkg)
-    assert errors == 0, report
+def test_mypy_strict_has_no_errors(mypy_report: dict[str, list[str]]) -> None:
+    assert mypy_report[""] == [], "\n".join(mypy_report["all"])
 
 
 def test_pyright_strict_has_no_errors(big_pkg: Path) -> None:
@@ -219,21 +218,44 @@ WRONG_STATEMENTS = [
 ]
 
 
-def test_user_program_typechecks(big_pkg: Path, tmp_path: Path) -> None:
-    prog = tmp_path / "prog.py"
-    lines = USER_PROGRAM.strip().splitlines()
-    prog.write_text("\n".join(lines) + "\n")
-    errors, report = run_mypy(big_pkg, extra_files=[prog])
-    assert errors == 0, report
+WRONG_HEADER = ["from bigpkg.big import ns0"]
+
+# test_regression_nested_namespaces_are_imported_on_first_use: run, then checked with `x: int = obj.id`
+ATTR_CODE = f"import {PKG}\nobj = {PKG}.big.ns0.T0(1, 'a')\nprint(type(obj).__name__)\n"
 
 
-def test_wrong_programs_fail_with_expected_codes(big_pkg: Path, tmp_path: Path) -> None:
-    prog = tmp_path / "wrong.py"
-    header = ["from bigpkg.big import ns0"]
-    prog.write_text("\n".join(header + [s for s, _ in WRONG_STATEMENTS]) + "\n")
-    _, report = run_mypy(big_pkg, extra_files=[prog])
+@pytest.fixture(scope="module")
+def mypy_report(big_pkg: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """One mypy --strict run (mypy over this package costs seconds) over the package and the
+    programs of the tests below, each in its own file (none imports another): the report's
+    lines by program file name; "" holds those on no program (the package's, mypy's own
+    failure), "all" every line."""
+    folder = tmp_path_factory.mktemp("large_programs")
+    programs = {
+        "prog.py": "\n".join(USER_PROGRAM.strip().splitlines()) + "\n",
+        "wrong.py": "\n".join(WRONG_HEADER + [s for s, _ in WRONG_STATEMENTS]) + "\n",
+        "attr_prog.py": ATTR_CODE.replace("print(type(obj).__name__)\n", "x: int = obj.id\n"),
+    }
+    for name, text in programs.items():
+        (folder / name).write_text(text)
+    _, report = run_mypy(big_pkg, extra_files=[big_pkg, *(folder / name for name in programs)])
+    lines = report.splitlines()
+    by_file: dict[str, list[str]] = {name: [ln for ln in lines if f"/{name}:" in ln] for name in programs}
+    by_file[""] = [ln for ln in lines if not any(f"/{name}:" in ln for name in programs)]
+    by_file["all"] = lines
+    return by_file
+
+
+def test_user_program_typechecks(mypy_report: dict[str, list[str]]) -> None:
+    # the program and the package modules it imports
+    assert mypy_report["prog.py"] + mypy_report[""] == [], "\n".join(mypy_report["all"])
+
+
+def test_wrong_programs_fail_with_expected_codes(mypy_report: dict[str, list[str]]) -> None:
+    header = WRONG_HEADER
+    report = "\n".join(mypy_report["all"])
     by_line: dict[int, list[str]] = {}
-    for line in report.splitlines():
+    for line in mypy_report["wrong.py"]:
         m = re.match(r".*wrong\.py:(\d+): error: .*\[([a-z-]+)\]$", line)
         if m:
             by_line.setdefault(int(m.group(1)), []).append(m.group(2))
@@ -450,17 +472,17 @@ def test_importing_the_root_package_imports_no_namespace(big_pkg: Path) -> None:
     assert _run(big_pkg, code).strip() == "[]"
 
 
-def test_regression_nested_namespaces_are_imported_on_first_use(big_pkg: Path, tmp_path: Path) -> None:
+def test_regression_nested_namespaces_are_imported_on_first_use(
+    big_pkg: Path, mypy_report: dict[str, list[str]]
+) -> None:
     """Was: only the root package imported its subpackages on first use, so ``import bigpkg;
     bigpkg.big.ns0.T0`` was an AttributeError at run time and mypy said ``Module has no attribute
     "ns0"; maybe "ns0_"?`` [attr-defined]."""
-    code = f"import {PKG}\nobj = {PKG}.big.ns0.T0(1, 'a')\nprint(type(obj).__name__)\n"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(big_pkg))
+    proc = subprocess.run([sys.executable, "-c", ATTR_CODE], capture_output=True, text=True, env=_env(big_pkg))
     run_time_ok = proc.returncode == 0 and proc.stdout.strip() == "T0"
-    prog = tmp_path / "attr_prog.py"
-    prog.write_text(code.replace("print(type(obj).__name__)\n", "x: int = obj.id\n"))
-    errors, report = run_mypy(big_pkg, extra_files=[prog])
-    assert run_time_ok and errors == 0, f"run time: {proc.stderr.strip().splitlines()[-1:]}\nmypy: {report}"
+    errors = mypy_report["attr_prog.py"] + mypy_report[""]
+    report = "\n".join(mypy_report["all"])
+    assert run_time_ok and errors == [], f"run time: {proc.stderr.strip().splitlines()[-1:]}\nmypy: {report}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,32 +511,22 @@ def _snapshot(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
 
 
 def _generate_from(snapshot: Snapshot, tmp_path: Path, name: str = "probepkg") -> Path:
-    snap_file = tmp_path / "snap.json"
+    snap_file = tmp_path / f"{name}.json"
     snap_file.write_text(snapshot.to_json())
     out = tmp_path / name
     assert main(["--from-snapshot", str(snap_file), "-o", str(out), "-q"]) == 0
     return out
 
 
-def test_regression_module_import_aliases_are_reserved(tmp_path: Path) -> None:
-    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
-    aliases every generated module imports: mypy [no-redef], and the module failed at import with
-    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
+def _aliases_snapshot() -> Snapshot:
     box = TypeSnap(type_key="probe.Box", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     sub = TypeSnap(
         type_key="probe._rt.Thing", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True
     )
-    snapshot = _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
-    pkg = _generate_from(snapshot, tmp_path)
-    # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
-    assert not (pkg / "probe" / "_rt").exists(), "subpackage named `_rt` next to `import tvmffi_runtime as _rt`"
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([box, sub], [_fn("probe._t"), _fn("probe._bind"), _fn("probe._abc"), _fn("probe.ok")])
 
 
-def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: Path) -> None:
-    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
-    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+def _auto_init_snapshot() -> Snapshot:
     k = TypeSnap(
         type_key="probe.K",
         ancestors=["ffi.Object"],
@@ -522,24 +534,59 @@ def test_regression_auto_init_parameters_do_not_shadow_module_aliases(tmp_path: 
         init="auto",
         final=True,
     )
-    pkg = _generate_from(_snapshot([k], []), tmp_path)
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([k], [])
 
 
-def test_regression_enum_entries_do_not_hide_enum_members(tmp_path: Path) -> None:
-    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
-    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
-    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+def _enum_snapshot() -> Snapshot:
     shape = TypeSnap(
         type_key="probe.Shape",
         ancestors=["ffi.Object", "ffi.Enum"],
         enum_entries=["name", "ordinal", "value", "Square"],
         final=True,
     )
-    pkg = _generate_from(_snapshot([shape], []), tmp_path)
-    errors, report = run_mypy(pkg)
-    assert errors == 0, report
+    return _snapshot([shape], [])
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], dict[str, list[str]]]:
+    """The packages of the regression snapshots below, generated into one folder and checked by
+    one mypy --strict run (each run spends about a second before it reaches the package): each
+    package's folder, and the report's lines on it and those on no package (mypy's own)."""
+    folder = tmp_path_factory.mktemp("probes")
+    snapshots = {"aliaspkg": _aliases_snapshot(), "autopkg": _auto_init_snapshot(), "enumpkg": _enum_snapshot()}
+    pkgs = {name: _generate_from(snap, folder, name) for name, snap in snapshots.items()}
+    errors, report = run_mypy(pkgs["aliaspkg"], extra_files=list(pkgs.values()))
+    lines = report.splitlines() or ([f"mypy failed ({errors} errors) and reported nothing"] if errors else [])
+    owner = {ln: Path(ln.split(":", 1)[0]).parts[0] for ln in lines}  # mypy writes paths relative to folder
+    rest = [ln for ln in lines if owner[ln] not in pkgs]
+    return pkgs, {name: [ln for ln in lines if owner[ln] == name] + rest for name in pkgs}
+
+
+def test_regression_module_import_aliases_are_reserved(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
+    aliases every generated module imports: mypy [no-redef], and the module failed at import with
+    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
+    pkgs, reports = probes
+    # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
+    assert not (pkgs["aliaspkg"] / "probe" / "_rt").exists(), (
+        "subpackage named `_rt` next to `import tvmffi_runtime as _rt`"
+    )
+    assert reports["aliaspkg"] == [], "\n".join(reports["aliaspkg"])
+
+
+def test_regression_auto_init_parameters_do_not_shadow_module_aliases(
+    probes: tuple[dict[str, Path], dict[str, list[str]]],
+) -> None:
+    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
+    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+    assert probes[1]["autopkg"] == [], "\n".join(probes[1]["autopkg"])
+
+
+def test_regression_enum_entries_do_not_hide_enum_members(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
+    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
+    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+    assert probes[1]["enumpkg"] == [], "\n".join(probes[1]["enumpkg"])
 
 
 def test_regression_namespace_named_lib_does_not_shadow_the_loader(tmp_path: Path) -> None:

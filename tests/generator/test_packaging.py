@@ -214,20 +214,19 @@ assert pair.sum() + add_one(1) == 5 and f(1) == 2 and g is None
 
 def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
     """A freshly generated package and a script using it, in a folder outside the repository
-    with no MYPYPATH and no config of ours: mypy --strict and pyright strict report 0 errors."""
+    with no MYPYPATH and no config of ours: mypy --strict and pyright strict report 0 errors.
+
+    The checkers run as the user runs them, over the package and the script, where a clean exit
+    means no error anywhere. (tvmffi_gen.verify's runs over the same files would be no stricter:
+    they leave out installed libraries' errors. The other type-checking tests make those runs, on
+    packages in temporary folders like this one.)"""
     from tvmffi_gen.cli import main
 
     user = tmp_path / "user"
     user.mkdir()
     assert main(["-o", str(user / "outpkg"), "-q"]) == 0
     (user / "use.py").write_text(CHECKED_SCRIPT)
-    errors, report = run_mypy(user / "outpkg", [user / "use.py"])
-    assert errors == 0, report
-    errors, report = run_mypy(user / "outpkg")
-    assert errors == 0, report
-    errors, report = run_pyright(user / "outpkg", [user / "use.py"])
-    assert errors == 0, report
-    # and the user's own invocation, with their own config in their folder
+    # the user's own invocation, with their own config in their folder
     (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict"}))
     pyright = find_pyright()
     assert pyright

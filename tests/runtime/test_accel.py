@@ -21,7 +21,7 @@ import pytest
 import tvmffi_runtime as rt
 from tvmffi_runtime import _backend, _errors, _lib, _pure
 
-from conftest import ROOT
+from conftest import CHILD_PYTEST_PLUGINS_OFF, ROOT
 
 PURE = bool(os.environ.get("TVMFFI_RUNTIME_PURE"))
 if str(ROOT / "generated") not in sys.path:
@@ -212,9 +212,18 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
         "tests/runtime/test_runtime_leaks.py::test_no_leak_in_process",
         "tests/runtime/test_runtime_leaks.py::test_use_counts_balanced_after_loops",
     ]
+    # what the static checkers see does not depend on the path the runtime takes (they never run
+    # it): those cases ran once already, in this suite
+    static = [
+        "tests/e2e/test_visitors.py::test_program_typechecks",
+        "tests/e2e/test_visitors.py::test_wrong_hook_signature_is_a_mypy_error",
+        "tests/e2e/test_visitors.py::test_generated_package_passes_mypy_strict",
+        "tests/e2e/test_visitors.py::test_generated_package_and_program_pass_pyright_strict",
+    ]
+    deselect = [arg for case in static for arg in ("--deselect", case)]
     env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        [sys.executable, "-m", "pytest", "-q", "-x", *CHILD_PYTEST_PLUGINS_OFF, *deselect, *tests],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -222,6 +231,8 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
         timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    # a renamed static case would otherwise run here again unnoticed
+    assert f"{len(static)} deselected" in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
 
 
 # Regressions found in review of _accel.c; each ran into a crash (or a wrong value) before the
@@ -389,7 +400,7 @@ for name, op in ops.items():
         op()
     gc.collect()
     before = sys.getallocatedblocks()
-    for _ in range(20000):
+    for _ in range(10000):
         op()
     gc.collect()
     print(name, sys.getallocatedblocks() - before)
@@ -398,10 +409,12 @@ for name, op in ops.items():
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_no_python_objects_leak_per_operation(pure: bool) -> None:
-    # 20 000 rounds of each operation: a leak of even one small object per round would add
-    # ~20 000 allocated blocks; allow a little noise from caches.
+    # 10 000 rounds of each operation: a leak of even one small object per round would add
+    # ~10 000 allocated blocks, one every 40 rounds the limit of 250 (the rate 500 in 20 000
+    # rounds caught); the noise from caches does not grow with the rounds (at most 54 blocks
+    # measured, after 10 000 rounds as after 20 000).
     proc = _run_child(BLOCKS_SCRIPT, pure, timeout=600)
     assert proc.returncode == 0, proc.stderr
     growth = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
     assert len(growth) == 8
-    assert all(g < 500 for g in growth.values()), growth
+    assert all(g < 250 for g in growth.values()), growth

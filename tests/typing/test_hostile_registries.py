@@ -11,6 +11,8 @@ import ast
 import subprocess
 import sys
 import textwrap
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,7 +23,7 @@ from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 
 from conftest import ROOT
-from registry_checks import declared_fields, mypy_errors
+from registry_checks import declared_fields, mypy_errors_each
 
 
 def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
@@ -32,6 +34,27 @@ def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
 
 INT = {"type": "int"}
 ARR_INT = {"type": "ffi.Array", "args": [INT]}
+
+
+#: Registries that must pass mypy --strict, by name: all are checked in one mypy run (the
+#: ``mypy_results`` fixture), each test reads its own package's result.
+MYPY_CASES: dict[str, Callable[[], Snapshot]] = {}
+
+
+def _mypy_case(make: Callable[[], Snapshot]) -> Callable[[], Snapshot]:
+    MYPY_CASES[make.__name__] = make
+    return make
+
+
+@pytest.fixture(scope="module")
+def mypy_results() -> dict[str, tuple[int, str]]:
+    with warnings.catch_warnings():  # as the mark on each of these tests did
+        warnings.filterwarnings("ignore", "The recursion limit will not be reset")
+        packages = {
+            f"pkg_{name}": render_package(build_model(make(), f"pkg_{name}")) for name, make in MYPY_CASES.items()
+        }
+        results = mypy_errors_each(packages)
+    return {name[len("pkg_") :]: result for name, result in results.items()}
 
 
 def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
@@ -52,8 +75,8 @@ def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
     assert namespace["_rt"] is rt
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_parameters_named_like_generated_import_aliases_pass_mypy() -> None:
+@_mypy_case
+def parameters_named_like_generated_import_aliases() -> Snapshot:
     named = {
         "type": "ffi.Function",
         "named_args": {
@@ -69,13 +92,16 @@ def test_parameters_named_like_generated_import_aliases_pass_mypy() -> None:
             fields=[FieldSnap("_bind", schema=INT), FieldSnap("_abc", schema=ARR_INT)],
         )
     ]
-    files = render_package(build_model(_snap(types, [FunctionSnap("a.f", schema=named)]), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap(types, [FunctionSnap("a.f", schema=named)])
+
+
+def test_parameters_named_like_generated_import_aliases_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["parameters_named_like_generated_import_aliases"]
     assert errors == 0, report
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_members_named_like_inherited_enum_entries_pass_mypy() -> None:
+@_mypy_case
+def members_named_like_inherited_enum_entries() -> Snapshot:
     # Regression pin: an ancestor's enum entries are taken names in a derived class's scope.
     types = [
         TypeSnap("a.Kind", ["ffi.Object", "ffi.Enum"], enum_entries=["value", "other"]),
@@ -86,13 +112,16 @@ def test_members_named_like_inherited_enum_entries_pass_mypy() -> None:
             methods=[MethodSnap("other", schema={"type": "ffi.Function", "args": [INT, {"type": "a.Sub"}]})],
         ),
     ]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap(types, [])
+
+
+def test_members_named_like_inherited_enum_entries_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["members_named_like_inherited_enum_entries"]
     assert errors == 0, report
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_compatible_overrides_pass_mypy() -> None:
+@_mypy_case
+def compatible_overrides() -> Snapshot:
     # Regression pin: only overrides mypy rejects get `# type: ignore[...]` (on the line mypy
     # reports), so --strict's unused-ignore check passes for compatible ones.
     p_ref, c_ref, obj = {"type": "a.P"}, {"type": "a.C"}, {"type": "ffi.Object"}
@@ -128,13 +157,16 @@ def test_compatible_overrides_pass_mypy() -> None:
             MethodSnap("wider", schema=fn(INT, c_ref, {"type": "Any"})),
         ],
     )
-    files = render_package(build_model(_snap([parent, child], []), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap([parent, child], [])
+
+
+def test_compatible_overrides_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["compatible_overrides"]
     assert errors == 0, report
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy() -> None:
+@_mypy_case
+def writable_field_overriding_a_parent_field_of_another_type() -> Snapshot:
     # Regression pin: the `# type: ignore[override]` must sit where mypy reports the override
     # (the `@property` line when the field has a setter).
     types = [
@@ -145,8 +177,13 @@ def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy() 
         ),
         TypeSnap("a.C", ["ffi.Object", "a.P"], fields=[FieldSnap("x", schema=ARR_INT, writable=True)]),
     ]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap(types, [])
+
+
+def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy(
+    mypy_results: dict[str, tuple[int, str]],
+) -> None:
+    errors, report = mypy_results["writable_field_overriding_a_parent_field_of_another_type"]
     assert errors == 0, report
 
 
@@ -200,17 +237,20 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     assert sorted(methods.values()) == [["a.C", "my-m"], ["a.C", "my_m"]], methods
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_enum_entry_named_like_its_class_passes_mypy() -> None:
+@_mypy_case
+def enum_entry_named_like_its_class() -> Snapshot:
     # Regression pin: `Mode: _t.ClassVar[Mode]` inside class Mode made `Mode` name the entry.
     types = [TypeSnap("a.Mode", ["ffi.Object", "ffi.Enum"], enum_entries=["Mode", "Other"])]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap(types, [])
+
+
+def test_enum_entry_named_like_its_class_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["enum_entry_named_like_its_class"]
     assert errors == 0, report
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_none_default_on_non_optional_field_passes_mypy() -> None:
+@_mypy_case
+def none_default_on_non_optional_field() -> Snapshot:
     # Regression pin: a None default on a non-Optional field (a nullable ObjectRef defaulting to
     # null) used to render `span: Span = None`, which mypy --strict rejects.
     fields = [
@@ -218,19 +258,25 @@ def test_none_default_on_non_optional_field_passes_mypy() -> None:
         FieldSnap("n", schema=INT, has_default=True, default=None),
     ]
     types = [TypeSnap("a.Span", ["ffi.Object"]), TypeSnap("a.K", ["ffi.Object"], init="auto", fields=fields)]
-    files = render_package(build_model(_snap(types, []), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap(types, [])
+
+
+def test_none_default_on_non_optional_field_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["none_default_on_non_optional_field"]
     assert errors == 0, report
 
 
-@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-def test_void_pointer_schema_passes_mypy() -> None:
+@_mypy_case
+def void_pointer_schema() -> Snapshot:
     # Regression pin: 'void*' (TVM FFI's opaque pointer) is annotated with _ctypes.c_void_p, which
     # the module must import.
     void_p = {"type": "void*"}
     fn = FunctionSnap("a.f", schema={"type": "ffi.Function", "args": [void_p, void_p]})
-    files = render_package(build_model(_snap([], [fn]), "pkg"))
-    errors, report = mypy_errors(files)
+    return _snap([], [fn])
+
+
+def test_void_pointer_schema_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
+    errors, report = mypy_results["void_pointer_schema"]
     assert errors == 0, report
 
 

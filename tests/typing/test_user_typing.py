@@ -21,16 +21,6 @@ if str(PKG.parent) not in sys.path:
     sys.path.insert(0, str(PKG.parent))
 
 
-def _check(tmp_path: Path, source: str) -> dict[str, str]:
-    prog = tmp_path / "prog.py"
-    prog.write_text(textwrap.dedent(source))
-    out = {}
-    for name, run in (("mypy", run_mypy), ("pyright", run_pyright)):
-        _, report = run(PKG, [prog])
-        out[name] = report
-    return out
-
-
 def _errors_on(report: str, line: int) -> list[str]:
     return [entry for entry in report.splitlines() if f"prog.py:{line}:" in entry and "error" in entry]
 
@@ -61,22 +51,84 @@ CLEAN = """\
     """
 
 
-def test_precise_types_check_clean(tmp_path: Path) -> None:
-    reports = _check(tmp_path, CLEAN)
+def test_precise_types_check_clean(checked: tuple[list[Path], dict[str, str]]) -> None:
+    reports = _check(checked, "clean")
     assert reports == {"mypy": "", "pyright": ""}, reports
 
 
-def test_wrong_traversal_base_is_a_type_error_in_both_checkers(tmp_path: Path) -> None:
-    reports = _check(
-        tmp_path,
-        """\
-        import tvmffi_runtime as rt
-        from tvmffi_testing.testing import TestIntPair
-        from tvmffi_testing.visitors import Walker
+WRONG_BASE = """\
+    import tvmffi_runtime as rt
+    from tvmffi_testing.testing import TestIntPair
+    from tvmffi_testing.visitors import Walker
 
-        rt.structural_map(TestIntPair(1, 2), Walker())
-        """,
-    )
+    rt.structural_map(TestIntPair(1, 2), Walker())
+    """
+
+READ_ONLY = """\
+    from tvmffi_testing.testing import TestCompare
+
+    def f(x: TestCompare) -> None:
+        x.key = 3
+    """
+
+GET_GLOBAL = """\
+    import tvmffi_runtime as rt
+
+    rt.Function.get_global("testing.nop")()
+    h = rt.Function.get_global("testing.nop", allow_missing=True)
+    h()
+    """
+
+NUMPY_SCALARS = """\
+    import numpy as np
+    from tvmffi_testing.testing import SchemaAllTypes, TestIntPair, add_one, schema_id_float
+
+    r: int = add_one(np.int64(41))
+    f: float = schema_id_float(np.float32(0.5)) + schema_id_float(np.int8(2))
+    p = TestIntPair(np.int32(1), np.uint8(2))
+    s = SchemaAllTypes.make_with(np.int16(1), np.float64(2.0), "x")
+    add_one(np.float64(1.0))
+    """
+
+PROGRAMS = {
+    "clean": CLEAN,
+    "wrong_base": WRONG_BASE,
+    "read_only": READ_ONLY,
+    "get_global": GET_GLOBAL,
+    "numpy_scalars": NUMPY_SCALARS,
+}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], dict[str, str]]:
+    """Every program of ``PROGRAMS``, each in its own file, checked by one run of each checker
+    (a checker run costs seconds; the programs do not import each other, so one file's errors
+    do not change another's)."""
+    folder = tmp_path_factory.mktemp("user_programs")
+    files = []
+    for name, source in PROGRAMS.items():
+        files.append(folder / f"{name}_prog.py")
+        files[-1].write_text(textwrap.dedent(source))
+    reports = {}
+    for checker, run in (("mypy", run_mypy), ("pyright", run_pyright)):
+        _, reports[checker] = run(PKG, files)
+    return files, reports
+
+
+def _check(checked: tuple[list[Path], dict[str, str]], name: str) -> dict[str, str]:
+    """Each checker's report on program ``name``: the entries on its file (``<name>_prog.py``)
+    and the entries on no program's file (the package's, the runtime's, the checker's own)."""
+    files, reports = checked
+    return {checker: _report_of(report, files, name) for checker, report in reports.items()}
+
+
+def _report_of(report: str, files: list[Path], name: str) -> str:
+    others = [f"/{f.name}:" for f in files if f.name != f"{name}_prog.py"]
+    return "\n".join(entry for entry in report.splitlines() if not any(other in entry for other in others))
+
+
+def test_wrong_traversal_base_is_a_type_error_in_both_checkers(checked: tuple[list[Path], dict[str, str]]) -> None:
+    reports = _check(checked, "wrong_base")
     for name, report in reports.items():
         assert _errors_on(report, 5), (name, report)
 
@@ -94,31 +146,14 @@ def test_wrong_traversal_base_is_refused_at_run_time() -> None:
         rt.structural_walk(TestIntPair(1, 2), Mapper())  # type: ignore[arg-type]
 
 
-def test_assigning_a_read_only_field_reads_as_read_only(tmp_path: Path) -> None:
-    reports = _check(
-        tmp_path,
-        """\
-        from tvmffi_testing.testing import TestCompare
-
-        def f(x: TestCompare) -> None:
-            x.key = 3
-        """,
-    )
+def test_assigning_a_read_only_field_reads_as_read_only(checked: tuple[list[Path], dict[str, str]]) -> None:
+    reports = _check(checked, "read_only")
     assert any('Cannot assign to final attribute "key"' in entry for entry in _errors_on(reports["mypy"], 4)), reports
     assert any("declared as Final" in entry or "Final" in entry for entry in _errors_on(reports["pyright"], 4)), reports
 
 
-def test_get_global_without_allow_missing_is_not_optional(tmp_path: Path) -> None:
-    reports = _check(
-        tmp_path,
-        """\
-        import tvmffi_runtime as rt
-
-        rt.Function.get_global("testing.nop")()
-        h = rt.Function.get_global("testing.nop", allow_missing=True)
-        h()
-        """,
-    )
+def test_get_global_without_allow_missing_is_not_optional(checked: tuple[list[Path], dict[str, str]]) -> None:
+    reports = _check(checked, "get_global")
     assert reports["mypy"].count("error") == 1 and _errors_on(reports["mypy"], 5), reports
     assert _errors_on(reports["pyright"], 5) and not _errors_on(reports["pyright"], 3), reports
 
@@ -137,23 +172,15 @@ def test_ide_completes_a_field_value_with_the_values_members() -> None:
     assert not leaked, f"descriptor internals offered as the value's members: {leaked}"
 
 
-def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(tmp_path: Path) -> None:
+def test_numpy_scalars_are_accepted_where_the_runtime_takes_them(
+    checked: tuple[list[Path], dict[str, str]], tmp_path: Path
+) -> None:
     """An int argument takes what has ``__index__``, a float argument what has ``__float__`` (as
     the runtime does); results stay ``int``/``float``; a numpy float is not an int (issue 18)."""
-    reports = _check(
-        tmp_path,
-        """\
-        import numpy as np
-        from tvmffi_testing.testing import SchemaAllTypes, TestIntPair, add_one, schema_id_float
-
-        r: int = add_one(np.int64(41))
-        f: float = schema_id_float(np.float32(0.5)) + schema_id_float(np.int8(2))
-        p = TestIntPair(np.int32(1), np.uint8(2))
-        s = SchemaAllTypes.make_with(np.int16(1), np.float64(2.0), "x")
-        add_one(np.float64(1.0))
-        """,
-    )
-    _, reports["pyright default"] = run_pyright(PKG, [tmp_path / "prog.py"], mode="default")
+    reports = _check(checked, "numpy_scalars")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(NUMPY_SCALARS))
+    _, reports["pyright default"] = run_pyright(PKG, [prog], mode="default")
     for name, report in reports.items():
         assert [entry for entry in report.splitlines() if "error" in entry and "prog.py:8:" not in entry] == [], (
             name,
