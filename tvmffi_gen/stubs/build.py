@@ -79,7 +79,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
     try:
-        silence_own_errors(files, root, top)
+        silence_own_errors(files, root, top, cache.cached_mypy_errors)
     except RuntimeError as exc:
         raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
