@@ -127,3 +127,23 @@ def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(
     assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 5
     with cache.disabled():
         assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 6
+
+
+def test_the_allowlist_is_reused_only_for_the_same_data_and_stubs(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, str]] = []
+
+    def fake_allowlist(data: dict[str, Any], final: dict[str, str], frozen: dict[str, set[str]] | None) -> str:
+        calls.append(final)
+        return f"{data['n']} {sorted(final.values())} {frozen}\n"
+
+    monkeypatch.setattr(cache, "stubtest_allowlist", fake_allowlist)
+    monkeypatch.setattr(cache, "frozen_attributes", lambda data, stubs: {"p.C": set(stubs)})
+    stubs, final = {"p": "x: int\n"}, {"p": "x: int\ny: str\n"}
+    first = cache.cached_allowlist({"n": 1}, stubs, final)
+    assert first == "1 ['x: int\\ny: str\\n'] {'p.C': {'p'}}\n" and len(calls) == 1
+    assert cache.cached_allowlist({"n": 1}, dict(stubs), dict(final)) == first and len(calls) == 1
+    assert cache.cached_allowlist({"n": 2}, stubs, final).startswith("2 ") and len(calls) == 2
+    assert cache.cached_allowlist({"n": 1}, {"p": "x: str\n"}, final) == first and len(calls) == 3
+    assert cache.cached_allowlist({"n": 1}, stubs, {"p": "z: int\n"}) != first and len(calls) == 4

@@ -29,10 +29,20 @@ from typing import Any, cast
 
 import tvmffi_gen.stubs.selfcheck as selfcheck  # not ``from .``: that names the package, a cycle
 
+from .allowlist import stubtest_allowlist
+from .frozen import frozen_attributes
 from .rewrite import augment
 from .stubgen import PythonStubs
 
-__all__ = ["cache_dir", "disabled", "CachedPythonStubs", "cached_augment", "cached_mypy_errors", "tool_version"]
+__all__ = [
+    "cache_dir",
+    "disabled",
+    "CachedPythonStubs",
+    "cached_augment",
+    "cached_allowlist",
+    "cached_mypy_errors",
+    "tool_version",
+]
 
 KEEP = 8
 _OFF: list[bool] = []  # the innermost ``disabled()`` in effect
@@ -183,6 +193,26 @@ def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[st
     final, warnings = augment(data, stubs)
     _store("augment", key, {"final": list(final.items()), "warnings": warnings})
     return final, warnings
+
+
+def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[str, str]) -> str:
+    """The stubtest allowlist (``allowlist.stubtest_allowlist`` of the final stubs, with the
+    read-only attributes of stubgen's), from the cache when the data and both stubs are the
+    same: it reads nothing else."""
+    if cache_dir() is None:
+        return stubtest_allowlist(data, final, frozen_attributes(data, stubs))
+    key = _key(
+        "allowlist",
+        json.dumps(data, sort_keys=True),
+        json.dumps(list(stubs.items())),
+        json.dumps(list(final.items())),
+    )
+    hit: object = _load("allowlist", key)
+    if isinstance(hit, str):
+        return hit
+    text = stubtest_allowlist(data, final, frozen_attributes(data, stubs))
+    _store("allowlist", key, text)
+    return text
 
 
 def _search_path() -> list[str]:
