@@ -1,13 +1,26 @@
-"""A user cache for the two pure steps of ``--stubs-for``: mypy's stubgen and the libcst rewrite.
+"""A user cache for the steps of ``--stubs-for`` after the import: mypy's stubgen, the libcst
+rewrite, the stubtest allowlist and the ``mypy --strict`` self-check.
 
 Each entry is stored under a SHA-256 of everything its result is made from, so a stale entry is
 never used: for stubgen, the contents (and paths) of every source file it reads, mypy's version,
 the Python version and this tool's version; for the rewrite (``augment``), the complete
 collected data and stubgen's stubs, libcst's version, the Python version and this tool's
-version. "This tool's version" is its version string and a hash of every source file of the
-``tvmffi_gen`` package, so an edited checkout is a new version. Importing the package is never
-cached (it depends on everything installed), nor the ``mypy --strict`` self-check (it reads the
-installed ``tvm_ffi`` and numpy).
+version; for the allowlist, the data, stubgen's stubs and the rewritten ones (it reads nothing
+else). "This tool's version" is its version string and a hash of every source file of the
+``tvmffi_gen`` package, so an edited checkout is a new version.
+
+The self-check (``cached_mypy_errors``) also reads what is installed: typeshed (mypy's own),
+and the typed packages the stubs import (``tvm_ffi``, numpy), while an import of a package that
+is missing or untyped gets an error that depends on that. Its key is the stub texts, mypy's,
+Python's and this tool's versions and the installed packages mypy can find (every folder of
+``sys.path`` it searches, the names at its top level and each distribution's metadata folder
+with its modification time: an installed, removed or reinstalled package changes the key); an
+entry also records each file mypy read outside the stubs (from its ``-v`` log) with its SHA-256,
+compared before the entry is used, so an installed file edited in place (an editable install
+keeps its version) is a miss too. Not seen: a module added inside an installed package without
+reinstalling it (an editable install), which matters only to a stub importing it by that name
+(``--no-cache`` then).
+Importing the package is never cached: it is what finds the registry, and it runs the package.
 
 Where: ``$TVMFFI_GEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/tvmffi-gen``, else
 ``~/.cache/tvmffi-gen``; the last ``KEEP`` entries of each kind are kept. Off: ``--no-cache``
