@@ -112,7 +112,7 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     p.add_argument("--baseline-rev", required=True, help="git revision of the generator to compare with")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--package", action="append", help="tvm and/or tvm_ffi (default: both, tvm when installed)")
