@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tvmffi_gen.stubs import cache
+from tvmffi_gen.stubs import cache, selfcheck
 
 
 @pytest.fixture
@@ -87,3 +88,62 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
     assert cache.cached_augment({"n": 2}, stubs)[1] == ["warning 2"] and len(calls) == 2
     assert cache.cached_augment({"n": 1}, {**stubs, "p.a": "y: bytes\n"})[0]["p.a"] == "# 1\ny: bytes\n"
     assert len(calls) == 3
+
+
+def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an installed typed package the stubs import, on mypy's search path
+    site = tmp_path / "site"
+    (site / "extpkg").mkdir(parents=True)
+    (site / "extpkg" / "py.typed").write_text("")
+    ext = site / "extpkg" / "__init__.pyi"
+    ext.write_text("class A: ...\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))  # for mypy, in its own process
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(site), *sys.path[1:]])  # for the cache's key
+    runs: list[dict[str, str]] = []
+    real = selfcheck.mypy_errors
+
+    def counted(files: dict[str, str], top: str, read: list[str] | None = None) -> dict[str, dict[int, set[str]]]:
+        runs.append(files)
+        return real(files, top, read)
+
+    monkeypatch.setattr(selfcheck, "mypy_errors", counted)
+    stubs = {"pkg/__init__.pyi": "from extpkg import A\ndef f(x): ...\ndef g() -> A: ...\n"}
+    expected = {"pkg/__init__.pyi": {2: {"no-untyped-def"}}}
+    assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 1
+    (entry,) = (cache_home / "selfcheck").glob("*.json")
+    assert str(ext.resolve()) in entry.read_text()  # what mypy read outside the stubs is listed
+    assert cache.cached_mypy_errors(dict(stubs), "pkg") == expected and len(runs) == 1  # a hit: no mypy
+    changed = {"pkg/__init__.pyi": "from extpkg import A\ndef f(x: int) -> None: ...\ndef g() -> A: ...\n"}
+    assert cache.cached_mypy_errors(changed, "pkg") == {} and len(runs) == 2  # another stub text
+    ext.write_text("class B: ...\n")  # an installed file mypy read, edited in place
+    assert cache.cached_mypy_errors(stubs, "pkg") == {"pkg/__init__.pyi": {1: {"attr-defined"}, 2: {"no-untyped-def"}}}
+    assert len(runs) == 3
+    ext.write_text("class A: ...\n")
+    assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 4  # its entry was replaced
+    (site / "other-1.0.dist-info").mkdir()  # a package installed beside it: another key
+    assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 5
+    assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 5
+    with cache.disabled():
+        assert cache.cached_mypy_errors(stubs, "pkg") == expected and len(runs) == 6
+
+
+def test_the_allowlist_is_reused_only_for_the_same_data_and_stubs(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, str]] = []
+
+    def fake_allowlist(data: dict[str, Any], final: dict[str, str], frozen: dict[str, set[str]] | None) -> str:
+        calls.append(final)
+        return f"{data['n']} {sorted(final.values())} {frozen}\n"
+
+    monkeypatch.setattr(cache, "stubtest_allowlist", fake_allowlist)
+    monkeypatch.setattr(cache, "frozen_attributes", lambda data, stubs: {"p.C": set(stubs)})
+    stubs, final = {"p": "x: int\n"}, {"p": "x: int\ny: str\n"}
+    first = cache.cached_allowlist({"n": 1}, stubs, final)
+    assert first == "1 ['x: int\\ny: str\\n'] {'p.C': {'p'}}\n" and len(calls) == 1
+    assert cache.cached_allowlist({"n": 1}, dict(stubs), dict(final)) == first and len(calls) == 1
+    assert cache.cached_allowlist({"n": 2}, stubs, final).startswith("2 ") and len(calls) == 2
+    assert cache.cached_allowlist({"n": 1}, {"p": "x: str\n"}, final) == first and len(calls) == 3
+    assert cache.cached_allowlist({"n": 1}, stubs, {"p": "z: int\n"}) != first and len(calls) == 4

@@ -371,3 +371,45 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
     assert forwarding(mod.NotRegistry.__init__) == (None, "callee is not a tvm_ffi.Function")
     assert forwarding(mod.Missing.__init__) == (None, "callee not found")
     assert forwarding(object.__init__) == (None, "not a plain function")
+
+def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
+    """``StubTransformer`` descends only into what can hold a class, a function or an annotated
+    assignment; ``FillAnnotations`` over it gives the text a walk of every node gives, also for a
+    function whose body holds a compound statement (descended into) and a nested class."""
+    import libcst as cst
+
+    from tvmffi_gen.stubs.fill_annotations import FillAnnotations
+    from tvmffi_gen.stubs.transforms import AbcMetaclass
+
+    class Full(FillAnnotations):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return cst.CSTTransformer.on_visit(self, node)
+
+    source = (
+        "import typing\n"
+        "x: list\n"
+        "def f(a, b: dict = None, *c: tuple, d: typing.Callable = 1, **e) -> list: ...\n"
+        "def g(a: list) -> dict:\n"
+        "    if a:\n"
+        "        def inner(y: set, z=None) -> type: ...\n"
+        "    ...\n"
+        "class C:\n"
+        "    attr: frozenset\n"
+        "    def m(self, cls: type, q: list = []) -> None: ...\n"
+        "    @staticmethod\n"
+        "    def s(v) -> tuple: ...\n"
+        "    class D:\n"
+        "        def n(self, w: dict) -> set: ...\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    def h(k: list = None): ...\n"
+    )
+    generic = {"list", "dict", "tuple", "set", "frozenset", "type", "typing.Callable"}
+    pruned, full = FillAnnotations(generic), Full(generic)
+    text = cst.parse_module(source).visit(pruned).code
+    assert text == cst.parse_module(source).visit(full).code
+    assert pruned.used and full.used
+    assert "def inner(y: set[Incomplete], z: Incomplete = ...) -> type[Incomplete]: ..." in text
+    assert "def h(k: list[Incomplete] | None = ...) -> Incomplete: ..." in text
+    assert "        def n(self, w: dict[Incomplete, Incomplete]) -> set[Incomplete]: ..." in text
+    meta = AbcMetaclass({"C.D"})
+    assert "class D(metaclass=_ABCMeta):" in cst.parse_module(source).visit(meta).code and meta.used

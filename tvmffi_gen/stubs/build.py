@@ -20,13 +20,15 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    run-time ``__all__`` (and the submodules it lists), registered classes' ``ABCMeta`` metaclass,
    read-only fields the sources declare as attributes (``frozen.frozen_attributes``).
 4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
-   package's own declarations still get reported for the narrowest ``# type: ignore[code]``.
+   package's own declarations still get reported for the narrowest ``# type: ignore[code]``;
+   the stubtest allowlist is made meanwhile, in this process.
 
-Steps 2 and 3 go through the user cache (``cache.py``).
+Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +37,8 @@ from typing import Any
 # package's __init__, which imports this module
 import tvmffi_gen.stubs.cache as cache
 
-from .allowlist import stubtest_allowlist
 from .collection import modules_on_disk, take_collection
 from .errors import StubsError
-from .frozen import frozen_attributes
 from .project import render_project
 from .selfcheck import silence_own_errors
 from .stubgen import python_stubs
@@ -78,12 +78,17 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         is_pkg = data["modules"][mod].endswith("__init__.py") or (mod == package and len(parts) == 1)
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
-    try:
-        silence_own_errors(files, root, top)
-    except RuntimeError as exc:
-        raise StubsError(f"{package}: {exc}") from None
+    # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
+    # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        checked = pool.submit(silence_own_errors, files, root, top, cache.cached_mypy_errors)
+        allowlist = cache.cached_allowlist(data, stubs, final)
+        try:
+            _ = checked.result()
+        except RuntimeError as exc:
+            raise StubsError(f"{package}: {exc}") from None
     files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
-    files["stubtest-allowlist.txt"] = stubtest_allowlist(data, final, frozen_attributes(data, stubs))
+    files["stubtest-allowlist.txt"] = allowlist
     if project:
         files.update(render_project(data, root, files))
     return StubResult(files, data, warnings)

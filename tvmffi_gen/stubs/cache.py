@@ -1,13 +1,26 @@
-"""A user cache for the two pure steps of ``--stubs-for``: mypy's stubgen and the libcst rewrite.
+"""A user cache for the steps of ``--stubs-for`` after the import: mypy's stubgen, the libcst
+rewrite, the stubtest allowlist and the ``mypy --strict`` self-check.
 
 Each entry is stored under a SHA-256 of everything its result is made from, so a stale entry is
 never used: for stubgen, the contents (and paths) of every source file it reads, mypy's version,
 the Python version and this tool's version; for the rewrite (``augment``), the complete
 collected data and stubgen's stubs, libcst's version, the Python version and this tool's
-version. "This tool's version" is its version string and a hash of every source file of the
-``tvmffi_gen`` package, so an edited checkout is a new version. Importing the package is never
-cached (it depends on everything installed), nor the ``mypy --strict`` self-check (it reads the
-installed ``tvm_ffi`` and numpy).
+version; for the allowlist, the data, stubgen's stubs and the rewritten ones (it reads nothing
+else). "This tool's version" is its version string and a hash of every source file of the
+``tvmffi_gen`` package, so an edited checkout is a new version.
+
+The self-check (``cached_mypy_errors``) also reads what is installed: typeshed (mypy's own),
+and the typed packages the stubs import (``tvm_ffi``, numpy), while an import of a package that
+is missing or untyped gets an error that depends on that. Its key is the stub texts, mypy's,
+Python's and this tool's versions and the installed packages mypy can find (every folder of
+``sys.path`` it searches, the names at its top level and each distribution's metadata folder
+with its modification time: an installed, removed or reinstalled package changes the key); an
+entry also records each file mypy read outside the stubs (from its ``-v`` log) with its SHA-256,
+compared before the entry is used, so an installed file edited in place (an editable install
+keeps its version) is a miss too. Not seen: a module added inside an installed package without
+reinstalling it (an editable install), which matters only to a stub importing it by that name
+(``--no-cache`` then).
+Importing the package is never cached: it is what finds the registry, and it runs the package.
 
 Where: ``$TVMFFI_GEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/tvmffi-gen``, else
 ``~/.cache/tvmffi-gen``; the last ``KEEP`` entries of each kind are kept. Off: ``--no-cache``
@@ -27,10 +40,22 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, cast
 
+import tvmffi_gen.stubs.selfcheck as selfcheck  # not ``from .``: that names the package, a cycle
+
+from .allowlist import stubtest_allowlist
+from .frozen import frozen_attributes
 from .rewrite import augment
 from .stubgen import PythonStubs
 
-__all__ = ["cache_dir", "disabled", "CachedPythonStubs", "cached_augment", "tool_version"]
+__all__ = [
+    "cache_dir",
+    "disabled",
+    "CachedPythonStubs",
+    "cached_augment",
+    "cached_allowlist",
+    "cached_mypy_errors",
+    "tool_version",
+]
 
 KEEP = 8
 _OFF: list[bool] = []  # the innermost ``disabled()`` in effect
@@ -181,3 +206,96 @@ def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[st
     final, warnings = augment(data, stubs)
     _store("augment", key, {"final": list(final.items()), "warnings": warnings})
     return final, warnings
+
+
+def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[str, str]) -> str:
+    """The stubtest allowlist (``allowlist.stubtest_allowlist`` of the final stubs, with the
+    read-only attributes of stubgen's), from the cache when the data and both stubs are the
+    same: it reads nothing else."""
+    if cache_dir() is None:
+        return stubtest_allowlist(data, final, frozen_attributes(data, stubs))
+    key = _key(
+        "allowlist",
+        json.dumps(data, sort_keys=True),
+        json.dumps(list(stubs.items())),
+        json.dumps(list(final.items())),
+    )
+    hit: object = _load("allowlist", key)
+    if isinstance(hit, str):
+        return hit
+    text = stubtest_allowlist(data, final, frozen_attributes(data, stubs))
+    _store("allowlist", key, text)
+    return text
+
+
+def _search_path() -> list[str]:
+    """What an installed package mypy may read is found among: each folder of ``sys.path`` after
+    the first (the script's, which mypy does not search either), with the names of what it holds
+    at its top level, and for a distribution's metadata folder its modification time (a
+    reinstall makes it anew)."""
+    parts: list[str] = []
+    for entry in sys.path[1:]:
+        parts.append(f"{entry}\0")
+        try:
+            with os.scandir(entry or ".") as it:
+                names = sorted((e.name, e) for e in it if e.name != "__pycache__")
+        except OSError:
+            continue
+        for name, e in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                with contextlib.suppress(OSError):
+                    name += f"\0{e.stat().st_mtime_ns}"
+            parts.append(name)
+    return parts
+
+
+def _digests(paths: list[str]) -> list[str] | None:
+    """The SHA-256 of each file (None when one cannot be read)."""
+    out: list[str] = []
+    for path in paths:
+        try:
+            out.append(hashlib.sha256(Path(path).read_bytes()).hexdigest())
+        except OSError:
+            return None
+    return out
+
+
+def cached_mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]]]:
+    """``selfcheck.mypy_errors``, from the cache when nothing it reads changed.
+
+    The key: the stub texts and their paths, ``top``, mypy's version, the Python version and this
+    tool's version, and what the installed packages mypy can import are (``_search_path``: every
+    folder it searches, what each holds at its top level, each distribution's metadata folder
+    with its time: an installed, removed or reinstalled package is another key, so an import
+    that was not found, or that is now found untyped or typed, is checked again). An entry also
+    lists every file mypy read outside the stubs (typeshed's, ``tvm_ffi``'s, numpy's: from its
+    ``-v`` log) with its SHA-256, compared before the entry is used: an edited installed file (an
+    editable install keeps its version) is a miss."""
+    if cache_dir() is None:
+        return selfcheck.mypy_errors(files, top)
+    key = _key("selfcheck", _mypy_version(), top, json.dumps(sorted(files.items())), *_search_path())
+    hit: object = _load("selfcheck", key)
+    if isinstance(hit, dict):
+        entry = cast("dict[str, Any]", hit)
+        read, digests, errors = entry.get("read"), entry.get("digests"), entry.get("errors")
+        if isinstance(read, list) and isinstance(errors, dict) and digests == _digests(cast("list[str]", read)):
+            return {
+                path: {int(line): set(codes) for line, codes in lines.items()}
+                for path, lines in cast("dict[str, dict[str, list[str]]]", errors).items()
+            }
+    read_now: list[str] = []
+    result = selfcheck.mypy_errors(files, top, read_now)
+    digests_now = _digests(read_now)
+    if read_now and digests_now is not None:  # none read: mypy's log was not understood
+        _store(
+            "selfcheck",
+            key,
+            {
+                "read": read_now,
+                "digests": digests_now,
+                "errors": {
+                    path: {str(line): sorted(codes) for line, codes in lines.items()} for path, lines in result.items()
+                },
+            },
+        )
+    return result

@@ -9,10 +9,12 @@ of a stub denote such a generic.
 from __future__ import annotations
 
 import ast
+from typing import ClassVar
 
 import libcst as cst
 
 from .stubtext import stub_tree
+from .transforms import StubTransformer, simple_body
 
 __all__ = ["FillAnnotations", "stdlib_generic_names"]
 
@@ -120,12 +122,23 @@ def _accepts_none(expr: cst.BaseExpression) -> bool:
     return not isinstance(expr, cst.Subscript)  # a string or other form: left as written
 
 
-class FillAnnotations(cst.CSTTransformer):
-    """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None)."""
+class FillAnnotations(StubTransformer):
+    """Every unannotated parameter and result becomes ``Incomplete`` (``__init__`` returns None).
+    A function's parameters (and, unless its body holds a compound statement, its result) are not
+    descended into: ``leave_FunctionDef`` spells their annotations' generics itself, as
+    ``leave_Annotation`` does elsewhere."""
+
+    # and the annotated assignments (the annotations under them are left, not descended into)
+    holders: ClassVar[tuple[type[cst.CSTNode], ...]] = (
+        *StubTransformer.holders,
+        cst.SimpleStatementLine,
+        cst.AnnAssign,
+    )
 
     def __init__(self, generic: set[str]) -> None:
         super().__init__()
         self.class_depth = [False]
+        self.spell_result: list[bool] = []  # per function being visited: its result not descended into
         self.used = False
         self.generic = generic  # names of the bare generics to spell out (stdlib_generic_names)
 
@@ -133,21 +146,35 @@ class FillAnnotations(cst.CSTTransformer):
         self.class_depth.append(True)
 
     def leave_Annotation(self, original_node: cst.Annotation, updated_node: cst.Annotation) -> cst.Annotation:
-        new, changed = _spell_generics(updated_node.annotation, self.generic)
+        return self._spelled(updated_node)
+
+    def _spelled(self, annotation: cst.Annotation) -> cst.Annotation:
+        new, changed = _spell_generics(annotation.annotation, self.generic)
         if changed:
             self.used = True
-            return updated_node.with_changes(annotation=new)
-        return updated_node
+            return annotation.with_changes(annotation=new)
+        return annotation
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.class_depth.pop()
         return updated_node
 
+    def _spelled_param(self, param: cst.Param) -> cst.Param:
+        if param.annotation is None:
+            return param
+        spelled = self._spelled(param.annotation)
+        return param if spelled is param.annotation else param.with_changes(annotation=spelled)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.class_depth.append(False)
+        self.spell_result.append(simple_body(node))  # StubTransformer descends into it otherwise
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.class_depth.pop()
+        if self.spell_result.pop() and updated_node.returns is not None:
+            spelled = self._spelled(updated_node.returns)
+            if spelled is not updated_node.returns:
+                updated_node = updated_node.with_changes(returns=spelled)
         in_class = self.class_depth[-1]
         decorators = {d.decorator.value for d in updated_node.decorators if isinstance(d.decorator, cst.Name)}
         has_self = in_class and "staticmethod" not in decorators
@@ -177,8 +204,8 @@ class FillAnnotations(cst.CSTTransformer):
                 annotation=cst.Annotation(cst.Name("Incomplete")), equal=spaced if p.default is not None else p.equal
             )
 
-        pos_only = list(ps.posonly_params)
-        params = list(ps.params)
+        pos_only = [self._spelled_param(p) for p in ps.posonly_params]
+        params = [self._spelled_param(p) for p in ps.params]
         first_in_posonly = bool(pos_only)
         if has_self and first_in_posonly:
             pos_only = [pos_only[0], *map(fill, pos_only[1:])]
@@ -191,9 +218,9 @@ class FillAnnotations(cst.CSTTransformer):
             params = list(map(fill, params))
         star = ps.star_arg
         if isinstance(star, cst.Param):
-            star = fill(star)
-        kwonly = list(map(fill, ps.kwonly_params))
-        star_kw = fill(ps.star_kwarg) if ps.star_kwarg is not None else None
+            star = fill(self._spelled_param(star))
+        kwonly = [fill(self._spelled_param(p)) for p in ps.kwonly_params]
+        star_kw = fill(self._spelled_param(ps.star_kwarg)) if ps.star_kwarg is not None else None
         new = updated_node.with_changes(
             params=ps.with_changes(
                 posonly_params=pos_only, params=params, star_arg=star, kwonly_params=kwonly, star_kwarg=star_kw

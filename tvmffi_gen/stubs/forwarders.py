@@ -33,6 +33,7 @@ import libcst as cst
 
 from ..typemap import SchemaError, function_sig
 from .resolve import StubContext
+from .transforms import StubTransformer
 
 __all__ = ["forwarding", "widen_forwarded", "WidenForwarded", "union_text"]
 
@@ -296,7 +297,7 @@ def union_text(written: cst.BaseExpression, extra: str, same: Set[str] = frozens
     return cst.parse_expression(" | ".join([*have, *add]))
 
 
-class WidenForwarded(cst.CSTTransformer):
+class WidenForwarded(StubTransformer):
     """Widens the forwarded ``__init__`` parameters of the classes in ``todo`` (qualname -> type
     key, its ``forwarding`` record, the registry parameter types); a class body with more than
     one ``__init__`` (overloads) is left as written. An import an annotation needed is kept only

@@ -17,29 +17,25 @@ from .stubtext import STUB_HEADER, defines, exported_names, stub_tree
 __all__ = ["drop_missing_imports"]
 
 
-class _DropImports(cst.CSTTransformer):
-    def __init__(self, missing: set[tuple[int, str]]) -> None:
-        super().__init__()
-        self.missing = missing  # (statement index, bound name)
-
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body: list[Any] = []
-        for i, stmt in enumerate(updated_node.body):
-            drop = {name for (j, name) in self.missing if j == i}
-            if drop and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom):
-                imp = stmt.body[0]
-                assert not isinstance(imp.names, cst.ImportStar)
-                kept = [a for a in imp.names if _bound(a) not in drop]
-                if kept:
-                    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                    body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
-                body += [
-                    cst.parse_statement(f"{name}: Incomplete  # not found by the stub generator")
-                    for name in sorted(drop)
-                ]
-            else:
-                body.append(stmt)
-        return updated_node.with_changes(body=body)
+def _drop_imports(module: cst.Module, missing: set[tuple[int, str]]) -> cst.Module:
+    """``module`` without the imports of ``missing`` (statement index, bound name), each declared
+    ``Incomplete`` in their place (a change of module-level statements only: nothing is walked)."""
+    body: list[Any] = []
+    for i, stmt in enumerate(module.body):
+        drop = {name for (j, name) in missing if j == i}
+        if drop and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom):
+            imp = stmt.body[0]
+            assert not isinstance(imp.names, cst.ImportStar)
+            kept = [a for a in imp.names if _bound(a) not in drop]
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                body.append(stmt.with_changes(body=[imp.with_changes(names=kept)]))
+            body += [
+                cst.parse_statement(f"{name}: Incomplete  # not found by the stub generator") for name in sorted(drop)
+            ]
+        else:
+            body.append(stmt)
+    return module.with_changes(body=body)
 
 
 def _bound(alias: cst.ImportAlias) -> str:
@@ -77,7 +73,7 @@ def drop_missing_imports(stubs: dict[str, str], packages: set[str]) -> None:
                 ):
                     missing.add((i, a.asname or a.name))
         if missing:
-            module = cst.parse_module(text).visit(_DropImports(missing))
+            module = _drop_imports(cst.parse_module(text), missing)
             code = module.code
             if "from _typeshed import Incomplete" not in code:
                 code = code.replace(STUB_HEADER, STUB_HEADER + "from _typeshed import Incomplete\n", 1)

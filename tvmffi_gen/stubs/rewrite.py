@@ -69,7 +69,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         module, widened = widen_forwarded(ctx, module, by_module.get(mod, []))
         funcs = data["ffi_api"].get(mod, [])
         if funcs:
-            defined = exported_names(stubs[mod])
+            defined = exports[mod]
             extra: list[str] = []
             for f in funcs:
                 name = f["name"]
@@ -80,7 +80,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
                     def_text(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", "")
                 )
             module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
-        have = exported_names(stubs[mod]) | {f["name"] for f in funcs}
+        have = exports[mod] | {f["name"] for f in funcs}
         made = [
             n
             for n in data.get("runtime_names", {}).get(mod, [])
@@ -105,11 +105,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             filler_needs_incomplete = True
         else:
             filler_needs_incomplete = False
-        subs = [
-            m
-            for m in data.get("submodules", {}).get(mod, [])
-            if f"{mod}.{m}" in stubs and m not in exported_names(stubs[mod])
-        ]
+        subs = [m for m in data.get("submodules", {}).get(mod, []) if f"{mod}.{m}" in stubs and m not in exports[mod]]
         runtime_all = data.get("all_names", {}).get(mod)
         if runtime_all is not None:  # the stub's __all__ is the module's at run time
             is_pkg = data["modules"][mod].endswith("__init__.py")
@@ -165,9 +161,10 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         )
         head += [line + "\n" for line in sorted(ctx.imports)]
         head += ["from abc import ABCMeta as _ABCMeta\n"] if metaclass.used else []
-        if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in module.code:
+        code = module.code
+        if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in code:
             head.append("from _typeshed import Incomplete\n")
-        out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + module.code
+        out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + code
         warnings += ctx.warnings
     drop_missing_imports(out, {m for m, p in data["modules"].items() if p.endswith("__init__.py")})
     return out, sorted(set(warnings))

@@ -14,16 +14,21 @@ import subprocess
 import sys
 import tempfile
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["add_ignores", "mypy_errors", "silence_own_errors"]
 
 _ERROR = re.compile(r"^(?P<path>[^:\n]+\.pyi):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
+#: what ``mypy -v`` logs for each file it reads
+_PARSING = re.compile(r"^LOG:  Parsing (?P<path>.+) \((?P<module>[\w.]+)\)$")
 
 
-def mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]]]:
+def mypy_errors(files: dict[str, str], top: str, read: list[str] | None = None) -> dict[str, dict[int, set[str]]]:
     """``mypy --strict`` over the stub package ``top`` (``files``: text per path relative to the
-    folder holding it): per path, per line, the error codes reported."""
+    folder holding it): per path, per line, the error codes reported. With ``read``, the files
+    mypy read besides these (typeshed's, installed packages': from its ``-v`` log) are appended
+    to it (none when the log's format is not the one known here: it always reads ``builtins``)."""
     with tempfile.TemporaryDirectory() as tmp:
         for rel, text in files.items():
             path = Path(tmp, rel)
@@ -45,6 +50,7 @@ def mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]
             "--hide-error-context",
             "--no-pretty",
             "--show-absolute-path",
+            *(["-v"] if read is not None else []),
             "-p",
             top,
         ]
@@ -54,6 +60,11 @@ def mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"mypy --strict over the stubs failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
         root = Path(tmp).resolve()
+        if read is not None:
+            for line in proc.stderr.splitlines():
+                m = _PARSING.match(line)
+                if m is not None and not Path(m["path"]).resolve().is_relative_to(root):
+                    read.append(str(Path(m["path"]).resolve()))
         out: dict[str, dict[int, set[str]]] = {}
         for line in proc.stdout.splitlines():
             m = _ERROR.match(line)
@@ -92,16 +103,22 @@ def add_ignores(text: str, lines: dict[int, set[str]]) -> str:
     return "\n".join(rows)
 
 
-def silence_own_errors(files: dict[str, str], root: str, top: str) -> int:
+def silence_own_errors(
+    files: dict[str, str],
+    root: str,
+    top: str,
+    check: Callable[[dict[str, str], str], dict[str, dict[int, set[str]]]] = mypy_errors,
+) -> int:
     """Check the ``.pyi`` files under ``root`` (``PKG-stubs``) as package ``top`` and add the
-    narrowest ignores in place; the number of lines that got one."""
+    narrowest ignores in place; the number of lines that got one. ``check``: ``mypy_errors``, or
+    its cached form (``cache.cached_mypy_errors``)."""
     prefix = root + "/"
     as_package = {
         top + "/" + rel[len(prefix) :]: text
         for rel, text in files.items()
         if rel.startswith(prefix) and rel.endswith(".pyi")
     }
-    errors = mypy_errors(as_package, top)
+    errors = check(as_package, top)
     for rel, lines in errors.items():
         key = prefix + rel[len(top) + 1 :]
         files[key] = add_ignores(files[key], lines)

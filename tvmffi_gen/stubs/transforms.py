@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import libcst as cst
 
-__all__ = ["class_index", "body_names", "AddMembers", "AbcMetaclass", "SetAll", "NoneDefs", "PositionalOnly"]
+__all__ = [
+    "class_index",
+    "body_names",
+    "StubTransformer",
+    "simple_body",
+    "AddMembers",
+    "AbcMetaclass",
+    "SetAll",
+    "NoneDefs",
+    "PositionalOnly",
+]
 
 
 def class_index(module: cst.Module) -> dict[str, cst.ClassDef]:
@@ -51,11 +61,57 @@ def body_names(cls: cst.ClassDef) -> set[str]:
     return names
 
 
+class StubTransformer(cst.CSTTransformer):
+    """A transformer that descends only into the nodes of ``holders``: by default those that can
+    hold a class or a function (the module, compound statements, their bodies). libcst walks and
+    rebuilds every node it descends into, so not descending into expressions, decorators,
+    parameters, simple statements and whitespace is most of the saving; the ``leave_`` methods of
+    the nodes not descended into are still called, their ``visit_`` ones too, on the node itself
+    (not on what is under it). A function is descended into only when its body holds a compound
+    statement (``simple_body``): its parameters and result are the subclass's to read in
+    ``leave_FunctionDef``. A subclass that changes annotated assignments adds their holders."""
+
+    holders: ClassVar[tuple[type[cst.CSTNode], ...]] = (
+        cst.Module,
+        cst.BaseCompoundStatement,
+        cst.BaseSuite,
+        cst.Else,
+        cst.ExceptHandler,
+        cst.ExceptStarHandler,
+        cst.Finally,
+        cst.MatchCase,
+    )
+    _holds: ClassVar[dict[type[cst.CSTNode], bool]] = {}  # whether a node type is in holders
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._holds = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not super().on_visit(node):
+            return False
+        if type(node) is cst.FunctionDef:  # its parameters are not holders; nor its body, unless ...
+            return not simple_body(node)  # ... it has a compound statement (never in a stub)
+        holds = self._holds.get(type(node))
+        if holds is None:
+            holds = self._holds[type(node)] = isinstance(node, self.holders)
+        return holds
+
+
+def simple_body(node: cst.FunctionDef | cst.ClassDef) -> bool:
+    """Whether the body of a function (or class) holds simple statements only (``...``, a
+    docstring): no class or function, nothing a ``StubTransformer`` descends into."""
+    body = node.body
+    return isinstance(body, cst.SimpleStatementSuite) or all(
+        isinstance(st, cst.SimpleStatementLine) for st in body.body
+    )
+
+
 def _dedent(text: str) -> str:
     return textwrap.dedent(text)
 
 
-class AddMembers(cst.CSTTransformer):
+class AddMembers(StubTransformer):
     """Appends registry members to class bodies; turns the attributes in ``read_only`` (per
     class) into read-only properties of the type the package annotated them with."""
 
@@ -106,7 +162,7 @@ class AddMembers(cst.CSTTransformer):
         return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
 
 
-class AbcMetaclass(cst.CSTTransformer):
+class AbcMetaclass(StubTransformer):
     """The classes in ``names`` (qualnames) whose metaclass is tvm_ffi's private
     ``_ObjectSlotsMeta`` get ``metaclass=_ABCMeta``: its public base, which no stub of tvm_ffi
     declares on ``Object`` (the private class itself cannot be named), so a checker and stubtest
@@ -142,7 +198,7 @@ class AbcMetaclass(cst.CSTTransformer):
         return updated_node.with_changes(bases=bases, keywords=keywords, lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
-class _ModuleLevel(cst.CSTTransformer):
+class _ModuleLevel(StubTransformer):
     """A transformer of module-level statements only: class bodies and function bodies are not
     descended into."""
 
