@@ -372,6 +372,7 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
     assert forwarding(mod.Missing.__init__) == (None, "callee not found")
     assert forwarding(object.__init__) == (None, "not a plain function")
 
+
 def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
     """``StubTransformer`` descends only into what can hold a class, a function or an annotated
     assignment; ``FillAnnotations`` over it gives the text a walk of every node gives, also for a
