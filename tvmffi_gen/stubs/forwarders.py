@@ -33,7 +33,7 @@ import libcst as cst
 
 from ..typemap import SchemaError, function_sig
 from .resolve import StubContext
-from .transforms import StubTransformer
+from .transforms import ClassRewriter
 
 __all__ = ["forwarding", "widen_forwarded", "WidenForwarded", "union_text"]
 
@@ -297,7 +297,7 @@ def union_text(written: cst.BaseExpression, extra: str, same: Set[str] = frozens
     return cst.parse_expression(" | ".join([*have, *add]))
 
 
-class WidenForwarded(StubTransformer):
+class WidenForwarded(ClassRewriter):
     """Widens the forwarded ``__init__`` parameters of the classes in ``todo`` (qualname -> type
     key, its ``forwarding`` record, the registry parameter types); a class body with more than
     one ``__init__`` (overloads) is left as written. An import an annotation needed is kept only
@@ -307,15 +307,9 @@ class WidenForwarded(StubTransformer):
         super().__init__()
         self.ctx = ctx
         self.todo = todo
-        self.stack: list[str] = []
         self.used = False
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.stack.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        q = ".".join(self.stack)
-        self.stack.pop()
+    def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
         found = self.todo.get(q)
         if found is None or not isinstance(updated_node.body, cst.IndentedBlock):
             return updated_node

@@ -19,6 +19,7 @@ __all__ = [
     "class_index",
     "body_names",
     "StubTransformer",
+    "ClassRewriter",
     "simple_body",
     "AddMembers",
     "AbcMetaclass",
@@ -111,7 +112,28 @@ def _dedent(text: str) -> str:
     return textwrap.dedent(text)
 
 
-class AddMembers(StubTransformer):
+class ClassRewriter(StubTransformer):
+    """A transformer that rewrites classes by their qualname (``Outer.Inner``): each class is
+    handed to ``rewrite_class`` once what is inside it has been rewritten."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        qualname = ".".join(self.stack)
+        self.stack.pop()
+        return self.rewrite_class(qualname, updated_node)
+
+    def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
+        """The class ``q`` as the stub should have it (by default as it is)."""
+        return updated_node
+
+
+class AddMembers(ClassRewriter):
     """Appends registry members to class bodies; turns the attributes in ``read_only`` (per
     class) into read-only properties of the type the package annotated them with."""
 
@@ -119,14 +141,8 @@ class AddMembers(StubTransformer):
         super().__init__()
         self.additions = additions
         self.read_only = read_only
-        self.stack: list[str] = []
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.stack.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        q = ".".join(self.stack)
-        self.stack.pop()
+    def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
         text = self.additions.get(q)
         frozen = self.read_only.get(q)
         if frozen and isinstance(updated_node.body, cst.IndentedBlock):
@@ -162,7 +178,7 @@ class AddMembers(StubTransformer):
         return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
 
 
-class AbcMetaclass(StubTransformer):
+class AbcMetaclass(ClassRewriter):
     """The classes in ``names`` (qualnames) whose metaclass is tvm_ffi's private
     ``_ObjectSlotsMeta`` get ``metaclass=_ABCMeta``: its public base, which no stub of tvm_ffi
     declares on ``Object`` (the private class itself cannot be named), so a checker and stubtest
@@ -171,15 +187,9 @@ class AbcMetaclass(StubTransformer):
     def __init__(self, names: set[str]) -> None:
         super().__init__()
         self.names = names
-        self.stack: list[str] = []
         self.used = False
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.stack.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        q = ".".join(self.stack)
-        self.stack.pop()
+    def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
         if q not in self.names or any(
             k.keyword is not None and k.keyword.value == "metaclass" for k in updated_node.keywords
         ):
