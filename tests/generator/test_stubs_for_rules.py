@@ -132,6 +132,15 @@ class TestWhatTvmConvertsAtTheBoundary:
         span: dict[str, object] = {"type": "ir.Span"}
         prim: dict[str, object] = {"type": "ir.PrimType"}
         obj = ["ffi.Object"]
+        # the schema of ir.shape (result first), which ShapeExpr's hand-written __init__ forwards to
+        shape_schema: dict[str, object] = {
+            "type": "ffi.Function",
+            "args": [
+                {"type": "ffi.Array", "args": [expr]},
+                {"type": "ffi.Array", "args": [expr]},
+                {"type": "Optional", "args": [expr]},
+            ],
+        }
         data = {
             "package": "tvm",
             "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
@@ -151,14 +160,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                         "count": 2,
                         "params": {"values": 0, "span": 1},
                         "named": {"span": ["ir.Expr"]},  # the class its annotation names (Expr)
-                        "schema": {
-                            "type": "ffi.Function",
-                            "args": [
-                                {"type": "ffi.Array", "args": [expr]},
-                                {"type": "ffi.Array", "args": [expr]},
-                                {"type": "Optional", "args": [expr]},
-                            ],
-                        },
+                        "schema": shape_schema,
                     },
                 },
             },
@@ -192,14 +194,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                         "name": "shape",
                         "global": "ir.shape",
                         "doc": "",
-                        "schema": {
-                            "type": "ffi.Function",
-                            "args": [
-                                {"type": "ffi.Array", "args": [expr]},
-                                {"type": "ffi.Array", "args": [expr]},
-                                {"type": "Optional", "args": [expr]},
-                            ],
-                        },
+                        "schema": shape_schema,
                     },
                     {
                         "name": "visit",
