@@ -375,7 +375,7 @@ def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
     import libcst as cst
 
     from tvmffi_gen.stubs.fill_annotations import FillAnnotations
-    from tvmffi_gen.stubs.transforms import AbcMetaclass
+    from tvmffi_gen.stubs.transforms import DeclaredMetaclass
 
     class Full(FillAnnotations):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -407,5 +407,5 @@ def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
     assert "def inner(y: set[Incomplete], z: Incomplete = ...) -> type[Incomplete]: ..." in text
     assert "def h(k: list[Incomplete] | None = ...) -> Incomplete: ..." in text
     assert "        def n(self, w: dict[Incomplete, Incomplete]) -> set[Incomplete]: ..." in text
-    meta = AbcMetaclass({"C.D"})
-    assert "class D(metaclass=_ABCMeta):" in cst.parse_module(source).visit(meta).code and meta.used
+    meta = DeclaredMetaclass({"C.D"})
+    assert "class D(metaclass=type):" in cst.parse_module(source).visit(meta).code and meta.used

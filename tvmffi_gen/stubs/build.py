@@ -17,7 +17,7 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    typed from the registry's schemas (``typemap.Annotator``); a parameter or result the sources
    leave unannotated becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is
    written ``...``. What the running package says beyond its sources is followed too: a module's
-   run-time ``__all__`` (and the submodules it lists), registered classes' ``ABCMeta`` metaclass,
+   run-time ``__all__`` (and the submodules it lists), registered classes' metaclass,
    read-only fields the sources declare as attributes (``frozen.frozen_attributes``).
 4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``;

@@ -2,7 +2,7 @@
 ones. Per module (on every core, ``parallel.shared``) it adds what the registry knows and the
 sources do not say (``registry_members``, typed through ``resolve``), follows what the running
 package says beyond its sources (names made at run time, classes imported under another name,
-the run-time ``__all__`` and the submodules it lists, the ``ABCMeta`` metaclass, functions bound
+the run-time ``__all__`` and the submodules it lists, an explicit metaclass, functions bound
 to None or packed, read-only fields: ``transforms``, ``frozen``), fills what is unannotated
 (``fill_annotations``) and writes the module's header and imports; then it repairs imports of
 names no stub defines (``missing_imports``).
@@ -23,7 +23,7 @@ from .parallel import shared
 from .registry_members import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import STUB_HEADER, binds, class_attributes, defines, exported_names, star_exports
-from .transforms import AbcMetaclass, AddMembers, NoneDefs, PositionalOnly, SetAll, body_names, class_index
+from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index
 
 __all__ = ["augment"]
 
@@ -137,7 +137,7 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         if subs:  # what ``import pkg`` binds on it: submodules its own import imported
             line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
             module = module.with_changes(body=[cst.parse_statement(line), *module.body])
-        metaclass = AbcMetaclass(set(data.get("private_metaclass", {}).get(mod, [])))
+        metaclass = DeclaredMetaclass(set(data.get("private_metaclass", {}).get(mod, [])))
         if metaclass.names:
             module = module.visit(metaclass)
         nones = set(data.get("none_names", {}).get(mod, []))
@@ -160,7 +160,6 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             else []
         )
         head += [line + "\n" for line in sorted(ctx.imports)]
-        head += ["from abc import ABCMeta as _ABCMeta\n"] if metaclass.used else []
         code = module.code
         if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in code:
             head.append("from _typeshed import Incomplete\n")

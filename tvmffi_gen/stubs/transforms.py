@@ -1,7 +1,7 @@
 """The libcst rewrites of a stub module that follow the running package, one transformer each,
 applied by ``rewrite.augment``: registry members appended to class bodies and read-only fields
-declared as attributes turned into properties (``AddMembers``), the ``ABCMeta`` metaclass of
-classes whose metaclass is tvm_ffi's private one (``AbcMetaclass``), the run-time ``__all__``
+declared as attributes turned into properties (``AddMembers``), an explicit metaclass for
+classes whose metaclass is tvm_ffi's private one (``DeclaredMetaclass``), the run-time ``__all__``
 (``SetAll``), module functions a decorator bound to None (``NoneDefs``) or replaced by a packed
 function, which takes no keywords (``PositionalOnly``); and the index of a module's classes by
 qualname with the names each body defines (``class_index``, ``body_names``).
@@ -22,7 +22,7 @@ __all__ = [
     "ClassRewriter",
     "simple_body",
     "AddMembers",
-    "AbcMetaclass",
+    "DeclaredMetaclass",
     "SetAll",
     "NoneDefs",
     "PositionalOnly",
@@ -178,11 +178,14 @@ class AddMembers(ClassRewriter):
         return updated_node.with_changes(body=cst.IndentedBlock(body=new_stmts))
 
 
-class AbcMetaclass(ClassRewriter):
+class DeclaredMetaclass(ClassRewriter):
     """The classes in ``names`` (qualnames) whose metaclass is tvm_ffi's private
-    ``_ObjectSlotsMeta`` get ``metaclass=_ABCMeta``: its public base, which no stub of tvm_ffi
-    declares on ``Object`` (the private class itself cannot be named), so a checker and stubtest
-    see the metaclass the class has; a class that names a metaclass keeps it."""
+    ``_ObjectSlotsMeta`` (which no stub can name: tvm_ffi's own ``core.pyi`` does not declare it)
+    get ``metaclass=type``, so stubtest sees that the class has a metaclass of its own. ``type``
+    and not the private class's public base ``abc.ABCMeta``: a class declared with ``ABCMeta``
+    and no abstract methods is one basedpyright's default mode warns about at every
+    instantiation (``reportEmptyAbstractUsage``), and these classes are made by their users. A
+    class that names a metaclass keeps it."""
 
     def __init__(self, names: set[str]) -> None:
         super().__init__()
@@ -196,7 +199,7 @@ class AbcMetaclass(ClassRewriter):
             return updated_node
         self.used = True
         meta = cst.Arg(
-            cst.Name("_ABCMeta"),
+            cst.Name("type"),
             keyword=cst.Name("metaclass"),
             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
         )
