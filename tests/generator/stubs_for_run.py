@@ -1,9 +1,11 @@
 """Running ``python -m tvmffi_gen`` in a child process for the ``--stubs-for`` tests
-(test_stubs_for.py, test_stubs_for_cli.py), with this checkout's generator and runtime on the path."""
+(test_stubs_for.py, test_stubs_for_cli.py), with this checkout's generator and runtime on the path,
+and ``mypy --strict`` over the stub package it wrote."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +21,17 @@ def stubs_for_env(pythonpath: list[Path]) -> dict[str, str]:
 
 def run_tvmffi_gen(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tvmffi_gen", *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def mypy_strict_over_stubs(stubs: Path, package: str, where: Path) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict -p package`` over the stub folder ``stubs`` (``OUT/PKG-stubs``) copied to
+    ``where/package``, as the package itself, with an empty configuration of its own."""
+    shutil.copytree(stubs, where / package)
+    (where / "mypy.ini").write_text("[mypy]\n")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", package],
+        capture_output=True,
+        text=True,
+        cwd=where,
+        env=stubs_for_env([]),
+    )

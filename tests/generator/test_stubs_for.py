@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
+from stubs_for_run import mypy_strict_over_stubs
 from stubs_for_run import run_tvmffi_gen as _gen
 from stubs_for_run import stubs_for_env as _env
 
@@ -280,15 +281,7 @@ def test_the_stubs_pass_mypy_strict_with_narrow_ignores_for_what_the_sources_dec
     ], allowlist
     assert allowlist.count("\n\n# ") == 7  # each group says why
     # mypy --strict over the stub package itself (as a package named tinyir_py) finds nothing
-    shutil.copytree(out / "tinyir_py-stubs", tmp_path / "tinyir_py")
-    (tmp_path / "mypy.ini").write_text("[mypy]\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "tinyir_py"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=_env([]),
-    )
+    proc = mypy_strict_over_stubs(out / "tinyir_py-stubs", "tinyir_py", tmp_path)
     assert proc.returncode == 0, proc.stdout
 
 
