@@ -408,4 +408,4 @@ def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
     assert "def h(k: list[Incomplete] | None = ...) -> Incomplete: ..." in text
     assert "        def n(self, w: dict[Incomplete, Incomplete]) -> set[Incomplete]: ..." in text
     meta = DeclaredMetaclass({"C.D"})
-    assert "class D(metaclass=type):" in cst.parse_module(source).visit(meta).code and meta.used
+    assert "class D(metaclass=type):" in cst.parse_module(source).visit(meta).code

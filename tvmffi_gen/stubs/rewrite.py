@@ -86,13 +86,14 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
             for n in data.get("runtime_names", {}).get(mod, [])
             if n not in have and n.isidentifier() and not is_keyword(n) and not defines(stubs[mod], n)
         ]
-        if re.search(r"^from \S+ import \*", stubs[mod], re.M):
+        star_import = re.search(r"^from \S+ import \*", stubs[mod], re.M) is not None
+        if star_import:
             made = []  # what a star import brings is not known here
         renamed = data.get("aliases", {}).get(mod, {})
         imports: list[str] = []
         for n, path in sorted(renamed.items()):
             where, qual = path.split(":")
-            if n in have or n in made or defines(stubs[mod], n) or re.search(r"^from \S+ import \*", stubs[mod], re.M):
+            if n in have or n in made or defines(stubs[mod], n) or star_import:
                 continue
             if where.split(".")[0] in (data["package"].split(".")[0], "tvm_ffi"):  # modules with types
                 # an alias assignment, which a stub exports (an import under another name is private)

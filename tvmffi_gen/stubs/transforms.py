@@ -190,14 +190,12 @@ class DeclaredMetaclass(ClassRewriter):
     def __init__(self, names: set[str]) -> None:
         super().__init__()
         self.names = names
-        self.used = False
 
     def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
         if q not in self.names or any(
             k.keyword is not None and k.keyword.value == "metaclass" for k in updated_node.keywords
         ):
             return updated_node
-        self.used = True
         meta = cst.Arg(
             cst.Name("type"),
             keyword=cst.Name("metaclass"),
