@@ -14,6 +14,7 @@ from tvmffi_gen.cli import main
 from tvmffi_gen.verify import run_mypy, run_pyright
 
 from conftest import ROOT, TESTING_LIB
+from mypy_reports import lines_by_program
 
 GENERATED = ROOT / "generated"
 PKG = GENERATED / "tvmffi_testing"
@@ -117,11 +118,7 @@ def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     for name, text in programs.items():
         (folder / name).write_text(text)
     _, report = run_mypy(PKG, extra_files=[PKG, *(folder / name for name in programs)])
-    lines = report.splitlines()
-    by_file = {name: [line for line in lines if f"/{name}:" in line] for name in programs}
-    by_file[""] = [line for line in lines if not any(f"/{name}:" in line for name in programs)]
-    by_file["all"] = lines
-    return by_file
+    return lines_by_program(report, programs)
 
 
 def test_correct_program_typechecks(mypy_report: dict[str, list[str]]) -> None:

@@ -30,6 +30,7 @@ from tvmffi_gen.verify import run_mypy, run_pyright
 
 from conftest import ROOT, build_shared
 from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
+from mypy_reports import lines_by_package, lines_by_program
 
 # 3 namespaces x 8 types x 24 functions: 35 types (24 regular, an 8-level chain, 3 enums) and
 # 75 functions. g++ -O0 takes ~25-35 s for it on a 2-core machine (cached in tests/_build after).
@@ -239,11 +240,7 @@ def mypy_report(big_pkg: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     for name, text in programs.items():
         (folder / name).write_text(text)
     _, report = run_mypy(big_pkg, extra_files=[big_pkg, *(folder / name for name in programs)])
-    lines = report.splitlines()
-    by_file: dict[str, list[str]] = {name: [ln for ln in lines if f"/{name}:" in ln] for name in programs}
-    by_file[""] = [ln for ln in lines if not any(f"/{name}:" in ln for name in programs)]
-    by_file["all"] = lines
-    return by_file
+    return lines_by_program(report, programs)
 
 
 def test_user_program_typechecks(mypy_report: dict[str, list[str]]) -> None:
@@ -556,10 +553,7 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], d
     snapshots = {"aliaspkg": _aliases_snapshot(), "autopkg": _auto_init_snapshot(), "enumpkg": _enum_snapshot()}
     pkgs = {name: _generate_from(snap, folder, name) for name, snap in snapshots.items()}
     errors, report = run_mypy(pkgs["aliaspkg"], extra_files=list(pkgs.values()))
-    lines = report.splitlines() or ([f"mypy failed ({errors} errors) and reported nothing"] if errors else [])
-    owner = {ln: Path(ln.split(":", 1)[0]).parts[0] for ln in lines}  # mypy writes paths relative to folder
-    rest = [ln for ln in lines if owner[ln] not in pkgs]
-    return pkgs, {name: [ln for ln in lines if owner[ln] == name] + rest for name in pkgs}
+    return pkgs, lines_by_package(errors, report, pkgs)  # mypy writes paths relative to folder
 
 
 def test_regression_module_import_aliases_are_reserved(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:

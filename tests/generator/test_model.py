@@ -18,6 +18,8 @@ from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
 from tvmffi_gen.verify import run_mypy, run_pyright
 from tvmffi_gen.writer import apply_plan, plan_output
 
+from mypy_reports import lines_by_package
+
 
 def fn_schema(ret: Any, *params: Any) -> dict[str, Any]:
     return {"type": "ffi.Function", "named_args": {"return": [ret], "params": list(params)}}
@@ -319,10 +321,7 @@ def checked_packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
     for name, snap in snapshots.items():
         apply_plan(plan_output(folder / name, render_package(build_model(snap, name)), "test"))
     errors, report = run_mypy(folder / "pkg", extra_files=[folder / name for name in snapshots])
-    lines = report.splitlines() or ([f"mypy failed ({errors} errors) and reported nothing"] if errors else [])
-    owner = {ln: Path(ln.split(":", 1)[0]).parts[0] for ln in lines}  # mypy writes paths relative to folder
-    rest = [ln for ln in lines if owner[ln] not in snapshots]
-    return folder, {name: [ln for ln in lines if owner[ln] == name] + rest for name in snapshots}
+    return folder, lines_by_package(errors, report, snapshots)  # mypy writes paths relative to folder
 
 
 def test_synthetic_package_renders_parses_and_passes_mypy(

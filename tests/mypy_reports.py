@@ -1,0 +1,30 @@
+"""Splitting one ``mypy --strict`` report over several checked files or packages, for the tests
+that check many of them in one run (a run spends about a second before it reaches them) and
+then assert on each one's lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def lines_by_program(report: str, programs: Iterable[str]) -> dict[str, list[str]]:
+    """The report's lines by program file name (``"prog.py"``: the lines on ``.../prog.py:``);
+    ``""`` holds the lines on no program (the package's, mypy's own failure), ``"all"`` every line."""
+    names = list(programs)
+    lines = report.splitlines()
+    by_file = {name: [line for line in lines if f"/{name}:" in line] for name in names}
+    by_file[""] = [line for line in lines if not any(f"/{name}:" in line for name in names)]
+    by_file["all"] = lines
+    return by_file
+
+
+def lines_by_package(errors: int, report: str, packages: Iterable[str]) -> dict[str, list[str]]:
+    """Per package (a folder mypy was run beside, so its paths start with the package's name):
+    the report's lines on it and those on no package (mypy's own), which count against every
+    one; a failure that reported nothing is such a line too."""
+    names = list(packages)
+    lines = report.splitlines() or ([f"mypy failed ({errors} errors) and reported nothing"] if errors else [])
+    owner = {line: Path(line.split(":", 1)[0]).parts[0] for line in lines}
+    rest = [line for line in lines if owner[line] not in names]
+    return {name: [line for line in lines if owner[line] == name] + rest for name in names}
