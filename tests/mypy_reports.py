@@ -1,11 +1,22 @@
-"""Splitting one ``mypy --strict`` report over several checked files or packages, for the tests
-that check many of them in one run (a run spends about a second before it reaches them) and
-then assert on each one's lines."""
+"""One ``mypy --strict`` run over several programs or packages, its report split over them, for
+the tests that check many of them at once (a run spends about a second before it reaches them)
+and then assert on each one's lines."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+
+from tvmffi_gen.verify import run_mypy
+
+
+def mypy_by_program(package: Path, programs: dict[str, str], folder: Path) -> dict[str, list[str]]:
+    """``mypy --strict`` over ``package`` and the ``programs`` (file name -> text, none importing
+    another), written to ``folder``, in one run: ``lines_by_program`` of its report."""
+    for name, text in programs.items():
+        (folder / name).write_text(text)
+    _, report = run_mypy(package, extra_files=[package, *(folder / name for name in programs)])
+    return lines_by_program(report, programs)
 
 
 def lines_by_program(report: str, programs: Iterable[str]) -> dict[str, list[str]]:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.verify import run_pyright
 
 from conftest import ROOT, TESTING_LIB
-from mypy_reports import lines_by_program
+from mypy_reports import mypy_by_program
 
 GENERATED = ROOT / "generated"
 PKG = GENERATED / "tvmffi_testing"
@@ -115,10 +115,7 @@ def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     holds the lines on no program (the package's, mypy's own failure), "all" every line."""
     folder = tmp_path_factory.mktemp("programs")
     programs = {"correct.py": CORRECT_PROGRAM, **{f"wrong_{i}.py": src for i, (src, _) in enumerate(WRONG_PROGRAMS)}}
-    for name, text in programs.items():
-        (folder / name).write_text(text)
-    _, report = run_mypy(PKG, extra_files=[PKG, *(folder / name for name in programs)])
-    return lines_by_program(report, programs)
+    return mypy_by_program(PKG, programs, folder)
 
 
 def test_correct_program_typechecks(mypy_report: dict[str, list[str]]) -> None:

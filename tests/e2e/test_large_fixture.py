@@ -30,7 +30,7 @@ from tvmffi_gen.verify import run_mypy, run_pyright
 
 from conftest import ROOT, build_shared
 from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
-from mypy_reports import lines_by_package, lines_by_program
+from mypy_reports import lines_by_package, mypy_by_program
 
 # 3 namespaces x 8 types x 24 functions: 35 types (24 regular, an 8-level chain, 3 enums) and
 # 75 functions. g++ -O0 takes ~25-35 s for it on a 2-core machine (cached in tests/_build after).
@@ -237,10 +237,7 @@ def mypy_report(big_pkg: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         "wrong.py": "\n".join(WRONG_HEADER + [s for s, _ in WRONG_STATEMENTS]) + "\n",
         "attr_prog.py": ATTR_CODE.replace("print(type(obj).__name__)\n", "x: int = obj.id\n"),
     }
-    for name, text in programs.items():
-        (folder / name).write_text(text)
-    _, report = run_mypy(big_pkg, extra_files=[big_pkg, *(folder / name for name in programs)])
-    return lines_by_program(report, programs)
+    return mypy_by_program(big_pkg, programs, folder)
 
 
 def test_user_program_typechecks(mypy_report: dict[str, list[str]]) -> None:
