@@ -14,7 +14,7 @@ from typing import Any
 from . import __version__
 from .build import build_model
 from .cli_options import option_conflict, parser
-from .model import GenerationError, default_package_name, validate_package_name
+from .model import GENERATED_BY, GenerationError, default_package_name, validate_package_name
 from .prefixes import kept_by_prefixes
 from .project import (
     ProjectError,
@@ -170,8 +170,6 @@ def _importable_elsewhere(top: str, output: Path) -> str | None:
     package tvmffi-gen wrote, or a namespace package (a bare folder, which any package beats)."""
     import importlib.util
 
-    from .writer import MANIFEST
-
     if top in sys.builtin_module_names:
         return "built in"
     try:
@@ -184,9 +182,24 @@ def _importable_elsewhere(top: str, output: Path) -> str | None:
         return spec.origin  # "frozen", "built-in"
     found = Path(spec.origin).resolve()
     folder = found.parent if found.name == "__init__.py" else found
-    if folder == output.resolve() or (folder.is_dir() and (folder / MANIFEST).is_file()):
+    if folder == output.resolve() or _written_by_tvmffi_gen(folder):
         return None
     return str(found)
+
+
+def _written_by_tvmffi_gen(folder: Path) -> bool:
+    """Whether the package in ``folder`` is one tvmffi-gen wrote: the output folder holds our
+    manifest; an installed copy (``pip install`` of a ``--project``, which ships no manifest)
+    is known by the header line its ``__init__.py`` starts with."""
+    from .writer import MANIFEST
+
+    if (folder / MANIFEST).is_file():
+        return True
+    try:
+        with open(folder / "__init__.py", encoding="utf-8") as init:
+            return init.readline().startswith(GENERATED_BY)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str, str], log: _Log) -> Plan:
