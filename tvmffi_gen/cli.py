@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .api_changes import change_summary
 from .build import build_model
 from .cli_options import option_conflict, parser
 from .model import GENERATED_BY, GenerationError, default_package_name, validate_package_name
@@ -383,6 +384,18 @@ def _report_merges(run: _RunPlan, log: _Log) -> None:
         log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
 
 
+def _report_api(run: _RunPlan, log: _Log) -> None:
+    """What changed in the package's API since the last run, and the user code that names
+    something removed (each said with its file and line)."""
+    changes = run.output.api_changes
+    if changes is None:
+        return  # a first run, or the last run's manifest recorded no API
+    for line in change_summary(changes, None if log.verbose else 20):
+        log.info(line)
+    for use in run.output.stale_uses:
+        log.warn(use.describe(str(run.target.package_dir / use.path)))
+
+
 def _report_check(run: _RunPlan, log: _Log) -> int:
     """``--check``: list the files the run would write or remove; 1 if any."""
     root = run.target.package_dir
@@ -416,6 +429,7 @@ def _main_package(args: argparse.Namespace, log: _Log) -> int:
     try:
         run = _plan_run(args, log)
         _report_merges(run, log)
+        _report_api(run, log)
         if args.check:
             return _report_check(run, log)
         _apply_run(run, args.bundle)

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .api_changes import NameUse, names_used
 from .bindings import bound_names, listed_names, star_imported, used_names
 from .member_keys import (
     code_of,
@@ -63,13 +64,14 @@ class UserImport:
 @dataclass
 class Merged:
     """The result of a merge: the text, how many user members it kept, the generated
-    members the user had edited (kept or overwritten, per the policy) and the ``from`` imports
-    in the user code it kept."""
+    members the user had edited (kept or overwritten, per the policy), the ``from`` imports
+    in the user code it kept and the names that code uses (with their lines in ``text``)."""
 
     text: str
     kept: int
     edits: list[str]
     imports: list[UserImport] = field(default_factory=list)
+    uses: list[NameUse] = field(default_factory=list)
 
 
 class MergeConflict(RuntimeError):
@@ -281,6 +283,25 @@ def _user_imports(kept: list[tuple[str, str, cst.CSTNode]]) -> list[UserImport]:
     return out
 
 
+def _names_used_by(module: cst.Module, kept: list[tuple[str, str, cst.CSTNode]]) -> list[NameUse]:
+    """The names the kept user code uses, each with its line in the merged ``module`` (so a
+    warning about one points at the line the user sees)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    if not kept:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out: list[NameUse] = []
+    for where, _key, node in kept:
+        decorators: Sequence[cst.Decorator] = getattr(node, "decorators", ())
+        first_line = positions[decorators[0] if decorators else node].start.line
+        bare = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
+        owner = where.removeprefix("class ") if where.startswith("class ") else ""
+        out += names_used(ast.parse(cst.Module(body=[]).code_for_node(bare)), first_line, owner)
+    return out
+
+
 def merge_source(
     path: str, current: str, generated_keys: list[str], new_text: str, edit_policy: str = "refuse"
 ) -> Merged:
@@ -344,4 +365,5 @@ def merge_source(
     merged = new_mod.with_changes(
         body=body, default_indent=user_mod.default_indent, default_newline=user_mod.default_newline
     )
-    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))
+    uses = _names_used_by(merged, merge.kept_code)
+    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code), uses)
