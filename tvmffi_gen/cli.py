@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import keyword
 import os
 import shutil
 import sys
@@ -154,7 +155,7 @@ def check_package_name(name: str, explicit: bool, output: Path, force: bool) -> 
     if not explicit and not name.isidentifier():
         raise GenerationError(
             f"-o {output}: the folder's name {name!r} is not a valid package name (a Python"
-            " identifier, such as mypkg); name the folder like a package, or pass --name"
+            f" identifier), and a package is imported by its folder's name; {_package_folder_advice(output)}"
         )
     validate_package_name(name)
     top = name.split(".")[0]
@@ -164,6 +165,19 @@ def check_package_name(name: str, explicit: bool, output: Path, force: bool) -> 
             f"package name {top!r} is already an importable module ({where}): the generated package"
             " would shadow it or be shadowed by it; choose another name (--name), or pass --force"
         )
+
+
+def _package_folder_advice(output: Path) -> str:
+    """What to give instead of ``-o OUTPUT`` whose name is no identifier: a folder named like a
+    package, or OUTPUT as a ``--project`` folder, whose package takes the name with ``-`` and
+    ``.`` as ``_`` (``-o my-geom`` -> ``-o my_geom``, or ``-o my-geom --project``)."""
+    package = project_package_name(output)
+    if not package.isidentifier() or keyword.iskeyword(package):
+        return "name the folder like a package, such as mypkg (or give --project -o OUT --name mypkg)"
+    return (
+        f"give -o {output.with_name(package)}, or make {output} a project folder holding the"
+        f" package {package} with --project"
+    )
 
 
 def _importable_elsewhere(top: str, output: Path) -> str | None:

@@ -75,12 +75,15 @@ class Merged:
 
 
 class MergeConflict(RuntimeError):
-    """User code that regeneration cannot keep without a decision from the user."""
+    """User code that regeneration cannot keep without a decision from the user: ``problems``
+    where it clashes with what the library now registers, ``edits`` where the user edited a
+    member the generator wrote (refused unless the run chose an edit policy)."""
 
-    def __init__(self, path: str, problems: list[str]) -> None:
+    def __init__(self, path: str, problems: list[str], edits: list[str] | None = None) -> None:
         self.path = path
         self.problems = problems
-        super().__init__(f"{path}: " + "; ".join(problems))
+        self.edits = edits or []
+        super().__init__(f"{path}: " + "; ".join([*problems, *self.edits]))
 
 
 def _parsed(node: cst.CSTNode) -> ast.Module:
@@ -111,6 +114,8 @@ class _Merge:
     #: member keys the generator wrote last time -> fingerprint ("" when not recorded)
     generated: dict[str, str]
     problems: list[str] = field(default_factory=list)
+    #: generated members the user edited, refused under the "refuse" policy (said as problems)
+    refused_edits: list[str] = field(default_factory=list)
     kept: int = 0
     policy: str = "refuse"
     edits: list[str] = field(default_factory=list)
@@ -186,11 +191,13 @@ class _Merge:
             return False  # the user's edit is what the generator writes now
         what = f"{describe(key)} in {where}"
         if self.policy == "refuse":
-            gone = "" if index >= 0 else " (no longer generated)"
-            self.problems.append(
-                f"you edited the generated {what}{gone}; regeneration would replace it: pass"
-                " --keep-edits to keep your version or --overwrite-edits to replace it"
-            )
+            if index < 0:
+                library = "the library no longer has it"
+            elif cst_fingerprint(out[index]) == recorded:
+                library = "the library did not change it"
+            else:
+                library = "the library changed it too"
+            self.refused_edits.append(f"you edited the generated {what} ({library})")
             return False
         self.edits.append(what)
         if self.policy == "keep":
@@ -359,8 +366,8 @@ def merge_source(
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
     body = merge.with_user_all(merge.members("", list(user_mod.body), module_body))
     merge.check_uses(body)
-    if merge.problems:
-        raise MergeConflict(path, merge.problems)
+    if merge.problems or merge.refused_edits:
+        raise MergeConflict(path, merge.problems, merge.refused_edits)
     # the user's indentation and line ends for the whole file: what they keep is laid out so
     merged = new_mod.with_changes(
         body=body, default_indent=user_mod.default_indent, default_newline=user_mod.default_newline

@@ -174,6 +174,7 @@ def plan_output(
     final = dict(files)
     plan = Plan(root, final, previous=previous_files)
     conflicts: list[str] = []
+    edits: list[str] = []
     user_imports: dict[str, list[UserImport]] = {}
     user_uses: dict[str, list[NameUse]] = {}
     on_disk = {rel: _read_text(root / rel) for rel in [*files, MANIFEST]}  # each file read once
@@ -189,6 +190,7 @@ def plan_output(
             merged = merge_source(str(target), current, list(before.get("members", [])), text, edit_policy)
         except MergeConflict as exc:
             conflicts += [f"{exc.path}: {p}" for p in exc.problems]
+            edits += [f"{exc.path}: {e}" for e in exc.edits]
             continue
         final[rel] = merged.text
         plan.merged[rel] = merged.kept
@@ -199,11 +201,8 @@ def plan_output(
     targets = ImportTargets(final, plan.removed, previous_gen, package)
     for rel, imports in sorted(user_imports.items()):
         conflicts += [f"{root / rel}: {p}" for imp in imports for p in targets.stale(rel, imp)]
-    if conflicts:
-        raise OutputError(
-            "your code conflicts with what the library now registers (nothing was written):\n  "
-            + "\n  ".join(conflicts)
-        )
+    if conflicts or edits:
+        raise OutputError(_refusal(conflicts, edits))
     records = _file_records(files, previous_gen)
     _plan_api_report(plan, _recorded_api(records), _recorded_api(previous_gen), user_uses)
     final[MANIFEST] = _manifest_text(files, generator, records)
@@ -211,6 +210,20 @@ def plan_output(
         if on_disk[rel] != text:
             plan.changed.append(rel)
     return plan
+
+
+def _refusal(conflicts: list[str], edits: list[str]) -> str:
+    """Why a run wrote nothing: the user's code that clashes with what the library now
+    registers, and the generated members the user edited (a decision only they can make)."""
+    parts: list[str] = []
+    if conflicts:
+        parts.append("your code conflicts with what the library now registers:\n  " + "\n  ".join(conflicts))
+    if edits:
+        parts.append(
+            "you edited code the generator wrote, which regeneration replaces: pass --keep-edits to"
+            " keep your versions or --overwrite-edits to replace them:\n  " + "\n  ".join(edits)
+        )
+    return "\n".join(parts) + "\n(nothing was written)"
 
 
 def _plan_api_report(

@@ -72,3 +72,53 @@ def test_installed_project_regenerates(tmp_path: Path, monkeypatch: pytest.Monke
     (site / "instpkg" / "__init__.py").write_text('"""Mine."""\n')
     status, _, err = run(capsys, *argv)
     assert status == 2 and "already an importable module" in err and str(site / "instpkg") in err
+
+
+def test_an_edited_docstring_is_said_to_be_an_edit_not_a_library_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_regenerate_user_code import _edit_norm, build, generate
+
+    v1, v2 = build(1), build(2)
+    out, module = generate(v1, tmp_path)
+    _edit_norm(module)  # the docstring of the generated method manhattan
+    status, _, err = run(capsys, str(v1), "-o", str(out))
+    assert status == 2
+    assert "conflicts with what the library" not in err, err
+    assert "you edited code the generator wrote, which regeneration replaces: pass --keep-edits" in err, err
+    assert "you edited the generated def 'manhattan' in class Point (the library did not change it)" in err, err
+    assert err.rstrip().endswith("(nothing was written)"), err
+    status, _, err = run(capsys, str(v2), "-o", str(out))  # version 2 renames manhattan
+    assert status == 2
+    assert "you edited the generated def 'manhattan' in class Point (the library no longer has it)" in err, err
+
+
+def test_advice_for_a_folder_name_that_is_no_identifier_works_when_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lib = [str(TESTING_LIB), "--prefix", "testing.TestIntPair", "-q"]
+    status, _, err = run(capsys, *lib, "-o", str(tmp_path / "my-geom"))
+    assert status == 2
+    assert (
+        f"give -o {tmp_path / 'my_geom'}, or make {tmp_path / 'my-geom'} a project folder holding the"
+        " package my_geom with --project"
+    ) in err, err
+    # each of the two ways it names works the first time
+    assert run(capsys, *lib, "-o", str(tmp_path / "my_geom"))[0] == 0
+    assert (tmp_path / "my_geom" / "__init__.py").is_file()
+    status, _, err = run(capsys, *lib, "-o", str(tmp_path / "my-geom"), "--project")
+    assert status == 0, err
+    assert (tmp_path / "my-geom" / "my_geom" / "__init__.py").is_file()
+
+
+def test_list_exports_says_registry_functions_are_not_exports(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_regenerate_user_code import build
+
+    lib = build(1)  # registers regen.origin, regen.Point and regen.Old; exports nothing
+    status, text, _ = run(capsys, "--list-exports", str(lib))
+    assert status == 0
+    assert text.splitlines() == [
+        f"{lib}: ELF, 0 exported TVM FFI functions",
+        "(not exports, so not listed: loading it registers 1 global function and 2 types in the TVM FFI"
+        f" registry; tvmffi-gen {lib} -o OUT generates them, --save-snapshot FILE saves them as JSON)",
+    ]
