@@ -252,7 +252,7 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
         log.error("--stubs-for PKG takes no library or --from-snapshot")
         return 2
     try:
-        return run_stubs(
+        status = run_stubs(
             args.stubs_for,
             args.output,
             args.exclude,
@@ -270,6 +270,9 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
         if exc.detail:
             log.debug(f"what the importing process printed:\n{exc.detail.rstrip()}")
         return 2
+    if args.check and status == 0:
+        log.info(f"{args.output}: the stubs of {args.stubs_for} are up to date")
+    return status
 
 
 @dataclass
