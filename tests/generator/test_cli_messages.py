@@ -3,6 +3,7 @@ followed, and notes where a result could be misread."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,21 @@ def test_list_exports_says_registry_functions_are_not_exports(capsys: pytest.Cap
         "(not exports, so not listed: loading it registers 1 global function and 2 types in the TVM FFI"
         f" registry; tvmffi-gen {lib} -o OUT generates them, --save-snapshot FILE saves them as JSON)",
     ]
+
+
+def test_the_command_reference_names_every_option() -> None:
+    """docs/cli.md says it documents every option: each one the parser has is named there."""
+    from tvmffi_gen.cli_options import parser
+
+    from conftest import ROOT
+
+    reference = (ROOT / "docs" / "cli.md").read_text()
+
+    def named(option: str) -> bool:
+        return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", reference) is not None
+
+    actions = [a for a in parser()._actions if a.option_strings]
+    assert len(actions) > 20
+    # an option counts as documented under any of its spellings (-q for --quiet)
+    missing = [a.option_strings[-1] for a in actions if not any(named(o) for o in a.option_strings)]
+    assert missing == []
