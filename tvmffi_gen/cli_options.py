@@ -13,10 +13,29 @@ __all__ = ["option_conflict", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line's parser: every option, in the order ``--help`` lists them."""
     p = argparse.ArgumentParser(
         prog="tvmffi-gen",
         description="Generate a typed Python package for a library built on TVM FFI.",
     )
+    _add_package_options(p)
+    _add_output_options(p)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the library to load")
+    p.add_argument(
+        "--list-exports",
+        metavar="LIB",
+        help="print the TVM FFI functions an ELF, Mach-O or PE library exports (any platform's,"
+        " read without loading it here), then exit",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
+    _add_stubs_options(p.add_argument_group("stubs for an existing package"))
+    p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
+    return p
+
+
+def _add_package_options(p: argparse.ArgumentParser) -> None:
+    """What to generate from: the library, the package's name, what it keeps, how it is checked."""
     p.add_argument(
         "library",
         nargs="?",
@@ -62,6 +81,10 @@ def parser() -> argparse.ArgumentParser:
         "strict when installed (auto, the default), or the checker(s) named; "
         "fail on any error",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """How the output is written: as a project, portable, over what is there, from or to a snapshot."""
     p.add_argument(
         "--project",
         action="store_true",
@@ -99,16 +122,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--from-snapshot", metavar="FILE", help="generate from a saved snapshot instead of a library")
     p.add_argument("--save-snapshot", metavar="FILE", help="also save the registry snapshot as JSON")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the library to load")
-    p.add_argument(
-        "--list-exports",
-        metavar="LIB",
-        help="print the TVM FFI functions an ELF, Mach-O or PE library exports (any platform's,"
-        " read without loading it here), then exit",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
-    p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
-    stubs = p.add_argument_group("stubs for an existing package")
+
+
+def _add_stubs_options(stubs: argparse._ArgumentGroup) -> None:
+    """``--stubs-for`` and the options only it reads."""
     stubs.add_argument(
         "--stubs-for",
         metavar="PKG",
@@ -128,8 +145,6 @@ def parser() -> argparse.ArgumentParser:
         help="with --stubs-for: neither read nor write the cache of stubgen's and libcst's results"
         " (kept in $TVMFFI_GEN_CACHE_DIR, else $XDG_CACHE_HOME/tvmffi-gen or ~/.cache/tvmffi-gen)",
     )
-    p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
-    return p
 
 
 # Options that only one kind of run reads: giving one to another kind is refused, not ignored.
