@@ -105,10 +105,13 @@ def module_api(rel: str, text: str) -> dict[str, str]:
     tree = ast.parse(text)
     out: dict[str, str] = {}
     for stmt in tree.body:
-        qual = f"{module}.{stmt.name}" if module and hasattr(stmt, "name") else getattr(stmt, "name", "")
-        if isinstance(stmt, ast.ClassDef) and _is_registered(stmt):
-            out.update(_class_api(stmt, qual))
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not stmt.name.startswith("_"):
+        if not isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        qual = f"{module}.{stmt.name}" if module else stmt.name
+        if isinstance(stmt, ast.ClassDef):
+            if _is_registered(stmt):
+                out.update(_class_api(stmt, qual))
+        elif not stmt.name.startswith("_"):
             out[qual] = f"function {_signature(stmt)}"
     return out
 
@@ -240,8 +243,8 @@ def stale_uses(path: str, uses: Iterable[NameUse], changes: list[ApiChange], api
     if not removed:
         return []
     by_short: dict[str, ApiChange] = {}
-    for change in removed.values():
-        by_short.setdefault(change.short_name, change)
+    for gone in removed.values():
+        by_short.setdefault(gone.short_name, gone)
     still = {name.rsplit(".", 1)[-1] for name in api}
     module = _module_path(path)
     out: set[StaleUse] = set()
@@ -251,7 +254,7 @@ def stale_uses(path: str, uses: Iterable[NameUse], changes: list[ApiChange], api
         if change is None and use.name not in still:
             change = by_short.get(use.name)
             if change is not None and not use.attribute and change.kind not in ("type", "function"):
-                change = None  # a plain name cannot mean a field or a method
+                continue  # a plain name cannot mean a field or a method
         if change is not None:
             out.add(StaleUse(path, use.line, use.name, change))
     return sorted(out, key=lambda s: (s.path, s.line, s.name))

@@ -125,7 +125,7 @@ def _file_records(files: dict[str, str], previous: dict[str, Any]) -> dict[str, 
     for rel, text in sorted(files.items()):
         if not rel.endswith(".py"):
             continue
-        before = previous.get(rel) or {}
+        before: dict[str, Any] = previous.get(rel) or {}
         current = fingerprints_current(before.get("members", [])) and isinstance(before.get("api"), dict)
         if current and before.get("hash") == text_hash(text):
             records[rel] = {"hash": before["hash"], "members": before["members"], "api": before["api"]}
