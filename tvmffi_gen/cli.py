@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import keyword
 import os
 import shutil
 import sys
@@ -16,7 +15,8 @@ from . import __version__
 from .api_changes import change_summary
 from .build import build_model
 from .cli_options import option_conflict, parser
-from .model import GENERATED_BY, GenerationError, default_package_name, validate_package_name
+from .model import GenerationError, default_package_name
+from .package_name import check_package_name
 from .prefixes import kept_by_prefixes
 from .project import (
     ProjectError,
@@ -147,74 +147,6 @@ def _verify(root: Path, which: str, log: _Log) -> int:
         else:
             log.info(f"{label}: no errors")
     return 1 if failed else 0
-
-
-def check_package_name(name: str, explicit: bool, output: Path, force: bool) -> None:
-    """Refuse a package name Python cannot import, or one that shadows a module already
-    importable here (``numpy``, ``tvmffi_runtime``) unless ``force``: GenerationError says why."""
-    if not explicit and not name.isidentifier():
-        raise GenerationError(
-            f"-o {output}: the folder's name {name!r} is not a valid package name (a Python"
-            f" identifier), and a package is imported by its folder's name; {_package_folder_advice(output)}"
-        )
-    validate_package_name(name)
-    top = name.split(".")[0]
-    where = _importable_elsewhere(top, output)
-    if where is not None and not force:
-        raise GenerationError(
-            f"package name {top!r} is already an importable module ({where}): the generated package"
-            " would shadow it or be shadowed by it; choose another name (--name), or pass --force"
-        )
-
-
-def _package_folder_advice(output: Path) -> str:
-    """What to give instead of ``-o OUTPUT`` whose name is no identifier: a folder named like a
-    package, or OUTPUT as a ``--project`` folder, whose package takes the name with ``-`` and
-    ``.`` as ``_`` (``-o my-geom`` -> ``-o my_geom``, or ``-o my-geom --project``)."""
-    package = project_package_name(output)
-    if not package.isidentifier() or keyword.iskeyword(package):
-        return "name the folder like a package, such as mypkg (or give --project -o OUT --name mypkg)"
-    return (
-        f"give -o {output.with_name(package)}, or make {output} a project folder holding the"
-        f" package {package} with --project"
-    )
-
-
-def _importable_elsewhere(top: str, output: Path) -> str | None:
-    """Where the top-level module ``top`` is found, unless it is this output folder, another
-    package tvmffi-gen wrote, or a namespace package (a bare folder, which any package beats)."""
-    import importlib.util
-
-    if top in sys.builtin_module_names:
-        return "built in"
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.origin in (None, "namespace"):
-        return None
-    if not spec.has_location:
-        return spec.origin  # "frozen", "built-in"
-    found = Path(spec.origin).resolve()
-    folder = found.parent if found.name == "__init__.py" else found
-    if folder == output.resolve() or _written_by_tvmffi_gen(folder):
-        return None
-    return str(found)
-
-
-def _written_by_tvmffi_gen(folder: Path) -> bool:
-    """Whether the package in ``folder`` is one tvmffi-gen wrote: the output folder holds our
-    manifest; an installed copy (``pip install`` of a ``--project``, which ships no manifest)
-    is known by the header line its ``__init__.py`` starts with."""
-    from .writer import MANIFEST
-
-    if (folder / MANIFEST).is_file():
-        return True
-    try:
-        with open(folder / "__init__.py", encoding="utf-8") as init:
-            return init.readline().startswith(GENERATED_BY)
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str, str], log: _Log) -> Plan:
