@@ -207,6 +207,24 @@ class _Merge:
             self.kept_code.append((where, key, node))
         return False
 
+    def edits_in_gone_class(self, name: str, user_body: Sequence[cst.CSTNode]) -> None:
+        """Generated members the user edited in class ``name``, whose type left the library: an
+        edit refused (the default), listed as replaced (``overwrite``: they go with the class), or
+        a problem (``keep``: a member cannot stay in a class that is gone)."""
+        for node, key in zip(user_body, statement_keys(user_body), strict=True):
+            recorded = self.generated.get(f"{name}::{key}")
+            if not recorded or fingerprint_matches(node, recorded):
+                continue
+            what = f"{describe(key)} in class {name}"
+            if self.policy == "refuse":
+                self.refused_edits.append(f"you edited the generated {what} (the library no longer has it)")
+            elif self.policy == "overwrite":
+                self.edits.append(what)
+            else:
+                self.problems.append(
+                    f"you edited the generated {what}, but its type left the library: move your version elsewhere"
+                )
+
     def check_uses(self, module_body: Sequence[cst.CSTNode]) -> None:
         """A problem for each piece of user code kept that uses a module-level name the
         generator wrote last time and the merged module no longer binds (a type the library
@@ -354,6 +372,7 @@ def merge_source(
                     f" your code ({', '.join(statement_key(m).split(' @')[0] for m in user_members)});"
                     " move it elsewhere"
                 )
+            merge.edits_in_gone_class(name, user_body)
             continue
         new_cls = new_classes[name]
         body = merge.members(name, _body(user_cls), _body(new_cls))

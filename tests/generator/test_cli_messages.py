@@ -92,6 +92,17 @@ def test_an_edited_docstring_is_said_to_be_an_edit_not_a_library_change(
     status, _, err = run(capsys, str(v2), "-o", str(out))  # version 2 renames manhattan
     assert status == 2
     assert "you edited the generated def 'manhattan' in class Point (the library no longer has it)" in err, err
+    # version 2 adds the field z to Point, so Point.replace takes z too: changed on both sides;
+    # it drops the type Old, whose replace goes with it
+    text = module.read_text()
+    for cls in ("Old", "Point"):
+        at = text.index('"""A new object with the given fields changed;', text.index(f"class {cls}("))
+        text = text[:at] + '"""Mine. ' + text[at + 3 :]
+    module.write_text(text)
+    status, _, err = run(capsys, str(v2), "-o", str(out))
+    assert status == 2
+    assert "you edited the generated def 'replace' in class Point (the library changed it too)" in err, err
+    assert "you edited the generated def 'replace' in class Old (the library no longer has it)" in err, err
 
 
 def test_advice_for_a_folder_name_that_is_no_identifier_works_when_followed(
