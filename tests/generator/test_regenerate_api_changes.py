@@ -100,3 +100,23 @@ def test_package_older_than_its_library_says_the_field_no_longer_exists(tmp_path
     )
     assert proc.returncode != 0
     assert "ImportError: field regen.Point.z no longer exists in the library" in proc.stderr, proc.stderr
+
+
+def test_stale_uses_of_a_field_another_class_still_has() -> None:
+    """``radius`` left Circle but Sphere still has it: ``self.radius`` in Circle's body is
+    reported, ``s.radius`` elsewhere may mean Sphere's and is not."""
+    import ast
+
+    from tvmffi_gen.api_changes import names_used, stale_uses
+
+    before = {"geom.Circle": "type", "geom.Circle.radius": "field float", "geom.Sphere": "type"}
+    before["geom.Sphere.radius"] = "field float"
+    after = {k: v for k, v in before.items() if k != "geom.Circle.radius"}
+    changes = api_changes(before, after)
+    in_circle = names_used(ast.parse("def area(self) -> float:\n    return self.radius ** 2\n"), 40, "Circle")
+    elsewhere = names_used(ast.parse("def f(s: Sphere) -> float:\n    return s.radius\n"), 60)
+    found = stale_uses("geom/__init__.py", [*in_circle, *elsewhere], changes, after)
+    assert [(s.line, s.name, s.removed.name) for s in found] == [(41, "radius", "geom.Circle.radius")]
+    assert found[0].describe("pkg/geom/__init__.py") == (
+        "pkg/geom/__init__.py:41: your code uses 'radius', but the library no longer has field geom.Circle.radius"
+    )
