@@ -27,6 +27,7 @@ from .model import (
     Target,
 )
 from .naming import RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
+from .prefixes import kept_by_prefixes
 from .snapshot import FunctionSnap, Snapshot, TypeSnap
 from .typemap import (
     ANY,
@@ -110,9 +111,7 @@ class Builder:
         self.warn_cb(message)
 
     def _keep(self, key: str) -> bool:
-        if not self.prefixes:
-            return True
-        return any(key == p or key.startswith(p.rstrip(".") + ".") for p in self.prefixes)
+        return kept_by_prefixes(key, self.prefixes)
 
     # -- modules and names ----------------------------------------------------------------
     def module(self, ns: Namespace) -> ModuleModel:

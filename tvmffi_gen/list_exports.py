@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from typing import TextIO, cast
 
 from .binfmt import BinaryFormatError, Exports, read_exports
@@ -26,12 +27,25 @@ __all__ = ["list_exports", "host_format"]
 _CHILD = r"""
 import json, sys
 import tvmffi_runtime as rt
+from tvmffi_runtime import reflection as R
+functions, types = set(R.list_global_functions()), set(R.list_type_keys())
 mod = rt.Module.load_from_file(sys.argv[1])
 out = {}
 for name in json.loads(sys.argv[2]):
     out[name] = [mod.function_metadata_json(name), mod.function_doc(name)]
-print(json.dumps(out))
+registered = [len(set(R.list_global_functions()) - functions), len(set(R.list_type_keys()) - types)]
+print(json.dumps({"exports": out, "registered": registered}))
 """
+
+
+@dataclass
+class _Loaded:
+    """What loading the library in a child process read: each export's metadata and doc, and
+    how many global functions and types its loading added to the registry."""
+
+    values: dict[str, list[str | None]] = field(default_factory=dict)
+    functions: int = 0
+    types: int = 0
 
 
 def host_format(platform: str | None = None) -> str:
@@ -40,26 +54,41 @@ def host_format(platform: str | None = None) -> str:
     return "Mach-O" if platform == "darwin" else "PE" if platform in ("win32", "cygwin") else "ELF"
 
 
-def _read_metadata(path: str, exports: Exports, timeout: float) -> tuple[dict[str, list[str | None]], str | None]:
-    wanted = [f.name for f in exports.functions if f.has_metadata or f.has_doc]
-    if not wanted:
-        return {}, None
+def _load(path: str, exports: Exports, timeout: float) -> tuple[_Loaded, str | None]:
+    """Load the library in a child process (only one of this platform's format): what it read,
+    or why it was not read."""
     family = "PE" if exports.format.startswith("PE") else exports.format.split()[0]
     if family != host_format():
-        return {}, f"a {exports.format} library is not loaded on {sys.platform}"
+        return _Loaded(), f"a {exports.format} library is not loaded on {sys.platform}"
+    wanted = [f.name for f in exports.functions if f.has_metadata or f.has_doc]
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _CHILD, path, json.dumps(wanted)], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return {}, f"loading it took more than {timeout:g} s"
+        return _Loaded(), f"loading it took more than {timeout:g} s"
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        return {}, f"loading it failed: {last}"
+        return _Loaded(), f"loading it failed: {last}"
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1]), None
-    except (ValueError, IndexError):
-        return {}, "loading it printed no metadata"
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        functions, types = data["registered"]
+        return _Loaded(data["exports"], functions, types), None
+    except (ValueError, IndexError, KeyError, TypeError):
+        return _Loaded(), "loading it printed no metadata"
+
+
+def _registry_note(path: str, loaded: _Loaded) -> str | None:
+    """A line saying what the library registers, which are not exports and not listed."""
+    if not (loaded.functions or loaded.types):
+        return None
+    plural = "" if loaded.functions == 1 else "s"
+    types = f" and {loaded.types} type{'' if loaded.types == 1 else 's'}" if loaded.types else ""
+    return (
+        f"(not exports, so not listed: loading it registers {loaded.functions} global function{plural}{types}"
+        f" in the TVM FFI registry; tvmffi-gen {path} -o OUT generates them, --save-snapshot FILE"
+        " saves them as JSON)"
+    )
 
 
 def _schema(metadata: str | None) -> str:
@@ -78,18 +107,21 @@ def list_exports(path: str, out: TextIO, timeout: float = 60.0) -> None:
     exports = read_exports(path)
     count = len(exports.functions)
     print(f"{path}: {exports.format}, {count} exported TVM FFI function{'' if count == 1 else 's'}", file=out)
-    values, why_not = _read_metadata(path, exports, timeout)
+    loaded, why_not = _load(path, exports, timeout)
     for fn in exports.functions:
         fields = [fn.name]
-        if fn.name in values:
-            metadata, doc = values[fn.name]
+        if fn.name in loaded.values:
+            metadata, doc = loaded.values[fn.name]
             fields.append(_schema(metadata))
             fields.append((doc or "").strip().split("\n", 1)[0])
         else:
             fields += [m for m, has in (("[metadata]", fn.has_metadata), ("[doc]", fn.has_doc)) if has]
         print("\t".join(fields).rstrip("\t"), file=out)
     if why_not:
-        print(f"(type schemas and docs not read: {why_not})", file=out)
+        print(f"(type schemas, docs and registry not read: {why_not})", file=out)
+    note = _registry_note(path, loaded)
+    if note is not None:
+        print(note, file=out)
 
 
 def main_list_exports(path: str, timeout: float) -> int:

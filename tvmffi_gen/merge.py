@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .api_changes import NameUse, names_used
 from .bindings import bound_names, listed_names, star_imported, used_names
 from .member_keys import (
     code_of,
@@ -63,22 +64,26 @@ class UserImport:
 @dataclass
 class Merged:
     """The result of a merge: the text, how many user members it kept, the generated
-    members the user had edited (kept or overwritten, per the policy) and the ``from`` imports
-    in the user code it kept."""
+    members the user had edited (kept or overwritten, per the policy), the ``from`` imports
+    in the user code it kept and the names that code uses (with their lines in ``text``)."""
 
     text: str
     kept: int
     edits: list[str]
     imports: list[UserImport] = field(default_factory=list)
+    uses: list[NameUse] = field(default_factory=list)
 
 
 class MergeConflict(RuntimeError):
-    """User code that regeneration cannot keep without a decision from the user."""
+    """User code that regeneration cannot keep without a decision from the user: ``problems``
+    where it clashes with what the library now registers, ``edits`` where the user edited a
+    member the generator wrote (refused unless the run chose an edit policy)."""
 
-    def __init__(self, path: str, problems: list[str]) -> None:
+    def __init__(self, path: str, problems: list[str], edits: list[str] | None = None) -> None:
         self.path = path
         self.problems = problems
-        super().__init__(f"{path}: " + "; ".join(problems))
+        self.edits = edits or []
+        super().__init__(f"{path}: " + "; ".join([*problems, *self.edits]))
 
 
 def _parsed(node: cst.CSTNode) -> ast.Module:
@@ -109,6 +114,8 @@ class _Merge:
     #: member keys the generator wrote last time -> fingerprint ("" when not recorded)
     generated: dict[str, str]
     problems: list[str] = field(default_factory=list)
+    #: generated members the user edited, refused under the "refuse" policy (said as problems)
+    refused_edits: list[str] = field(default_factory=list)
     kept: int = 0
     policy: str = "refuse"
     edits: list[str] = field(default_factory=list)
@@ -184,11 +191,13 @@ class _Merge:
             return False  # the user's edit is what the generator writes now
         what = f"{describe(key)} in {where}"
         if self.policy == "refuse":
-            gone = "" if index >= 0 else " (no longer generated)"
-            self.problems.append(
-                f"you edited the generated {what}{gone}; regeneration would replace it: pass"
-                " --keep-edits to keep your version or --overwrite-edits to replace it"
-            )
+            if index < 0:
+                library = "the library no longer has it"
+            elif cst_fingerprint(out[index]) == recorded:
+                library = "the library did not change it"
+            else:
+                library = "the library changed it too"
+            self.refused_edits.append(f"you edited the generated {what} ({library})")
             return False
         self.edits.append(what)
         if self.policy == "keep":
@@ -197,6 +206,24 @@ class _Merge:
             out[index] = node
             self.kept_code.append((where, key, node))
         return False
+
+    def edits_in_gone_class(self, name: str, user_body: Sequence[cst.CSTNode]) -> None:
+        """Generated members the user edited in class ``name``, whose type left the library: an
+        edit refused (the default), listed as replaced (``overwrite``: they go with the class), or
+        a problem (``keep``: a member cannot stay in a class that is gone)."""
+        for node, key in zip(user_body, statement_keys(user_body), strict=True):
+            recorded = self.generated.get(f"{name}::{key}")
+            if not recorded or fingerprint_matches(node, recorded):
+                continue
+            what = f"{describe(key)} in class {name}"
+            if self.policy == "refuse":
+                self.refused_edits.append(f"you edited the generated {what} (the library no longer has it)")
+            elif self.policy == "overwrite":
+                self.edits.append(what)
+            else:
+                self.problems.append(
+                    f"you edited the generated {what}, but its type left the library: move your version elsewhere"
+                )
 
     def check_uses(self, module_body: Sequence[cst.CSTNode]) -> None:
         """A problem for each piece of user code kept that uses a module-level name the
@@ -281,6 +308,25 @@ def _user_imports(kept: list[tuple[str, str, cst.CSTNode]]) -> list[UserImport]:
     return out
 
 
+def _names_used_by(module: cst.Module, kept: list[tuple[str, str, cst.CSTNode]]) -> list[NameUse]:
+    """The names the kept user code uses, each with its line in the merged ``module`` (so a
+    warning about one points at the line the user sees)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    if not kept:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out: list[NameUse] = []
+    for where, _key, node in kept:
+        decorators: Sequence[cst.Decorator] = getattr(node, "decorators", ())
+        first_line = positions[decorators[0] if decorators else node].start.line
+        bare = node.with_changes(leading_lines=[]) if hasattr(node, "leading_lines") else node
+        owner = where.removeprefix("class ") if where.startswith("class ") else ""
+        out += names_used(ast.parse(cst.Module(body=[]).code_for_node(bare)), first_line, owner)
+    return out
+
+
 def merge_source(
     path: str, current: str, generated_keys: list[str], new_text: str, edit_policy: str = "refuse"
 ) -> Merged:
@@ -326,6 +372,7 @@ def merge_source(
                     f" your code ({', '.join(statement_key(m).split(' @')[0] for m in user_members)});"
                     " move it elsewhere"
                 )
+            merge.edits_in_gone_class(name, user_body)
             continue
         new_cls = new_classes[name]
         body = merge.members(name, _body(user_cls), _body(new_cls))
@@ -338,10 +385,11 @@ def merge_source(
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
     body = merge.with_user_all(merge.members("", list(user_mod.body), module_body))
     merge.check_uses(body)
-    if merge.problems:
-        raise MergeConflict(path, merge.problems)
+    if merge.problems or merge.refused_edits:
+        raise MergeConflict(path, merge.problems, merge.refused_edits)
     # the user's indentation and line ends for the whole file: what they keep is laid out so
     merged = new_mod.with_changes(
         body=body, default_indent=user_mod.default_indent, default_newline=user_mod.default_newline
     )
-    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code))
+    uses = _names_used_by(merged, merge.kept_code)
+    return Merged(merged.code, merge.kept, list(merge.edits), _user_imports(merge.kept_code), uses)

@@ -9,6 +9,7 @@ the previous output as it was.
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import concurrent.futures.process
 import contextlib
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from .api_changes import ApiChange, NameUse, StaleUse, api_changes, module_api, names_used, stale_uses
 from .bindings import module_names
 from .member_keys import fingerprints_current, generated_names, member_keys, text_hash
 from .merge import MergeConflict, UserImport, merge_source
@@ -47,6 +49,10 @@ class Plan:
     orphaned: list[str] = field(default_factory=list)
     #: generated members the user had edited, kept or overwritten per the edit policy: (file, member)
     edits: list[tuple[str, str]] = field(default_factory=list)
+    #: what changed in the package's API since the last run (None: the last run recorded none)
+    api_changes: list[ApiChange] | None = None
+    #: places in the user's code in the package that name something the library no longer has
+    stale_uses: list[StaleUse] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -80,46 +86,66 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _all_member_keys(texts: list[str]) -> list[list[str]]:
-    """``member_keys`` of each text; large batches are parsed in worker processes.
+def _file_record(item: tuple[str, str]) -> dict[str, Any]:
+    """What the manifest records of one generated file (``item``: its path and text): its hash,
+    its members' keys and fingerprints, and its API (``api_changes.module_api``)."""
+    rel, text = item
+    return {"hash": text_hash(text), "members": member_keys(text), "api": module_api(rel, text)}
+
+
+def _parsed_records(items: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``_file_record`` of each file; large batches are parsed in worker processes.
 
     Only where that is safe: fork is available, this process has no other threads (a forked
     child could inherit a held lock) and is not itself a daemonic worker. Any failure of the
     pool (a worker killed, say) falls back to parsing here.
     """
-    workers = min(len(texts), _usable_cpus())
+    workers = min(len(items), _usable_cpus())
     if (
         workers < 2
-        or sum(map(len, texts)) < _PARALLEL_PARSE_BYTES
+        or sum(len(text) for _, text in items) < _PARALLEL_PARSE_BYTES
         or threading.active_count() > 1
         or multiprocessing.current_process().daemon
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return [member_keys(t) for t in texts]
+        return [_file_record(item) for item in items]
     try:
         ctx = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            return list(pool.map(member_keys, texts))
+            return list(pool.map(_file_record, items))
     except (concurrent.futures.process.BrokenProcessPool, OSError):
-        return [member_keys(t) for t in texts]
+        return [_file_record(item) for item in items]
 
 
-def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, Any]) -> str:
-    generated: dict[str, Any] = {}
+def _file_records(files: dict[str, str], previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``_file_record`` of each generated module; one unchanged since the last run (whose
+    record is of the current form) is taken from the manifest, not parsed again."""
+    records: dict[str, dict[str, Any]] = {}
     to_parse: list[tuple[str, str]] = []
     for rel, text in sorted(files.items()):
         if not rel.endswith(".py"):
             continue
-        digest = text_hash(text)
-        before = previous.get(rel)
-        if before is not None and before.get("hash") == digest and fingerprints_current(before.get("members", [])):
-            generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
+        before: dict[str, Any] = previous.get(rel) or {}
+        current = fingerprints_current(before.get("members", [])) and isinstance(before.get("api"), dict)
+        if current and before.get("hash") == text_hash(text):
+            records[rel] = {"hash": before["hash"], "members": before["members"], "api": before["api"]}
         else:
-            to_parse.append((rel, digest))
-    texts = [files[rel] for rel, _ in to_parse]
-    for (rel, digest), keys in zip(to_parse, _all_member_keys(texts), strict=True):
-        generated[rel] = {"hash": digest, "members": keys}
-    data = {"generator": generator, "files": sorted(files), "generated": generated}
+            to_parse.append((rel, text))
+    for (rel, _), record in zip(to_parse, _parsed_records(to_parse), strict=True):
+        records[rel] = record
+    return records
+
+
+def _recorded_api(records: dict[str, Any]) -> dict[str, str] | None:
+    """The package's API as ``records`` give it (None when one of them has none: a manifest
+    written before API records)."""
+    if not records or not all(isinstance(entry.get("api"), dict) for entry in records.values()):
+        return None
+    return {name: kind for entry in records.values() for name, kind in entry["api"].items()}
+
+
+def _manifest_text(files: dict[str, str], generator: str, records: dict[str, dict[str, Any]]) -> str:
+    data = {"generator": generator, "files": sorted(files), "generated": dict(sorted(records.items()))}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
@@ -148,7 +174,9 @@ def plan_output(
     final = dict(files)
     plan = Plan(root, final, previous=previous_files)
     conflicts: list[str] = []
+    edits: list[str] = []
     user_imports: dict[str, list[UserImport]] = {}
+    user_uses: dict[str, list[NameUse]] = {}
     on_disk = {rel: _read_text(root / rel) for rel in [*files, MANIFEST]}  # each file read once
     for rel, text in sorted(files.items()):
         target = root / rel
@@ -162,25 +190,64 @@ def plan_output(
             merged = merge_source(str(target), current, list(before.get("members", [])), text, edit_policy)
         except MergeConflict as exc:
             conflicts += [f"{exc.path}: {p}" for p in exc.problems]
+            edits += [f"{exc.path}: {e}" for e in exc.edits]
             continue
         final[rel] = merged.text
         plan.merged[rel] = merged.kept
         user_imports[rel] = merged.imports
+        user_uses[rel] = merged.uses
         plan.edits += [(str(target), what) for what in merged.edits]
     _plan_removals(plan, files, previous_gen)
     targets = ImportTargets(final, plan.removed, previous_gen, package)
     for rel, imports in sorted(user_imports.items()):
         conflicts += [f"{root / rel}: {p}" for imp in imports for p in targets.stale(rel, imp)]
-    if conflicts:
-        raise OutputError(
-            "your code conflicts with what the library now registers (nothing was written):\n  "
-            + "\n  ".join(conflicts)
-        )
-    final[MANIFEST] = _manifest_text(files, generator, previous_gen)
+    if conflicts or edits:
+        raise OutputError(_refusal(conflicts, edits))
+    records = _file_records(files, previous_gen)
+    _plan_api_report(plan, _recorded_api(records), _recorded_api(previous_gen), user_uses)
+    final[MANIFEST] = _manifest_text(files, generator, records)
     for rel, text in sorted(final.items()):
         if on_disk[rel] != text:
             plan.changed.append(rel)
     return plan
+
+
+def _refusal(conflicts: list[str], edits: list[str]) -> str:
+    """Why a run wrote nothing: the user's code that clashes with what the library now
+    registers, and the generated members the user edited (a decision only they can make)."""
+    parts: list[str] = []
+    if conflicts:
+        parts.append("your code conflicts with what the library now registers:\n  " + "\n  ".join(conflicts))
+    if edits:
+        parts.append(
+            "you edited code the generator wrote, which regeneration replaces: pass --keep-edits to"
+            " keep your versions or --overwrite-edits to replace them:\n  " + "\n  ".join(edits)
+        )
+    return "\n".join(parts) + "\n(nothing was written)"
+
+
+def _plan_api_report(
+    plan: Plan, after: dict[str, str] | None, before: dict[str, str] | None, user_uses: dict[str, list[NameUse]]
+) -> None:
+    """What changed in the API since the last run, and where the user's code in the package
+    names what was removed: in the files merged, and in files of theirs the run never wrote."""
+    if before is None or after is None:
+        return
+    plan.api_changes = api_changes(before, after)
+    if not any(c.change == "removed" for c in plan.api_changes):
+        return
+    uses = dict(user_uses)
+    ours = set(plan.files) | set(plan.previous)
+    for path in sorted(plan.root.rglob("*.py")) if plan.root.is_dir() else []:
+        rel = path.relative_to(plan.root).as_posix()
+        text = _read_text(path) if rel not in ours else None
+        if text is not None:
+            try:
+                uses[rel] = names_used(ast.parse(text))
+            except SyntaxError:
+                continue
+    for rel, found in sorted(uses.items()):
+        plan.stale_uses += stale_uses(rel, found, plan.api_changes, after)
 
 
 def _plan_removals(plan: Plan, files: dict[str, str], previous_gen: dict[str, Any]) -> None:

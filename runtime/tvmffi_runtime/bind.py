@@ -288,9 +288,14 @@ def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:
 
     actual = {f.name: f.offset for f in type_info(index).fields}
     for name, offset in offsets.items():
-        if actual.get(name) != offset:
+        if name not in actual:
             raise ImportError(
-                f"field {type_key}.{name} moved (offset {actual.get(name)}, generated for"
+                f"field {type_key}.{name} no longer exists in the library; the generated package"
+                " is out of date (regenerate it)"
+            )
+        if actual[name] != offset:
+            raise ImportError(
+                f"field {type_key}.{name} moved (offset {actual[name]}, generated for"
                 f" {offset}); the generated package is out of date (regenerate it)"
             )
 

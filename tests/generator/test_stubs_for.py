@@ -214,6 +214,8 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
 
 def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
     _, out, proc = stubs
+    # the package's own classes are counted, not tvm_ffi's
+    assert ", 6 registered classes, " in proc.stdout, proc.stdout
     nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
     # Python's own method, with its own annotations; a stub gives no default's value
     assert "def describe(self, verbose: bool = ...) -> str: ..." in nodes
@@ -290,6 +292,7 @@ def test_check_reports_up_to_date_then_a_change(stubs: tuple[Path, Path, subproc
     args = ["--stubs-for", "tinyir_py", "-o", str(out), "--project", "--check"]
     same = _gen(args, _env([src]), out)
     assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout == f"{out}: the stubs of tinyir_py are up to date\n"
     copy = out.parent / "check_copy"
     shutil.copytree(out, copy)
     stub = copy / "tinyir_py-stubs" / "nodes.pyi"

@@ -89,7 +89,11 @@ def run_stubs(
     counts = ", ".join(
         [
             counted(len(result.data["modules"]), "module"),
-            counted(len(result.data["classes"]), "registered class", "registered classes"),
+            counted(
+                sum(c["module"].split(".")[0] == package.split(".")[0] for c in result.data["classes"].values()),
+                "registered class",
+                "registered classes",
+            ),
             counted(len(result.data["failed"]), "module") + " not covered",
         ]
     )
