@@ -8,7 +8,7 @@ and writing object memory at reflected offsets, or the registry's accessors).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _errors
 from ._backend import backend
@@ -68,11 +68,12 @@ def _naming_field(exc: BaseException, qualname: str) -> BaseException:
     return naming_field(qualname, exc)
 
 
-class ReadOnlyField(Generic[_G]):
-    """The type of a field of a generated class read straight from object memory at its
-    reflected offset: generated classes annotate fields with it (and :class:`Field`). At run
-    time the descriptor is the backend's ``Field`` (``_accel.Field`` or ``_pure.fields.Field``,
-    the same behaviour and messages), made by :func:`register` from :func:`field`.
+class FieldView(Generic[_G]):
+    """What both field annotations share: a field of a generated class read straight from object
+    memory at its reflected offset, as ``_G``. Generated classes annotate fields with
+    :class:`ReadOnlyField` or :class:`Field`; at run time the descriptor is the backend's
+    ``Field`` (``_accel.Field`` or ``_pure.fields.Field``, the same behaviour and messages), made
+    by :func:`register` from :func:`field`.
     """
 
     __slots__ = ()
@@ -87,15 +88,22 @@ class ReadOnlyField(Generic[_G]):
         # value too; at run time it is the descriptor.)
         def __get__(self, obj: object, owner: Any = None) -> _G: ...
 
-        # Read-only to the type checker: nothing can be assigned, even where the class has no
-        # __slots__ (a user's subclass), as at run time. Generated classes also declare these
-        # fields Final, so both checkers word the error as an assignment to a read-only name.
-        def __set__(self, obj: Object, value: NoReturn) -> None: ...
+
+class ReadOnlyField(FieldView[_G]):
+    """The type of a read-only field. Generated classes declare such fields ``Final``, which is
+    what both checkers report at an assignment, in a user's subclass too."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+        # Accepts the value's type so that mypy reports an assignment once (to a Final name), not
+        # a second time as an incompatible value; being a data descriptor, pyright words the
+        # error as the Final name's.
+        def __set__(self, obj: Object, value: _G) -> None: ...
 
 
-class Field(ReadOnlyField[_G], Generic[_G, _S]):
-    """The type of a writable field: reads give ``_G``, writes take ``_S`` (see
-    :class:`ReadOnlyField`)."""
+class Field(FieldView[_G], Generic[_G, _S]):
+    """The type of a writable field: reads give ``_G``, writes take ``_S``."""
 
     __slots__ = ()
 

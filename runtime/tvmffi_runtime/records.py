@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar, get_args, get_origin
 
 from ._call import Function, _kwargs_marker
-from ._fields import ReadOnlyField
+from ._fields import FieldView
 from ._object import Object, type_key_to_index
 
 __all__ = ["FieldDescription", "fields", "replace", "KEEP", "replace_method"]
@@ -115,7 +115,7 @@ def _read_type(annotation: Any) -> Any:
     if get_origin(annotation) is Final:
         annotation = get_args(annotation)[0]
     origin = get_origin(annotation)
-    if isinstance(origin, type) and issubclass(origin, ReadOnlyField):
+    if isinstance(origin, type) and issubclass(origin, FieldView):
         return get_args(annotation)[0]
     return annotation
 
