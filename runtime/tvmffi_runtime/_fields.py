@@ -8,7 +8,7 @@ and writing object memory at reflected offsets, or the registry's accessors).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, cast
 
 from . import _errors
 from ._backend import backend
@@ -104,7 +104,7 @@ class Field(ReadOnlyField[_G], Generic[_G, _S]):
         def __set__(self, obj: Object, value: _S) -> None: ...
 
 
-def field(kind: str, offset: int, *, write: str | None = None, name: str | None = None) -> Any:
+def field(kind: str, offset: int, *, write: str | None = None, name: str | None = None) -> Field[Any, Any]:
     """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
     ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
@@ -116,7 +116,8 @@ def field(kind: str, offset: int, *, write: str | None = None, name: str | None 
     """
     if not isinstance(kind, str) or not isinstance(offset, int):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"field(kind, offset): expected (str, int), got {_arg_types((kind, offset))}")
-    return UnboundField(kind, offset, write, name)
+    # typed as what register makes of it, so a class body's annotation (Field[int, int], ...) holds
+    return cast("Field[Any, Any]", UnboundField(kind, offset, write, name))
 
 
 def _arg_types(args: tuple[object, ...]) -> str:
@@ -136,11 +137,11 @@ def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | 
     return backend.Field(qualname, kind, offset, setter, _field_doc)
 
 
-def registry_field(write: bool = False, name: str | None = None) -> Any:
+def registry_field(write: bool = False, name: str | None = None) -> Field[Any, Any]:
     """A field read (and, with ``write``, written) through the registry's accessors: for fields
     whose layout is not read from memory (Optional, Device, DataType, variants, ...). Bound by
     :func:`register` like :func:`field`."""
-    return UnboundField(None, None, "registry" if write else None, name)
+    return cast("Field[Any, Any]", UnboundField(None, None, "registry" if write else None, name))
 
 
 class RegistryField(property):

@@ -14,7 +14,7 @@ import importlib
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from . import _call, _errors, _lib, _object, _platform
 from ._backend import backend
@@ -99,7 +99,9 @@ class _Missing:
         return "..."
 
 
-MISSING: Any = _Missing()
+#: the default of an auto-init parameter whose native default has no Python literal: typed as the
+#: bottom type, which every parameter's type accepts (see records.KEEP)
+MISSING: NoReturn = cast("NoReturn", _Missing())
 
 
 def _init_entry(type_key: str) -> tuple[int, str]:

@@ -50,7 +50,6 @@ _TVM_FFI_WRAPPER = (
     "a tvm_ffi wrapper whose class tvm_ffi picks at run time"
     " (tvm_ffi.Object, Function, Tensor, container, or Shape, a tuple)"
 )
-_DECLARATION = "a class-body declaration: the annotation it is assigned to types it"
 _GRADUAL = (
     "(*args: Any, **kwargs: Any) is the gradual signature every producer's own __dlpack__ keywords match"
     " (typed ones would not)"
@@ -69,8 +68,6 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.structural_eq:StructuralKey.key:return": _NATIVE
     + "; the wrapped value came back through the FFI (a list is an Array now)",
     "tvmffi_runtime.structural:VisitInterrupt.value:return": _NATIVE + "; the payload came back through the FFI",
-    "tvmffi_runtime.structural:structural_map:return": _NATIVE + "; the handlers decide what the root becomes",
-    "tvmffi_runtime.structural:structural_mutate:return": _NATIVE + "; the callbacks decide what the root becomes",
     "tvmffi_runtime.structural:MutateContext.mutate:return": _NATIVE + "; the mutated child",
     "tvmffi_runtime.structural:MutateContext.default_mutate:return": _NATIVE + "; the mutated value",
     "tvmffi_runtime.structural:MutateContext.default_maybe_inplace_mutate:return": _NATIVE + "; the mutated value",
@@ -99,8 +96,6 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime._call:Function.__call__:return": _NATIVE,
     "tvmffi_runtime._functions:GlobalFunction.__call__:return": _NATIVE,
     "tvmffi_runtime._fields:FieldAccess.get:return": _NATIVE,
-    "tvmffi_runtime._fields:field:return": _DECLARATION,
-    "tvmffi_runtime._fields:registry_field:return": _DECLARATION,
     "tvmffi_runtime.bind:enum_entry:return": "a class attribute typed by the generated Enum class's annotation",
     # protocols and overridable hooks
     "tvmffi_runtime:DLPackExporter.__dlpack__:args": _GRADUAL,
