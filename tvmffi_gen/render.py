@@ -305,7 +305,6 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
-    uses_missing = any(p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params)
     text = env.get_template("module.py.jinja").render(
         pkg=pkg,
         mod=mod,
@@ -318,8 +317,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         replace_signature=functools.partial(_replace_signature, pkg),
         line_ignore=line_ignore,
         result_doc=_result_doc,
-        uses_missing=uses_missing,
-        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
+        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
         mypy_disabled_codes=mypy_disabled_codes(mod),
         pyright_header=[_HEADER_MARK],
     )
@@ -353,7 +351,7 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
     return [group for group in groups if group]
 
 
-def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
+def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
     """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
     and the helpers above lay it out) and those the model recorded for its annotations and base
     classes."""
@@ -388,9 +386,7 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
         if fn.result is not None:
             aliases.add("_t")  # NamedTuple
             used += [annotation for _, annotation in fn.result.items]
-    if uses_missing:
-        aliases |= {"_t", "_bind"}
-    if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
+    if typing_block or mod.subpackages:  # the TYPE_CHECKING block
         aliases.add("_t")
     return aliases.union(*(annotation.aliases for annotation in used))
 
