@@ -97,7 +97,7 @@ def pyright_header(
     used = sorted(set(line_rules))
     if used:
         lines.append("# Rules only basedpyright has, which single lines turn off (a pyright ignore comment), and why:")
-    for rule in line_rules:
+    for rule in used:
         lines += textwrap.wrap(
             f"{rule}: {LINE_RULES[rule]}.", LINE_LENGTH, initial_indent="# ", subsequent_indent="#   "
         )

@@ -8,9 +8,9 @@
 # __init__:
 # pyright: reportMissingSuperCall=false
 # Rules only basedpyright has, which single lines turn off (a pyright ignore comment), and why:
+# reportAny: Where the registry types a value as any value (ffi Any), its annotation is Any.
 # reportUnannotatedClassAttribute: __match_args__ and __replace__ take their types from their
 #   values: the literal field names a class pattern reads, and the replace method.
-# reportAny: Where the registry types a value as any value (ffi Any), its annotation is Any.
 # reportUnusedParameter: The def of a native function or method declares its signature; its
 #   decorator puts the native call in its place, so the def's body reads no parameter.
 """Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
