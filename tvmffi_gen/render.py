@@ -172,7 +172,8 @@ def _replace_signature(pkg: PackageModel, cls: ClassModel) -> list[str]:
     assert cls.replace is not None
     items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
     lines = _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
-    return _ignoring(lines, cls.replace.params, reads=cls.replace.name in inherited_names(pkg, cls))
+    overrides = cls.replace.overrides or cls.replace.name in inherited_names(pkg, cls)
+    return _ignoring(lines, cls.replace.params, reads=overrides)
 
 
 def _ignoring(lines: list[str], params: list[Param], *, reads: bool, ret: str = "") -> list[str]:
@@ -237,7 +238,9 @@ def _init_body(cls: ClassModel) -> str:
 
 
 def _method_signature(pkg: PackageModel, cls: ClassModel, m: MethodModel) -> list[str]:
-    reads = _is_dunder(m.name) or m.name in inherited_names(pkg, cls)
+    # an override's parameters count as read (override_ignore: a base, maybe of a --use package,
+    # has a member of this name)
+    reads = _is_dunder(m.name) or m.override_ignore or m.name in inherited_names(pkg, cls)
     if not m.typed:
         items = ["*args: _t.Any"] if m.is_static else ["self", "*args: _t.Any"]
         lines = _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)

@@ -4,10 +4,12 @@ default mode and the strict ones, warnings included.
 The folder (under the system's temporary directory, outside the repository) holds what a user
 puts there: the generated testing package (``tvmffi-gen -o DIR``, the library apache-tvm-ffi
 ships), the two packages the docs' examples import (``exprpkg``, ``foldpkg``, from the C++
-fixtures) and every ``python`` block of docs/generated-packages.md, docs/apache-tvm.md and
-runtime/README.md as a script. One run of each checker over the whole folder must exit 0 with
-nothing reported: basedpyright with no configuration (its "recommended" defaults), pyright's
-default, ``mypy --strict`` and basedpyright strict (the mode set in a file outside the folder).
+fixtures), a package generated with ``--use`` over another (``derivedpkg`` over ``basepkg``,
+whose classes override the base package's), and every ``python`` block of
+docs/generated-packages.md, docs/apache-tvm.md and runtime/README.md as a script. One run of
+each checker over the whole folder must exit 0 with nothing reported: basedpyright with no
+configuration (its "recommended" defaults), pyright's default, ``mypy --strict`` and
+basedpyright strict (the mode set in a file outside the folder).
 """
 
 from __future__ import annotations
@@ -50,9 +52,24 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert main([str(build_expr_ir()), "-o", str(root / "exprpkg"), "-q"]) == 0
     fold_lib = build_shared("fold_ir", (ROOT / "tests" / "fixtures" / "fold_ir.cc").read_text())
     assert main([str(fold_lib), "-o", str(root / "foldpkg"), "-q"]) == 0
+    base_lib, derived_lib = _ext_fixture("ext_base"), _ext_fixture("ext_derived")
+    assert main([str(base_lib), "-o", str(root / "basepkg"), "-q"]) == 0
+    sys.path.insert(0, str(root))  # --use imports the base package
+    try:
+        used = ["--preload", str(base_lib), "--use", "basepkg"]
+        assert main([str(derived_lib), *used, "-o", str(root / "derivedpkg"), "-q"]) == 0
+    finally:
+        sys.path.remove(str(root))
     for name, source in doc_scripts().items():
         (root / name).write_text(source, encoding="utf-8")
     return root
+
+
+def _ext_fixture(name: str) -> Path:
+    """The --use fixtures' libraries (tests/e2e/test_extension.py builds the same)."""
+    fixtures = ROOT / "tests" / "fixtures"
+    header = (fixtures / "ext_base.h").read_text()
+    return build_shared(name, (fixtures / f"{name}.cc").read_text().replace('#include "ext_base.h"', header))
 
 
 def test_the_docs_have_examples() -> None:
