@@ -367,7 +367,7 @@ class ClassBodies:
             default = None
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
-                default = lit if lit is not None else "_ffi_MISSING"
+                default = lit if lit is not None else "_bind.NATIVE_DEFAULT"
                 if (
                     default == "None"
                     and annotation.text != ANY_ANNOTATION.text

@@ -30,12 +30,17 @@ from .model import (
 )
 from .suppressions import (
     VISITORS_RULES_OFF,
+    ignored_on_lines,
+    inherited_names,
+    line_ignore,
+    lines_ignoring,
     modules_on_import_cycles,
     mypy_disabled_codes,
+    parameter_rules,
     pyright_disabled_rules,
     pyright_header,
 )
-from .typemap import Annotation
+from .typemap import ANY_ANNOTATION, Annotation
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
@@ -75,13 +80,11 @@ def template_environment() -> jinja2.Environment:
         "init_signature": _init_signature,
         "init_doc": _init_doc,
         "init_body": _init_body,
-        "method_signature": _method_signature,
         "method_decorators": _method_decorators,
         "function_signature": _function_signature,
         "register_line": _register_line,
         "field_lines": _field_lines,
         "match_args_line": _match_args_line,
-        "replace_signature": _replace_signature,
         "replace_doc": _replace_doc,
         "q": q,
     }
@@ -160,14 +163,28 @@ def _match_args_line(cls: ClassModel) -> str:
     """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
     narrow what ``case C(x, y)`` captures to the fields' types."""
     assert cls.match_args is not None
-    lines = fit("__match_args__ = (", [q(n) for n in cls.match_args], ")", "    ", one_tuple=True)
+    comment = line_ignore(["reportUnannotatedClassAttribute"])
+    lines = fit("__match_args__ = (", [q(n) for n in cls.match_args], ")", "    ", one_tuple=True, comment=comment)
     return "\n".join(lines).strip()
 
 
-def _replace_signature(cls: ClassModel) -> list[str]:
+def _replace_signature(pkg: PackageModel, cls: ClassModel) -> list[str]:
     assert cls.replace is not None
     items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
-    return _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
+    lines = _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
+    overrides = cls.replace.overrides or cls.replace.name in inherited_names(pkg, cls)
+    return _ignoring(lines, cls.replace.params, reads=overrides)
+
+
+def _ignoring(lines: list[str], params: list[Param], *, reads: bool, ret: str = "") -> list[str]:
+    """A def's lines with the basedpyright-only rules its parameters and result need off (see
+    ``suppressions.LINE_RULES``); ``reads``: its parameters count as read (an override)."""
+    marks = [(p.render(), parameter_rules(p.name, p.annotation, reads_parameters=reads)) for p in params]
+    return lines_ignoring(lines, marks, {"reportAny"} if ret == "_t.Any" else ())
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def _replace_doc(cls: ClassModel) -> str:
@@ -189,8 +206,9 @@ def _init_signature(cls: ClassModel) -> list[str]:
         return signature_lines("def __init__", ["self", "_never: _t.NoReturn", "/"], "None", "    ")
     params = cls.init.params
     if params and params[0].kind == "varargs":
-        return signature_lines("def __init__", ["self", "*args: _t.Any"], "None", "    ")
-    return signature_lines("def __init__", render_params(params, "self"), "None", "    ")
+        lines = signature_lines("def __init__", ["self", "*args: _t.Any"], "None", "    ")
+        return lines_ignoring(lines, [("*args: _t.Any", {"reportAny"})])
+    return _ignoring(signature_lines("def __init__", render_params(params, "self"), "None", "    "), params, reads=True)
 
 
 def _init_doc(cls: ClassModel) -> str:
@@ -219,13 +237,22 @@ def _init_body(cls: ClassModel) -> str:
     return "\n".join(fit_call_with_tuple("_bind.construct_auto(", ["self", q(key)], pairs, ")", " " * 8)).strip()
 
 
-def _method_signature(m: MethodModel) -> list[str]:
+def _method_signature(pkg: PackageModel, cls: ClassModel, m: MethodModel) -> list[str]:
+    # an override's parameters count as read (override_ignore: a base, maybe of a --use package,
+    # has a member of this name)
+    reads = _is_dunder(m.name) or m.override_ignore or m.name in inherited_names(pkg, cls)
     if not m.typed:
         items = ["*args: _t.Any"] if m.is_static else ["self", "*args: _t.Any"]
-        return _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)
-    return _sig(
+        lines = _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)
+        return _ignoring(lines, [_VARARGS], reads=reads, ret="_t.Any")
+    lines = _sig(
         f"def {m.name}", render_params(m.params, None if m.is_static else "self"), m.ret, "    ", m.override_ignore
     )
+    return _ignoring(lines, m.params, reads=reads, ret=m.ret)
+
+
+#: the parameters of a native function the registry gives no signature for
+_VARARGS = Param("args", ANY_ANNOTATION, None, "varargs")
 
 
 def _native_decorator(args: list[str], indent: str) -> list[str]:
@@ -241,8 +268,12 @@ def _method_decorators(cls: ClassModel, m: MethodModel) -> list[str]:
 
 def _function_signature(f: FunctionModel) -> list[str]:
     if not f.typed:
-        return signature_lines(f"def {f.name}", ["*args: _t.Any"], "_t.Any", "")
-    return signature_lines(f"def {f.name}", render_params(f.params), f.ret, "")
+        return _ignoring(
+            signature_lines(f"def {f.name}", ["*args: _t.Any"], "_t.Any", ""), [_VARARGS], reads=False, ret="_t.Any"
+        )
+    return _ignoring(
+        signature_lines(f"def {f.name}", render_params(f.params), f.ret, ""), f.params, reads=False, ret=f.ret
+    )
 
 
 def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
@@ -277,7 +308,6 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime += _used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
-    uses_missing = any(p.default == "_ffi_MISSING" for c in mod.classes if c.init for p in c.init.params)
     text = env.get_template("module.py.jinja").render(
         pkg=pkg,
         mod=mod,
@@ -286,13 +316,22 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         type_imports=typing_only,
         all_lines=all_lines,
         function_decorator=functools.partial(_function_decorator, pkg_name=pkg.name),
+        method_signature=functools.partial(_method_signature, pkg),
+        replace_signature=functools.partial(_replace_signature, pkg),
+        line_ignore=line_ignore,
         result_doc=_result_doc,
-        uses_missing=uses_missing,
-        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only), uses_missing)),
+        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
         mypy_disabled_codes=mypy_disabled_codes(mod),
-        pyright_header=pyright_header(pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))),
+        pyright_header=[_HEADER_MARK],
     )
-    return text
+    header = pyright_header(
+        pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg)), line_rules=ignored_on_lines(text)
+    )
+    return text.replace(_HEADER_MARK + "\n", "".join(line + "\n" for line in header), 1)
+
+
+#: where a module's pyright header goes, written once its lines (and so their ignores) are known
+_HEADER_MARK = "# <pyright header>"
 
 
 #: The standard imports a generated module may need, by the alias its code uses, in groups (a
@@ -315,7 +354,7 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
     return [group for group in groups if group]
 
 
-def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
+def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
     """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
     and the helpers above lay it out) and those the model recorded for its annotations and base
     classes."""
@@ -350,9 +389,7 @@ def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> 
         if fn.result is not None:
             aliases.add("_t")  # NamedTuple
             used += [annotation for _, annotation in fn.result.items]
-    if uses_missing:
-        aliases |= {"_t", "_bind"}
-    if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
+    if typing_block or mod.subpackages:  # the TYPE_CHECKING block
         aliases.add("_t")
     return aliases.union(*(annotation.aliases for annotation in used))
 
@@ -463,7 +500,7 @@ _BASES = [
         "Mapper",
         "_rt.MapperBase",
         "map_",
-        "_t.Any",
+        "object",
         "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.\n\n"
         "Each hook below stands for the default: it returns ``UNCHANGED``.",
     ),
@@ -471,7 +508,7 @@ _BASES = [
         "Mutator",
         "_rt.MutatorBase",
         "mutate_",
-        "_t.Any",
+        "object",
         "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
         "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
         "Use with ``structural_mutate``.\n\n"
@@ -505,7 +542,7 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
         namespaces.add(cls.namespace)
         hooks.append(_Hook(scope.claim(cls.snake), ref, ref))
     hooks.append(_Hook("object", "_rt.Object", "_rt.Object"))
-    hooks.append(_Hook("any", "object", "_t.Any"))
+    hooks.append(_Hook("any", "object", "object"))
     imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
     bases = _BASES
     if used:  # subclass the used packages' bases: their hooks dispatch here too

@@ -1,17 +1,26 @@
 """What generated modules turn off for type checkers, and why: the mypy error codes of a module's
-first-line comment, and the basedpyright default-mode rules its header turns off (each after the
-reason it states), decided from the package model."""
+first-line comment, the basedpyright default-mode rules its header turns off (each after the
+reason it states), and the basedpyright-only rules single lines turn off (the header states
+why), decided from the package model."""
 
 from __future__ import annotations
 
+import re
 import textwrap
+from collections.abc import Iterable
 
 from .layout import LINE_LENGTH
 from .model import ClassModel, ModuleModel, PackageModel
 
 __all__ = [
+    "LINE_RULES",
     "PYRIGHT_RULES_OFF",
     "VISITORS_RULES_OFF",
+    "inherited_names",
+    "line_ignore",
+    "ignored_on_lines",
+    "lines_ignoring",
+    "parameter_rules",
     "modules_on_import_cycles",
     "mypy_disabled_codes",
     "pyright_disabled_rules",
@@ -42,8 +51,7 @@ def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
 #: the reason a module that turns one off states for it. Only rules pyright itself has: a file's
 #: ``# pyright: rule=false`` naming a rule only basedpyright knows (``reportAny``,
 #: ``reportUnusedParameter``, ``reportUnannotatedClassAttribute``) is an error in pyright and
-#: Pylance, in every mode, so those stay on (warnings in basedpyright's default mode, see
-#: ``verify.BASEDPYRIGHT_ONLY_RULES``).
+#: Pylance, in every mode, so the lines they apply to turn those off (``LINE_RULES``).
 PYRIGHT_RULES_OFF = {
     "reportImplicitOverride": "Members override where the library's types do (typing.override needs Python 3.12)",
     "reportIncompatibleMethodOverride": "Methods override as the library's types do, also where"
@@ -62,15 +70,99 @@ VISITORS_RULES_OFF = {
 }
 
 
-def pyright_header(rules: list[str], reasons: dict[str, str] = PYRIGHT_RULES_OFF) -> list[str]:
-    """Comment lines turning ``rules`` (keys of ``reasons``) off, each after its reason."""
-    if not rules:
-        return []
-    lines = ["# basedpyright's default mode: rules that cannot apply to generated code, and why."]
+#: Rules only basedpyright has, which a generated line turns off with ``# pyright:
+#: ignore[rule]`` where it applies, and why (the module header states it once). A file-level
+#: ``# pyright: rule=false`` naming one of them is an error in pyright and Pylance, in every mode;
+#: a line's ignore comment naming a rule pyright does not know is not.
+LINE_RULES = {
+    "reportUnusedParameter": "The def of a native function or method declares its signature; its"
+    " decorator puts the native call in its place, so the def's body reads no parameter",
+    "reportAny": "Where the registry types a value as any value (ffi Any), its annotation is Any",
+    "reportUnannotatedClassAttribute": "__match_args__ and __replace__ take their types from"
+    " their values: the literal field names a class pattern reads, and the replace method",
+}
+
+
+def pyright_header(
+    rules: list[str], reasons: dict[str, str] = PYRIGHT_RULES_OFF, line_rules: Iterable[str] = ()
+) -> list[str]:
+    """Comment lines turning ``rules`` (keys of ``reasons``) off, each after its reason, then the
+    reasons for the ``line_rules`` (keys of ``LINE_RULES``) lines of the module turn off."""
+    lines: list[str] = []
+    if rules:
+        lines.append("# basedpyright's default mode: rules that cannot apply to generated code, and why.")
     for rule in rules:
         lines += textwrap.wrap(reasons[rule] + ":", LINE_LENGTH, initial_indent="# ", subsequent_indent="# ")
         lines.append(f"# pyright: {rule}=false")
+    used = sorted(set(line_rules))
+    if used:
+        lines.append("# Rules only basedpyright has, which single lines turn off (a pyright ignore comment), and why:")
+    for rule in used:
+        lines += textwrap.wrap(
+            f"{rule}: {LINE_RULES[rule]}.", LINE_LENGTH, initial_indent="# ", subsequent_indent="#   "
+        )
     return lines
+
+
+def ignored_on_lines(text: str) -> set[str]:
+    """The rules the lines of a generated module's ``text`` turn off (for its header)."""
+    found: list[str] = re.findall(r"  # pyright: ignore\[([^\]]*)\]", text)
+    return {rule.strip() for rules in found for rule in rules.split(",")}
+
+
+def line_ignore(rules: Iterable[str]) -> str:
+    """The trailing comment turning ``rules`` (keys of ``LINE_RULES``) off on one line, or ""."""
+    names = sorted(set(rules))
+    return f"  # pyright: ignore[{', '.join(names)}]" if names else ""
+
+
+def parameter_rules(name: str, annotation: str, *, reads_parameters: bool) -> set[str]:
+    """What basedpyright's default mode reports on a parameter of a generated def: an ``Any``
+    annotation, and (where the def is a stub whose parameters nothing reads: not a dunder, not an
+    override) a name that does not start with an underscore."""
+    rules: set[str] = {"reportAny"} if annotation == "_t.Any" else set()
+    if not reads_parameters and not name.startswith("_") and name not in ("self", "cls"):
+        rules.add("reportUnusedParameter")
+    return rules
+
+
+def lines_ignoring(lines: list[str], marks: list[tuple[str, set[str]]], first: Iterable[str] = ()) -> list[str]:
+    """``lines`` (a laid-out statement) with the ignore comment each needs: ``marks`` pairs an
+    item's text (a parameter as written) with the rules reported on it, in the order the items
+    are written; the rules of an item go to the line that holds it, ``first`` to the first line
+    (where a def's name is)."""
+    rules_by_line: list[set[str]] = [set() for _ in lines]
+    rules_by_line[0] |= set(first)
+    start = 0
+    for text, rules in marks:
+        pattern = re.compile(r"(?<![\w.])" + re.escape(text) + r"(?=[,)]|$)")
+        for i in range(start, len(lines)):
+            if pattern.search(lines[i].split("  #", 1)[0]):
+                rules_by_line[i] |= rules
+                start = i
+                break
+        else:
+            raise ValueError(f"lines_ignoring: {text!r} is not in {lines!r}")
+    return [line + line_ignore(rules) for line, rules in zip(lines, rules_by_line, strict=True)]
+
+
+def inherited_names(pkg: PackageModel, cls: ClassModel) -> set[str]:
+    """The member names a generated class's bases define (its ancestors' in the package, and the
+    runtime's ``Object``): basedpyright does not report unread parameters of a method that
+    overrides one of them."""
+    import tvmffi_runtime
+
+    names = set(dir(tvmffi_runtime.Object))
+    key = cls.base_key
+    while key is not None and key in pkg.classes:
+        base = pkg.classes[key]
+        names.update(f.name for f in base.fields)
+        names.update(m.name for m in base.methods)
+        names.update(py for py, _ in base.enum_entries)
+        if base.replace is not None:
+            names.add(base.replace.name)
+        key = base.base_key
+    return names
 
 
 def modules_on_import_cycles(pkg: PackageModel) -> set[tuple[str, ...]]:

@@ -90,15 +90,8 @@ def find_pyright() -> str | None:
 
 #: How pyright is configured: "strict" (``typeCheckingMode`` strict; errors count), or
 #: "default" (no mode set: the checker's own default, basedpyright's "recommended" with its many
-#: warnings; errors and warnings count, but for ``BASEDPYRIGHT_ONLY_RULES`` in the package).
+#: warnings; errors and warnings count, in the package as in your own files).
 PYRIGHT_MODES = ("strict", "default")
-
-#: Warnings of basedpyright's default mode that a generated package leaves on: its rules exist
-#: only in basedpyright, and a file-level ``# pyright: rule=false`` naming one is an error in
-#: pyright and Pylance (in every mode). Generated stubs have parameters they do not read, fields
-#: and enum entries are declared with ``Any``-typed descriptors, and ``__slots__`` and
-#: ``__match_args__`` are inferred. Not counted in the package; in your own files they count.
-BASEDPYRIGHT_ONLY_RULES = frozenset({"reportAny", "reportUnannotatedClassAttribute", "reportUnusedParameter"})
 
 
 def run_pyright(
@@ -142,12 +135,6 @@ def run_pyright(
     for diag in result.get("generalDiagnostics", []):
         severity = diag.get("severity")
         if severity not in reported:
-            continue
-        if (
-            severity == "warning"
-            and diag.get("rule") in BASEDPYRIGHT_ONLY_RULES
-            and Path(diag.get("file", "")).is_relative_to(package_dir)
-        ):
             continue
         start = diag.get("range", {}).get("start", {})
         rule = f"  [{diag['rule']}]" if diag.get("rule") else ""

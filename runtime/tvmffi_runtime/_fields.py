@@ -8,7 +8,7 @@ and writing object memory at reflected offsets, or the registry's accessors).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from . import _errors
 from ._backend import backend
@@ -112,7 +112,13 @@ class Field(FieldView[_G], Generic[_G, _S]):
         def __set__(self, obj: Object, value: _S) -> None: ...
 
 
-def field(kind: str, offset: int, *, write: str | None = None, name: str | None = None) -> Any:
+@overload
+def field(kind: str, offset: int, *, write: None = None, name: str | None = None) -> ReadOnlyField[Any]: ...
+@overload
+def field(kind: str, offset: int, *, write: str, name: str | None = None) -> Field[Any, Any]: ...
+def field(
+    kind: str, offset: int, *, write: str | None = None, name: str | None = None
+) -> ReadOnlyField[Any] | Field[Any, Any]:
     """A field read from object memory: ``field(kind, offset)`` in a generated class body.
 
     ``kind`` is the layout (``i64``, ``i32``, ``f64``, ``f32``, ``bool``, ``object``, ``any``) and
@@ -124,7 +130,8 @@ def field(kind: str, offset: int, *, write: str | None = None, name: str | None 
     """
     if not isinstance(kind, str) or not isinstance(offset, int):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"field(kind, offset): expected (str, int), got {_arg_types((kind, offset))}")
-    return UnboundField(kind, offset, write, name)
+    # typed as what register makes of it, so a class body's annotation (Field[int, int], ...) holds
+    return cast("ReadOnlyField[Any] | Field[Any, Any]", UnboundField(kind, offset, write, name))
 
 
 def _arg_types(args: tuple[object, ...]) -> str:
@@ -144,11 +151,15 @@ def _bound_field(type_key: str, name: str, kind: str, offset: int, write: str | 
     return backend.Field(qualname, kind, offset, setter, _field_doc)
 
 
-def registry_field(write: bool = False, name: str | None = None) -> Any:
+@overload
+def registry_field(write: Literal[False] = False, name: str | None = None) -> ReadOnlyField[Any]: ...
+@overload
+def registry_field(write: Literal[True], name: str | None = None) -> Field[Any, Any]: ...
+def registry_field(write: bool = False, name: str | None = None) -> ReadOnlyField[Any] | Field[Any, Any]:
     """A field read (and, with ``write``, written) through the registry's accessors: for fields
     whose layout is not read from memory (Optional, Device, DataType, variants, ...). Bound by
     :func:`register` like :func:`field`."""
-    return UnboundField(None, None, "registry" if write else None, name)
+    return cast("ReadOnlyField[Any] | Field[Any, Any]", UnboundField(None, None, "registry" if write else None, name))
 
 
 class RegistryField(property):

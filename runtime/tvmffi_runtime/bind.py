@@ -14,7 +14,7 @@ import importlib
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from . import _call, _errors, _lib, _object, _platform
 from ._backend import backend
@@ -58,7 +58,7 @@ API_LEVEL = 5
 __all__ = [
     "API_LEVEL",
     "IN_PLACE_FIELD_KINDS",
-    "MISSING",
+    "NATIVE_DEFAULT",
     "KEEP",
     "replace_method",
     "GlobalFunction",
@@ -87,7 +87,7 @@ __all__ = [
 ]
 
 
-class _Missing:
+class _NativeDefault:
     """Marks an argument the caller did not give: the native side applies the default.
 
     It shows as ``...`` (in ``inspect.signature``, ``help()``): a default the registry has but
@@ -99,7 +99,9 @@ class _Missing:
         return "..."
 
 
-MISSING: Any = _Missing()
+#: the default of an auto-init parameter whose native default has no Python literal: typed as the
+#: bottom type, which every parameter's type accepts (see records.KEEP)
+NATIVE_DEFAULT: NoReturn = cast("NoReturn", _NativeDefault())
 
 
 def _init_entry(type_key: str) -> tuple[int, str]:
@@ -124,10 +126,10 @@ def construct(self: Object, type_key: str, args: tuple[Any, ...]) -> None:
 
 def construct_auto(self: Object, type_key: str, named: tuple[tuple[str, Any], ...]) -> None:
     """Initialise ``self`` through reflected auto-init: every argument by name (KWARGS protocol);
-    arguments left as ``MISSING`` are not passed, so the native defaults apply."""
+    arguments left as ``NATIVE_DEFAULT`` are not passed, so the native defaults apply."""
     args: list[Any] = [_call._kwargs_marker()]
     for key, value in named:
-        if value is not MISSING:
+        if value is not NATIVE_DEFAULT:
             args.append(key)
             args.append(value)
     try:
@@ -268,8 +270,8 @@ _NO_CODE = (lambda: None).__code__
 
 
 def _omitted_arguments_are_not_sent(init: Any) -> None:
-    """Make an auto-init ``__init__`` pass ``MISSING`` for each argument the caller omits, so
-    ``construct_auto`` leaves it out and the native default applies (also where the library's
+    """Make an auto-init ``__init__`` pass ``NATIVE_DEFAULT`` for each argument the caller omits,
+    so ``construct_auto`` leaves it out and the native default applies (also where the library's
     default changed since generation). Its signature still shows the registry's defaults."""
     if not (init.__defaults__ or init.__kwdefaults__):
         return  # nothing to replace: the signature stays the def's own, read when asked for
@@ -277,9 +279,9 @@ def _omitted_arguments_are_not_sent(init: Any) -> None:
 
     init.__signature__ = inspect.signature(init)
     if init.__defaults__:
-        init.__defaults__ = (MISSING,) * len(init.__defaults__)
+        init.__defaults__ = (NATIVE_DEFAULT,) * len(init.__defaults__)
     if init.__kwdefaults__:
-        init.__kwdefaults__ = dict.fromkeys(init.__kwdefaults__, MISSING)
+        init.__kwdefaults__ = dict.fromkeys(init.__kwdefaults__, NATIVE_DEFAULT)
 
 
 def _check_offsets(type_key: str, index: int, offsets: dict[str, int]) -> None:

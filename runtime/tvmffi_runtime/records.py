@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar, get_args, get_origin
+from typing import Any, Final, NoReturn, TypeVar, cast, get_args, get_origin
 
 from ._call import Function, _kwargs_marker
 from ._fields import FieldView
@@ -167,8 +167,9 @@ class _Keep:
         return "..."  # what help() shows: "a: int = ..."
 
 
-#: the default of every parameter of a generated ``replace``
-KEEP: Any = _Keep()
+#: the default of every parameter of a generated ``replace``. Typed as the bottom type, which
+#: every parameter's type accepts (as ``Any`` would, without making the default an ``Any``)
+KEEP: NoReturn = cast("NoReturn", _Keep())
 
 
 def replace(obj: _O, /, **changes: object) -> _O:

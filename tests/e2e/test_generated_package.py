@@ -268,11 +268,12 @@ def test_exported_functions_of_the_testing_library() -> None:
 
 def test_lines_fit_the_line_length() -> None:
     # Generated code is formatted like hand-written code: no line over 99 characters (long
-    # annotations, field arguments, docstring lines and dict entries are broken out).
+    # annotations, field arguments, docstring lines and dict entries are broken out). A trailing
+    # pragma comment turning a checker's rule off on its line does not count, as in ruff's E501.
     long = [
         f"{path.relative_to(PKG.parent)}:{n}: {len(line)}"
         for path in sorted(PKG.rglob("*.py"))
         for n, line in enumerate(path.read_text().splitlines(), 1)
-        if len(line) > 99
+        if len(line.split("  # pyright: ignore[")[0]) > 99
     ]
     assert not long, long

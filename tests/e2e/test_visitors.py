@@ -143,7 +143,7 @@ def test_generated_bases_have_one_typed_hook_per_class(exprpkg: Path) -> None:
     ):
         assert f"def {hook}(" in text, hook
     # one line per default hook: its typed signature, the return type through the module's alias
-    assert "    def walk_var(self, node: _ffi_ns_exprir.Var) -> _Walked: ...\n" in text
+    assert "    def walk_var(self, _node: _ffi_ns_exprir.Var, /) -> _Walked: ...\n" in text
     assert '_Walked: _t.TypeAlias = "_rt.WalkResult | _rt.VisitInterrupt | None"\n' in text
     # the four bases share one table of the class each hook handles
     assert text.count('"var": _ffi_ns_exprir.Var,') == 1

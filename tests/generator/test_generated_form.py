@@ -177,7 +177,7 @@ def test_declared_hooks_are_the_default_behaviour(pure: bool) -> None:
         assert Mapper().map_test_int_pair(pair) is _rt.UNCHANGED
         assert getattr(Walker.walk_test_int_pair, "__structural_default__", False)
         sig = inspect.signature(Visitor.visit_test_int_pair)
-        assert str(sig) == "(self, node: '_ffi_ns_testing.TestIntPair') -> '_Visited'", sig
+        assert str(sig) == "(self, _node: '_ffi_ns_testing.TestIntPair', /) -> '_Visited'", sig
         assert Walker._hook_types["walk_test_int_pair"] is T.TestIntPair
 
         class Calls(Mutator):

@@ -214,7 +214,7 @@ NAMES = [
 
 #: Defaults a field of each schema can have in a real registry (a literal of its type, or None
 #: for a nullable reference); any other schema gets None or a non-literal default (``default_repr``,
-#: i.e. ``_ffi_MISSING`` in the signature).
+#: i.e. ``_bind.NATIVE_DEFAULT`` in the signature).
 TYPED_DEFAULTS: dict[Any, list[Any]] = {
     "int": [0, -3, 1 << 40, True, None], "float": [2.5, -0.0, 1, None], "bool": [True, False],
     "ffi.String": ["text", "ünï", 'q"uote', "", None], "Optional": [None], "Any": [None, 1, "s"],

@@ -7,6 +7,12 @@
 # Each __init__ builds its object with the type's native __ffi_init__, not with the base class's
 # __init__:
 # pyright: reportMissingSuperCall=false
+# Rules only basedpyright has, which single lines turn off (a pyright ignore comment), and why:
+# reportAny: Where the registry types a value as any value (ffi Any), its annotation is Any.
+# reportUnannotatedClassAttribute: __match_args__ and __replace__ take their types from their
+#   values: the literal field names a class pattern reads, and the replace method.
+# reportUnusedParameter: The def of a native function or method declares its signature; its
+#   decorator puts the native call in its place, so the def's body reads no parameter.
 """Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ __all__ = [
 class SchemaAllTypes(_rt.Object):
     """Registry type: ``testing.SchemaAllTypes``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
     """bool field. Registry field: ``testing.SchemaAllTypes.v_bool``."""
@@ -156,33 +162,34 @@ class SchemaAllTypes(_rt.Object):
     def replace(
         self,
         *,
-        v_bool: bool = _bind.KEEP,
-        v_int: int = _bind.KEEP,
-        v_float: float = _bind.KEEP,
-        v_device: _rt.Device = _bind.KEEP,
-        v_dtype: _rt.DataType | str = _bind.KEEP,
-        v_string: str = _bind.KEEP,
-        v_bytes: bytes = _bind.KEEP,
-        v_opt_int: int | None = _bind.KEEP,
-        v_opt_str: str | None = _bind.KEEP,
-        v_arr_int: _abc.Sequence[int] = _bind.KEEP,
-        v_arr_str: _abc.Sequence[str] = _bind.KEEP,
-        v_map_str_int: _abc.Mapping[str, int] = _bind.KEEP,
-        v_map_str_arr_int: _abc.Mapping[str, _abc.Sequence[int]] = _bind.KEEP,
-        v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _bind.KEEP,
-        v_opt_arr_variant: _abc.Sequence[int | str] | None = _bind.KEEP,
+        v_bool: bool = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_int: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_float: float = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_device: _rt.Device = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_dtype: _rt.DataType | str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_string: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_bytes: bytes = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_opt_int: int | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_opt_str: str | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_arr_int: _abc.Sequence[int] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_arr_str: _abc.Sequence[str] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_map_str_int: _abc.Mapping[str, int] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_map_str_arr_int: _abc.Mapping[str, _abc.Sequence[int]] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_opt_arr_variant: _abc.Sequence[int | str] | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> SchemaAllTypes:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCompare")
 class TestCompare(_rt.Object):
     """Registry type: ``testing.TestCompare``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCompare.key`` (read-only)."""
@@ -201,21 +208,22 @@ class TestCompare(_rt.Object):
     def replace(
         self,
         *,
-        key: int = _bind.KEEP,
-        name: str = _bind.KEEP,
-        ignored_field: int = _bind.KEEP,
+        key: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        name: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        ignored_field: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCompare:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
     """Registry type: ``testing.TestCustomCompare``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
@@ -228,18 +236,19 @@ class TestCustomCompare(_rt.Object):
         _bind.construct(self, "testing.TestCustomCompare", (_0, _1))
 
     @_bind.replace_method
-    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomCompare:
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomCompare:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCustomHash")
 class TestCustomHash(_rt.Object):
     """Registry type: ``testing.TestCustomHash``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
@@ -252,19 +261,20 @@ class TestCustomHash(_rt.Object):
         _bind.construct(self, "testing.TestCustomHash", (_0, _1))
 
     @_bind.replace_method
-    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomHash:
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomHash:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInit")
 class TestCxxAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInit``."""
 
-    __slots__ = ()
-    __match_args__ = ("a", "d")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("a", "d")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInit.a``."""
@@ -292,22 +302,23 @@ class TestCxxAutoInit(_rt.Object):
     def replace(
         self,
         *,
-        a: int = _bind.KEEP,
-        b: int = _bind.KEEP,
-        c: int = _bind.KEEP,
-        d: int = _bind.KEEP,
+        a: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        b: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        c: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        d: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInit:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
@@ -326,22 +337,23 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
     def replace(
         self,
         *,
-        x: int = _bind.KEEP,
-        y: int = _bind.KEEP,
-        z: int = _bind.KEEP,
+        x: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        y: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        z: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitAllInitOff:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInitKwOnlyDefaults")
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
 
-    __slots__ = ()
-    __match_args__ = ("p_required", "p_default")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("p_required", "p_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
@@ -382,24 +394,25 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     def replace(
         self,
         *,
-        p_required: int = _bind.KEEP,
-        p_default: int = _bind.KEEP,
-        k_required: int = _bind.KEEP,
-        k_default: int = _bind.KEEP,
-        hidden: int = _bind.KEEP,
+        p_required: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        p_default: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        k_required: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        k_default: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        hidden: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitKwOnlyDefaults:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
 
-    __slots__ = ()
-    __match_args__ = ("parent_required", "parent_default")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("parent_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
@@ -426,21 +439,22 @@ class TestCxxAutoInitParent(_rt.Object):
     def replace(
         self,
         *,
-        parent_required: int = _bind.KEEP,
-        parent_default: int = _bind.KEEP,
+        parent_required: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        parent_default: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitParent:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
 
-    __slots__ = ()
-    __match_args__ = ("x", "y")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("x", "y")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
@@ -453,19 +467,20 @@ class TestCxxAutoInitSimple(_rt.Object):
         _bind.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
     @_bind.replace_method
-    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxAutoInitSimple:
+    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxAutoInitSimple:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxClassBase")
 class TestCxxClassBase(_rt.Object):
     """Registry type: ``testing.TestCxxClassBase``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64", "v_i32")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassBase.v_i64``."""
@@ -485,19 +500,20 @@ class TestCxxClassBase(_rt.Object):
         )
 
     @_bind.replace_method
-    def replace(self, *, v_i64: int = _bind.KEEP, v_i32: int = _bind.KEEP) -> TestCxxClassBase:
+    def replace(self, *, v_i64: int = _bind.KEEP, v_i32: int = _bind.KEEP) -> TestCxxClassBase:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxClassHiddenField")
 class TestCxxClassHiddenField(_rt.Object):
     """Registry type: ``testing.TestCxxClassHiddenField``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64", "v_i32")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
@@ -520,21 +536,22 @@ class TestCxxClassHiddenField(_rt.Object):
     def replace(
         self,
         *,
-        v_i64: int = _bind.KEEP,
-        v_i32: int = _bind.KEEP,
+        v_i64: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_i32: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxClassHiddenField:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64",)
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
@@ -544,19 +561,20 @@ class TestCxxClassPolymorphic(_rt.Object):
         _bind.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
     @_bind.replace_method
-    def replace(self, *, v_i64: int = _bind.KEEP) -> TestCxxClassPolymorphic:
+    def replace(self, *, v_i64: int = _bind.KEEP) -> TestCxxClassPolymorphic:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxEnumHolder")
 class TestCxxEnumHolder(_rt.Object):
     """Registry type: ``testing.TestCxxEnumHolder``."""
 
-    __slots__ = ()
-    __match_args__ = ("priority", "opcode")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("priority", "opcode")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
         "object", 24, write="registry"
@@ -583,21 +601,22 @@ class TestCxxEnumHolder(_rt.Object):
     def replace(
         self,
         *,
-        priority: TestCxxIntEnum = _bind.KEEP,
-        opcode: TestCxxStrEnum = _bind.KEEP,
+        priority: TestCxxIntEnum = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        opcode: TestCxxStrEnum = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxEnumHolder:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
 
-    __slots__ = ()
-    __match_args__ = ("required_field",)
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("required_field",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
     required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxInitSubset.required_field``."""
@@ -622,21 +641,22 @@ class TestCxxInitSubset(_rt.Object):
     def replace(
         self,
         *,
-        required_field: int = _bind.KEEP,
-        optional_field: int = _bind.KEEP,
-        note: str = _bind.KEEP,
+        required_field: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        optional_field: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        note: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxInitSubset:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxKwOnly")
 class TestCxxKwOnly(_rt.Object):
     """Registry type: ``testing.TestCxxKwOnly``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxKwOnly.x``."""
@@ -674,22 +694,23 @@ class TestCxxKwOnly(_rt.Object):
     def replace(
         self,
         *,
-        x: int = _bind.KEEP,
-        y: int = _bind.KEEP,
-        z: int = _bind.KEEP,
-        w: int = _bind.KEEP,
+        x: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        y: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        z: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        w: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxKwOnly:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxNoAutoInit``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """Registry field: ``testing.TestCxxNoAutoInit.x``."""
@@ -702,19 +723,20 @@ class TestCxxNoAutoInit(_rt.Object):
         _bind.not_constructible(self, "testing.TestCxxNoAutoInit")
 
     @_bind.replace_method
-    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxNoAutoInit:
+    def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxNoAutoInit:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestDeepCopyEdges")
 class TestDeepCopyEdges(_rt.Object):
     """Registry type: ``testing.TestDeepCopyEdges``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_any", "v_obj")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_any", "v_obj")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
@@ -722,7 +744,7 @@ class TestDeepCopyEdges(_rt.Object):
     v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
     """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
-    def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:
+    def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:  # pyright: ignore[reportAny]
         """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
@@ -737,20 +759,21 @@ class TestDeepCopyEdges(_rt.Object):
     def replace(
         self,
         *,
-        v_any: _t.Any = _bind.KEEP,
-        v_obj: _rt.Object = _bind.KEEP,
+        v_any: _t.Any = _bind.KEEP,  # pyright: ignore[reportAny, reportUnusedParameter]
+        v_obj: _rt.Object = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestDeepCopyEdges:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
     """Registry type: ``testing.TestEqWithoutHash``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
@@ -763,18 +786,19 @@ class TestEqWithoutHash(_rt.Object):
         _bind.construct(self, "testing.TestEqWithoutHash", (_0, _1))
 
     @_bind.replace_method
-    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestEqWithoutHash:
+    def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestEqWithoutHash:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestFrozenCxx", constructible=False)
 class TestFrozenCxx(_rt.Object):
     """Registry type: ``testing.TestFrozenCxx``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -785,14 +809,15 @@ class TestFrozenCxx(_rt.Object):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestHash")
 class TestHash(_rt.Object):
     """Registry type: ``testing.TestHash``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestHash.key`` (read-only)."""
@@ -811,21 +836,22 @@ class TestHash(_rt.Object):
     def replace(
         self,
         *,
-        key: int = _bind.KEEP,
-        name: str = _bind.KEEP,
-        hash_ignored: int = _bind.KEEP,
+        key: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        name: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        hash_ignored: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestHash:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestIntPair")
 class TestIntPair(_rt.Object):
     """Registry type: ``testing.TestIntPair``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Field `a`. Registry field: ``testing.TestIntPair.a`` (read-only)."""
@@ -843,18 +869,19 @@ class TestIntPair(_rt.Object):
         ...
 
     @_bind.replace_method
-    def replace(self, *, a: int = _bind.KEEP, b: int = _bind.KEEP) -> TestIntPair:
+    def replace(self, *, a: int = _bind.KEEP, b: int = _bind.KEEP) -> TestIntPair:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
     """Registry type: ``testing.TestNonCopyable``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
@@ -864,19 +891,20 @@ class TestNonCopyable(_rt.Object):
         _bind.construct(self, "testing.TestNonCopyable", (_0,))
 
     @_bind.replace_method
-    def replace(self, *, value: int = _bind.KEEP) -> TestNonCopyable:
+    def replace(self, *, value: int = _bind.KEEP) -> TestNonCopyable:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestObjectBase")
 class TestObjectBase(_rt.Object):
     """Registry type: ``testing.TestObjectBase``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64", "v_f64", "v_str")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
     """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
@@ -913,22 +941,23 @@ class TestObjectBase(_rt.Object):
     def replace(
         self,
         *,
-        v_i64: int = _bind.KEEP,
-        v_f64: float = _bind.KEEP,
-        v_str: str = _bind.KEEP,
+        v_i64: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_f64: float = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        v_str: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestObjectBase:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
 
-    __slots__ = ()
-    __match_args__ = ("value", "optional_value")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("value", "optional_value")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
         "object", 24, write="registry"
@@ -959,20 +988,21 @@ class TestObjectPtrHolder(_rt.Object):
     def replace(
         self,
         *,
-        value: TestObjectBase = _bind.KEEP,
-        optional_value: TestObjectBase | None = _bind.KEEP,
+        value: TestObjectBase = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        optional_value: TestObjectBase | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestObjectPtrHolder:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestUnregisteredBaseObject")
 class TestUnregisteredBaseObject(_rt.Object):
     """Registry type: ``testing.TestUnregisteredBaseObject``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
@@ -993,18 +1023,19 @@ class TestUnregisteredBaseObject(_rt.Object):
         ...
 
     @_bind.replace_method
-    def replace(self, *, v1: int = _bind.KEEP) -> TestUnregisteredBaseObject:
+    def replace(self, *, v1: int = _bind.KEEP) -> TestUnregisteredBaseObject:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
     """Registry type: ``testing.TestVisitHook``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
     """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
@@ -1014,19 +1045,20 @@ class TestVisitHook(_rt.Object):
         _bind.not_constructible(self, "testing.TestVisitHook")
 
     @_bind.replace_method
-    def replace(self, *, child: _rt.Object = _bind.KEEP) -> TestVisitHook:
+    def replace(self, *, child: _rt.Object = _bind.KEEP) -> TestVisitHook:  # pyright: ignore[reportUnusedParameter]
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestVisitRegions")
 class TestVisitRegions(_rt.Object):
     """Registry type: ``testing.TestVisitRegions``."""
 
-    __slots__ = ()
-    __match_args__ = ("simple", "pattern", "ordinary")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("simple", "pattern", "ordinary")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
     """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
@@ -1058,22 +1090,23 @@ class TestVisitRegions(_rt.Object):
     def replace(
         self,
         *,
-        simple: int = _bind.KEEP,
-        pattern: int = _bind.KEEP,
-        ordinary: int = _bind.KEEP,
+        simple: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        pattern: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
+        ordinary: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestVisitRegions:
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxAutoInitChild")
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registry type: ``testing.TestCxxAutoInitChild``."""
 
-    __slots__ = ()
-    __match_args__ = ("parent_required", "child_required", "parent_default")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("parent_required", "child_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
     """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
@@ -1113,15 +1146,16 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
     """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
@@ -1160,17 +1194,18 @@ class TestCxxClassDerived(TestCxxClassBase):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestEnumVariant", constructible=False)
 class TestEnumVariant(_rt.Enum):
     """Registry type: ``testing.TestEnumVariant``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
-    Alpha: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Alpha")
-    Beta: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Beta")
+    Alpha: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Alpha")  # pyright: ignore[reportAny]
+    Beta: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Beta")  # pyright: ignore[reportAny]
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -1181,8 +1216,8 @@ class TestEnumVariant(_rt.Enum):
 class TestObjectDerived(TestObjectBase):
     """Registry type: ``testing.TestObjectDerived``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
         "object", 56, write="registry"
@@ -1228,14 +1263,15 @@ class TestObjectDerived(TestObjectBase):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registry type: ``testing.TestUnregisteredObject``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
     """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
@@ -1260,15 +1296,16 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxClassDerivedDerived")
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registry type: ``testing.TestCxxClassDerivedDerived``."""
 
-    __slots__ = ()
-    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")
+    __slots__: tuple[str, ...] = ()
+    __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
     """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
@@ -1313,14 +1350,15 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
         ...
 
-    __replace__ = replace
+    __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
+
 
 
 @_bind.register("testing.TestCxxIntEnum", constructible=False)
 class TestCxxIntEnum(_rt.IntEnum):
     """Registry type: ``testing.TestCxxIntEnum``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -1331,7 +1369,7 @@ class TestCxxIntEnum(_rt.IntEnum):
 class TestCxxStrEnum(_rt.StrEnum):
     """Registry type: ``testing.TestCxxStrEnum``."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no ``__ffi_init__``."""
@@ -1351,13 +1389,13 @@ def add_one(_0: _t.SupportsIndex, /) -> int:
 
 
 @_bind.registry_function("testing.apply")
-def apply(*args: _t.Any) -> _t.Any:
+def apply(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
     """Registry function: ``testing.apply``."""
     ...
 
 
 @_bind.registry_function("testing.echo")
-def echo(*args: _t.Any) -> _t.Any:
+def echo(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
     """Registry function: ``testing.echo``."""
     ...
 
@@ -1450,13 +1488,13 @@ def make_unregistered_object() -> _rt.Object:
 
 
 @_bind.registry_function("testing.make_visit_region_graph")
-def make_visit_region_graph(_0: bool, /) -> _t.Any:
+def make_visit_region_graph(_0: bool, /) -> _t.Any:  # pyright: ignore[reportAny]
     """Registry function: ``testing.make_visit_region_graph``."""
     ...
 
 
 @_bind.registry_function("testing.nop")
-def nop(*args: _t.Any) -> _t.Any:
+def nop(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
     """Registry function: ``testing.nop``."""
     ...
 
@@ -1491,7 +1529,7 @@ def schema_arr_map_opt(
 
 
 @_bind.registry_function("testing.schema_id_any")
-def schema_id_any(_0: _t.Any, /) -> _t.Any:
+def schema_id_any(_0: _t.Any, /) -> _t.Any:  # pyright: ignore[reportAny]
     """Registry function: ``testing.schema_id_any``."""
     ...
 
@@ -1689,7 +1727,7 @@ def schema_no_return(_0: _t.SupportsIndex, /) -> None:
 
 
 @_bind.registry_function("testing.schema_packed")
-def schema_packed(*args: _t.Any) -> _t.Any:
+def schema_packed(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
     """Registry function: ``testing.schema_packed``."""
     ...
 

@@ -348,7 +348,7 @@ def structural_map(
     order: WalkOrder | str = WalkOrder.POST_ORDER,
     *,
     policy: Policy | None = None,
-) -> Any:
+) -> object:
     """Map ``root`` in the engine with typed replacement handlers and return the result.
 
     ``mapper`` is a typed callable ``(value[, kind]) -> replacement``, a tuple of them (first
@@ -360,7 +360,8 @@ def structural_map(
     but its children are mapped. ``POST_ORDER``: children are mapped first and the handler's
     result is final. Keys of Map / Dict are never mapped. Copy-on-write unless the root is
     passed with :func:`move` (uniquely owned containers are then reused in place). Handlers
-    run at every occurrence (results are not cached).
+    run at every occurrence (results are not cached). The result is typed ``object``: a handler
+    may replace the root by any value, so narrow it (``isinstance``) before use.
     """
     _expect_base(mapper, MapperBase, "structural_map")
     check_graph(_unmove(root), "structural_map")
@@ -421,14 +422,15 @@ def _map_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _P
 # =============================================================================================
 def structural_mutate(
     root: object, mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = None
-) -> Any:
+) -> object:
     """Mutate ``root`` in the engine; matched callbacks own the mutation of their values.
 
     ``mutator`` is a :class:`MutatorBase` instance, a :class:`MutateCallbacks`, or handlers
     ``(value[, ctx])`` (first match wins). A callback returns the result for its value
     (``UNCHANGED`` keeps it) and recurses through its context; unmatched values get the default
     mutation with their current in-place permission. Copy-on-write unless ``root`` is passed
-    with :func:`move`. Returns the mutated value.
+    with :func:`move`. Returns the mutated value, typed ``object`` (a callback may return any
+    value for the root: narrow it before use).
     """
     _expect_base(mutator, MutatorBase, "structural_mutate")
     check_graph(_unmove(root), "structural_mutate")
