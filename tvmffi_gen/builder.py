@@ -265,10 +265,7 @@ class Builder:
             (mod.runtime_imports if runtime else mod.type_imports).add(cls.namespace)
         else:
             mod.type_imports.add(cls.namespace)
-        return f"{self.module_alias(cls.namespace)}.{cls.name}"
-
-    def module_alias(self, ns: Namespace) -> str:
-        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
+        return f"{self.modules[cls.namespace].alias}.{cls.name}"
 
     def used_ref(self, key: str, mod: ModuleModel) -> str:
         """The class of ``key`` in a ``--use`` package, imported by ``mod``."""

@@ -143,7 +143,6 @@ class ClassBodies:
         for member in members:
             if member.name in from_used:  # overrides a member we cannot compare: let mypy be
                 member.override_ignore = True
-        cls.pod_offsets = {f.reg_name: f.offset for f in cls.fields if f.kind}
 
     def _field(
         self,
@@ -183,7 +182,6 @@ class ClassBodies:
             kind=kind,
             write=write,
             offset=f.offset,
-            accessor=f"_ffi_field_{cls.name}_{name}",
             ref=ref,
             owner=t.type_key,
         )
@@ -269,7 +267,6 @@ class ClassBodies:
                             None,
                             None,
                             0,
-                            "",
                             ref=ref,
                             owner=anc,
                         )

@@ -98,7 +98,6 @@ class FieldModel:
     kind: FieldKind | None  # read from memory by ``_bind.field`` (None: ``_bind.registry_field``)
     write: FieldWrite | None  # None: read-only
     offset: int
-    accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
     ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
     owner: str = ""  # type key of the type that declares it (what its warnings name)
@@ -161,7 +160,6 @@ class ClassModel:
     enum_entries: list[tuple[str, str]] = field(default_factory=list)  # (py name, registry name)
     depth: int = 0
     snake: str = ""
-    pod_offsets: dict[str, int] = field(default_factory=dict)
     # field names in the constructor's positional order; None: no ``__match_args__`` line
     match_args: list[str] | None = None
     replace: ReplaceModel | None = None
@@ -217,6 +215,12 @@ class ModuleModel:
     def is_root(self) -> bool:
         return not self.namespace
 
+    @property
+    def alias(self) -> str:
+        """The name other generated modules import this one under: unique per module, and
+        never a name the naming rule hands out (it starts with ``_ffi``)."""
+        return "_ffi_ns_" + ("__".join(self.path) if self.namespace else "root_")
+
     def exported_names(self) -> list[str]:
         names = [c.name for c in self.classes] + [f.name for f in self.functions]
         names += [f.result.name for f in self.functions if f.result]
@@ -243,9 +247,6 @@ class PackageModel:
     @property
     def has_exports(self) -> bool:
         return any(f.exported for m in self.modules.values() for f in m.functions)
-
-    def module_alias(self, ns: Namespace) -> str:
-        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
 
     def header(self) -> str:
         return (

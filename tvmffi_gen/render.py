@@ -271,7 +271,7 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
 
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
-        return [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+        return [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += _used_imports(mod.used_imports)
@@ -501,12 +501,12 @@ def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
     namespaces: set[Namespace] = set()
     # most-derived first reads best; the engine orders by depth anyway
     for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
-        ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"
+        ref = f"{pkg.modules[cls.namespace].alias}.{cls.name}"
         namespaces.add(cls.namespace)
         hooks.append(_Hook(scope.claim(cls.snake), ref, ref))
     hooks.append(_Hook("object", "_rt.Object", "_rt.Object"))
     hooks.append(_Hook("any", "object", "_t.Any"))
-    imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+    imports = [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
     bases = _BASES
     if used:  # subclass the used packages' bases: their hooks dispatch here too
         modules = _used_imports({f"{u.name}.visitors" for u in used})
