@@ -3,8 +3,8 @@
 :class:`Builder` walks a snapshot in the order the naming rules need (subpackages, classes,
 functions, named results: :meth:`Builder.declare`; then class bodies, through
 :class:`~tvmffi_gen.members.ClassBodies`; then :meth:`Builder.finish`);
-every reference to another class goes through :meth:`Builder.spell`, which records the import it
-needs in the referring module.
+every reference to another class goes through :meth:`Builder.spell`, whose annotation names the
+alias of the class's module; each module's imports are derived from those aliases at the end.
 """
 
 from __future__ import annotations
@@ -175,6 +175,7 @@ class Builder:
             mod.classes.sort(key=lambda c: (c.depth, c.name))
             mod.classes = _topological(mod.classes)
         self._snake_names()
+        self._derive_imports()
         self._check_import_cycles()
         return PackageModel(
             name=self.name,
@@ -217,7 +218,7 @@ class Builder:
             target = self._resolve_key(key)
             if target is None:
                 return None
-            return self.spell(target, mod, runtime=False, member_names=member_names)
+            return self.spell(target, mod, member_names)
 
         return Annotator(resolve_object=resolve, warn=self.warn, context=context)
 
@@ -246,32 +247,20 @@ class Builder:
             return RUNTIME_CLASSES[key]
         return _RUNTIME_BASES.get(key)
 
-    def spell(
-        self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None
-    ) -> Annotation:
-        """``target`` as ``mod`` spells it, recording the import that needs (a generated class's
-        module, or a ``--use`` package's, names no standard alias)."""
+    def spell(self, target: Target, mod: ModuleModel, member_names: set[str] | None = None) -> Annotation:
+        """``target`` as ``mod`` spells it: a class of ``mod`` by its name (unless a member named
+        like it hides it in the class body), any other by the alias of its module, which the
+        annotation names so that ``mod`` imports it (:meth:`_derive_imports`)."""
         if isinstance(target, Annotation):
             return target
         if target.used:
-            return Annotation(self.used_ref(target.type_key, mod))
-        return Annotation(self.class_ref(target.type_key, mod, runtime, member_names))
-
-    def class_ref(self, key: str, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
-        cls = self.classes[key]
+            ucls = self.used[target.type_key]
+            return Annotation(f"{ucls.alias}.{ucls.name}", frozenset({ucls.alias}))
+        cls = self.classes[target.type_key]
         if cls.namespace == mod.namespace and not (member_names and cls.name in member_names):
-            return cls.name
-        if cls.namespace != mod.namespace:
-            (mod.runtime_imports if runtime else mod.type_imports).add(cls.namespace)
-        else:
-            mod.type_imports.add(cls.namespace)
-        return f"{self.modules[cls.namespace].alias}.{cls.name}"
-
-    def used_ref(self, key: str, mod: ModuleModel) -> str:
-        """The class of ``key`` in a ``--use`` package, imported by ``mod``."""
-        ucls = self.used[key]
-        mod.used_imports.add(ucls.module)
-        return f"{ucls.alias}.{ucls.name}"
+            return Annotation(cls.name)
+        alias = self.modules[cls.namespace].alias
+        return Annotation(f"{alias}.{cls.name}", frozenset({alias}))
 
     def used_members(self, t: TypeSnap) -> set[str]:
         """Member names ``t``'s classes inherit from ``--use`` packages (its whole chain)."""
@@ -356,7 +345,22 @@ class Builder:
             return None
         return ResultModel(f"{camel or 'Function'}Result", items)
 
-    # -- classes -----------------------------------------------------------------------------
+    # -- imports ---------------------------------------------------------------------------
+    def _derive_imports(self) -> None:
+        """Each module's imports of generated modules, from the aliases its annotations name: a
+        module whose class a base names is imported when the module runs, one only annotations
+        name under ``TYPE_CHECKING``; a ``--use`` package's module always when it runs."""
+        namespaces = {mod.alias: ns for ns, mod in self.modules.items()}
+        used_modules = {ucls.alias: ucls.module for ucls in self.used.values()}
+        for mod in self.modules.values():
+            bases, others = mod.annotations()
+            for held, imports in ((bases, mod.runtime_imports), (others, mod.type_imports)):
+                for alias in frozenset[str]().union(*(a.aliases for a in held)):
+                    if alias in used_modules:
+                        mod.used_imports.add(used_modules[alias])
+                    elif alias in namespaces:
+                        imports.add(namespaces[alias])
+
     def _check_import_cycles(self) -> None:
         graph = {ns: {d for d in m.runtime_imports if d != ns} for ns, m in self.modules.items()}
         visiting: set[Namespace] = set()

@@ -109,7 +109,7 @@ class ClassBodies:
 
     def build(self, t: TypeSnap, cls: ClassModel) -> None:
         mod = self.b.modules[cls.namespace]
-        cls.base = self.b.spell(self.b.bases[cls.type_key], mod, runtime=True)
+        cls.base = self.b.spell(self.b.bases[cls.type_key], mod)
         inherited_fields, inherited_methods = self._inherited(cls)
         from_used = self.b.used_members(t)
         reserved = RESERVED_CLASS | RESERVED_ENUM if "ffi.Enum" in t.ancestors else RESERVED_CLASS

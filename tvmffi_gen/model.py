@@ -202,10 +202,11 @@ class ModuleModel:
     classes: list[ClassModel] = field(default_factory=list)
     functions: list[FunctionModel] = field(default_factory=list)
     subpackages: list[tuple[str, str]] = field(default_factory=list)  # (py name, namespace)
-    runtime_imports: set[Namespace] = field(default_factory=set)
-    type_imports: set[Namespace] = field(default_factory=set)
     scope: Scope = field(default_factory=Scope)
-    used_imports: set[str] = field(default_factory=set)  # modules of --use packages
+    # the generated modules it imports, derived from its annotations' aliases once it is built:
+    runtime_imports: set[Namespace] = field(default_factory=set)  # of its classes' bases
+    type_imports: set[Namespace] = field(default_factory=set)  # of other annotations (TYPE_CHECKING)
+    used_imports: set[str] = field(default_factory=set)  # modules of --use packages (when it runs)
 
     @property
     def file(self) -> str:
@@ -220,6 +221,27 @@ class ModuleModel:
         """The name other generated modules import this one under: unique per module, and
         never a name the naming rule hands out (it starts with ``_ffi``)."""
         return "_ffi_ns_" + ("__".join(self.path) if self.namespace else "root_")
+
+    def annotations(self) -> tuple[list[Annotation], list[Annotation]]:
+        """Every annotation the module's code holds: its classes' bases (evaluated when the
+        module runs), and the rest (read only by type checkers: ``from __future__ import
+        annotations``). A read-only field's setter type is in no annotation."""
+        bases = [cls.base for cls in self.classes]
+        others: list[Annotation] = []
+        for cls in self.classes:
+            for f in cls.fields:
+                others += [f.getter] if f.write is None else [f.getter, f.setter]
+            if cls.init is not None:
+                others += [p.hint for p in cls.init.params]
+            for m in cls.methods:
+                others += [p.hint for p in m.params] + [m.returns]
+            if cls.replace is not None:  # its result is the class, by name
+                others += [p.hint for p in cls.replace.params]
+        for fn in self.functions:
+            others += [p.hint for p in fn.params] + [fn.returns]
+            if fn.result is not None:
+                others += [annotation for _, annotation in fn.result.items]
+        return bases, others
 
     def exported_names(self) -> list[str]:
         names = [c.name for c in self.classes] + [f.name for f in self.functions]

@@ -35,7 +35,6 @@ from .suppressions import (
     pyright_disabled_rules,
     pyright_header,
 )
-from .typemap import Annotation
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
@@ -316,45 +315,30 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
 
 
 def module_aliases(mod: ModuleModel, typing_block: bool, uses_missing: bool) -> set[str]:
-    """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
-    and the helpers above lay it out) and those the model recorded for its annotations and base
-    classes."""
+    """The aliases ``mod``'s text names: its own (as ``module.py.jinja`` and the helpers above
+    lay it out) and those its annotations name (of which :func:`standard_import_groups` writes the
+    standard ones; the others are the generated modules the model imports)."""
     aliases: set[str] = set()
-    used: list[Annotation] = []
     for cls in mod.classes:
         aliases.add("_bind")  # register
-        used.append(cls.base)
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
-        for f in cls.fields:
-            used.append(f.getter)
-            if f.write is None:
-                aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
-            else:
-                used.append(f.setter)
-        if cls.init is not None:
-            if cls.init.kind == "none":
-                aliases.add("_t")  # NoReturn
-            used += [p.hint for p in cls.init.params]
-        for m in cls.methods:
-            used += [p.hint for p in m.params] + [m.returns]
-            if not m.typed:
-                aliases.add("_t")
-        if cls.replace is not None:  # its result is the class, by name
-            used += [p.hint for p in cls.replace.params]
+        if any(f.write is None for f in cls.fields):
+            aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
+        if cls.init is not None and cls.init.kind == "none":
+            aliases.add("_t")  # NoReturn
+        if any(not m.typed for m in cls.methods):
+            aliases.add("_t")
     for fn in mod.functions:
         aliases.add("_bind")  # the native function's decorator
-        used += [p.hint for p in fn.params] + [fn.returns]
-        if not fn.typed:
-            aliases.add("_t")
-        if fn.result is not None:
-            aliases.add("_t")  # NamedTuple
-            used += [annotation for _, annotation in fn.result.items]
+        if not fn.typed or fn.result is not None:
+            aliases.add("_t")  # Any; NamedTuple
     if uses_missing:
         aliases |= {"_t", "_bind"}
     if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
         aliases.add("_t")
-    return aliases.union(*(annotation.aliases for annotation in used))
+    bases, others = mod.annotations()
+    return aliases.union(*(annotation.aliases for annotation in bases + others))
 
 
 def _used_imports(modules: set[str]) -> list[_Import]:
