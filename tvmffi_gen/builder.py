@@ -25,6 +25,8 @@ from .model import (
     Param,
     ResultModel,
     Target,
+    VisitorHook,
+    VisitorsModel,
 )
 from .naming import RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
 from .snapshot import FunctionSnap, Snapshot, TypeSnap
@@ -52,6 +54,10 @@ _RUNTIME_BASES = {
     "ffi.IntEnum": runtime_class("IntEnum"),
     "ffi.StrEnum": runtime_class("StrEnum"),
 }
+
+
+#: Builtins the visitor bases have hooks for, named by the builtin.
+_BUILTIN_HOOKS = ["bool", "int", "float", "str", "bytes"]
 
 
 def _ns_of(key: str) -> tuple[Namespace, str]:
@@ -187,6 +193,7 @@ class Builder:
             warnings=self.warnings,
             env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
             used_packages=self.used_packages,
+            visitors=self._visitors(),
         )
 
     def _base_of(self, t: TypeSnap) -> tuple[Target, str | None]:
@@ -211,6 +218,26 @@ class Builder:
             else:
                 for cls in group:
                     cls.snake = snake_case("_".join([*cls.namespace, cls.name]))
+
+    def _visitors(self) -> VisitorsModel:
+        """The hooks of ``visitors.py``: builtins first, then one per class (named by its snake
+        name, claimed in order of it), then any object and any value; a hook a ``--use``
+        package's bases define keeps its meaning, so a class's hook never takes its name."""
+        scope = Scope()
+        for builtin in [*_BUILTIN_HOOKS, "object", "any"]:
+            scope.claim(builtin)
+        hooks = [VisitorHook(tp, tp, tp) for tp in _BUILTIN_HOOKS]
+        used = [u for u in self.used_packages if u.has_visitors]
+        for u in used:
+            scope.taken.update(u.hook_suffixes)
+        namespaces: set[Namespace] = set()
+        for cls in sorted(self.classes.values(), key=lambda c: (c.snake, c.type_key)):
+            ref = f"{self.modules[cls.namespace].alias}.{cls.name}"
+            namespaces.add(cls.namespace)
+            hooks.append(VisitorHook(scope.claim(cls.snake), ref, ref))
+        hooks.append(VisitorHook("object", "_rt.Object", "_rt.Object"))
+        hooks.append(VisitorHook("any", "object", "_t.Any"))
+        return VisitorsModel(hooks, sorted(namespaces), sorted(f"{u.name}.visitors" for u in used))
 
     # -- annotations ------------------------------------------------------------------------
     def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:

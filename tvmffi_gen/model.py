@@ -249,6 +249,28 @@ class ModuleModel:
         return sorted(names)
 
 
+@dataclass(frozen=True)
+class VisitorHook:
+    """One hook of the dispatch bases in ``visitors.py`` (``walk_<suffix>``, ``visit_<suffix>``,
+    ...): the class or builtin it handles, as the dispatch table and as the ``node`` annotation
+    name it."""
+
+    suffix: str
+    handles: str
+    annotation: str
+
+
+@dataclass
+class VisitorsModel:
+    """``visitors.py``: its hooks, in order, and the modules it imports for them."""
+
+    hooks: list[VisitorHook]
+    namespaces: list[Namespace]  # modules of the classes the hooks handle
+    #: ``visitors`` modules of ``--use`` packages: the bases subclass theirs (whose hooks then
+    #: dispatch here too) instead of the runtime's
+    used_modules: list[str]
+
+
 @dataclass
 class PackageModel:
     name: str
@@ -265,6 +287,7 @@ class PackageModel:
     #: moved copy of the package (off with --portable: nothing machine-specific in the output).
     record_absolute: bool = True
     used_packages: list[UsedPackage] = field(default_factory=list)
+    visitors: VisitorsModel = field(default_factory=lambda: VisitorsModel([], [], []))
 
     @property
     def has_exports(self) -> bool:

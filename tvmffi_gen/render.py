@@ -24,9 +24,9 @@ from .model import (
     FunctionModel,
     MethodModel,
     ModuleModel,
-    Namespace,
     PackageModel,
     Param,
+    VisitorHook,
 )
 from .suppressions import (
     VISITORS_RULES_OFF,
@@ -408,13 +408,6 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
 
 
 @dataclass(frozen=True)
-class _Hook:
-    suffix: str
-    type_expr: str
-    annotation: str
-
-
-@dataclass(frozen=True)
 class _Base:
     name: str
     runtime_base: str
@@ -423,7 +416,6 @@ class _Base:
     doc: str
 
 
-_BUILTIN_HOOKS = ["bool", "int", "float", "str", "bytes"]
 _BASES = [
     _Base(
         "Walker",
@@ -464,42 +456,23 @@ _BASES = [
 ]
 
 
-def _hook_entry(hook: _Hook) -> list[str]:
+def _hook_entry(hook: VisitorHook) -> list[str]:
     """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long."""
-    return fit_value(f'"{hook.suffix}": ', hook.type_expr, ",", "    ")
+    return fit_value(f'"{hook.suffix}": ', hook.handles, ",", "    ")
 
 
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
-    from .naming import Scope
-
-    scope = Scope()
-    hooks: list[_Hook] = []
-    for tp in _BUILTIN_HOOKS:
-        scope.claim(tp)
-        hooks.append(_Hook(tp, tp, tp))
-    for reserved in ("object", "any"):
-        scope.claim(reserved)
-    used = [u for u in pkg.used_packages if u.has_visitors]
-    for u in used:  # hooks the bases from --use packages define keep their meaning
-        scope.taken.update(u.hook_suffixes)
-    namespaces: set[Namespace] = set()
-    # most-derived first reads best; the engine orders by depth anyway
-    for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
-        ref = f"{pkg.modules[cls.namespace].alias}.{cls.name}"
-        namespaces.add(cls.namespace)
-        hooks.append(_Hook(scope.claim(cls.snake), ref, ref))
-    hooks.append(_Hook("object", "_rt.Object", "_rt.Object"))
-    hooks.append(_Hook("any", "object", "_t.Any"))
-    imports = [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
+    visitors = pkg.visitors
+    imports = [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in visitors.namespaces]
     bases = _BASES
-    if used:  # subclass the used packages' bases: their hooks dispatch here too
-        modules = _used_imports({f"{u.name}.visitors" for u in used})
+    if visitors.used_modules:  # subclass the used packages' bases: their hooks dispatch here too
+        modules = _used_imports(set(visitors.used_modules))
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
-    rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
+    rules = [r for r in VISITORS_RULES_OFF if visitors.used_modules or r != "reportImplicitOverride"]
     return env.get_template("visitors.py.jinja").render(
         pkg=pkg,
-        hooks=hooks,
+        hooks=visitors.hooks,
         bases=bases,
         imports=imports,
         object_hook="walk_object",
