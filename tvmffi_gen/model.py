@@ -159,7 +159,6 @@ class ClassModel:
     init: InitModel | None = None
     enum_entries: list[tuple[str, str]] = field(default_factory=list)  # (py name, registry name)
     depth: int = 0
-    snake: str = ""
     # field names in the constructor's positional order; None: no ``__match_args__`` line
     match_args: list[str] | None = None
     replace: ReplaceModel | None = None
