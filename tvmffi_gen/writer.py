@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .bindings import module_names
-from .member_keys import fingerprints_current, generated_names, member_keys, text_hash
+from .member_keys import generated_names, member_keys, text_hash
 from .merge import MergeConflict, UserImport, merge_source
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
@@ -112,7 +112,7 @@ def _manifest_text(files: dict[str, str], generator: str, previous: dict[str, An
             continue
         digest = text_hash(text)
         before = previous.get(rel)
-        if before is not None and before.get("hash") == digest and fingerprints_current(before.get("members", [])):
+        if before is not None and before.get("hash") == digest and "members" in before:
             generated[rel] = {"hash": digest, "members": before["members"]}  # unchanged: no parse
         else:
             to_parse.append((rel, digest))
