@@ -38,10 +38,8 @@ from .suppressions import (
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
-#: The ``tvmffi_runtime.bind.API_LEVEL`` the generated code needs (native functions as decorated
-#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
-#: KEEP, named results; level 5: the module is ``tvmffi_runtime.bind``, imported as ``_bind``, no
-#: longer ``gen`` / ``_gen``); a generated package checks it at import.
+#: The ``tvmffi_runtime.bind.API_LEVEL`` the templates' code needs (what that level offers is
+#: listed where the runtime defines it); a generated package checks it at import.
 RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.

@@ -45,14 +45,12 @@ from .structural import UNCHANGED, default_hook
 if TYPE_CHECKING:
     from .module import Module
 
-#: The form of generated code this runtime supports. A generated package records the level it
-#: was generated for and refuses to import on a runtime below it (naming what to upgrade).
-#: Level 5 (the only one supported: earlier levels were never published): this module is
-#: ``tvmffi_runtime.bind`` (level 4 called it ``gen``, so a level-5 package on a level-4 runtime
-#: stops at its import line with an ImportError naming ``bind``, before the level check); fields
-#: bound by ``register`` (``field(kind, offset)``), ``dispatch_base``; functions and methods are
-#: decorated defs (``registry_function``, ``registry_method``, ``exported_function``, which take
-#: ``result=``, a named tuple class); ``replace`` methods (``replace_method``, ``KEEP``).
+#: The form of generated code this runtime supports: what this module offers it (``register``,
+#: which binds the fields declared with ``field(kind, offset)`` and ``registry_field``;
+#: ``dispatch_base``; the decorated native defs ``registry_function``, ``registry_method`` and
+#: ``exported_function``, with a ``result=`` named tuple class; ``replace_method`` and ``KEEP``).
+#: A generated package records the level it was generated for and refuses to import on a runtime
+#: below it, naming what to upgrade: raise it whenever generated code needs something new here.
 API_LEVEL = 5
 
 __all__ = [
