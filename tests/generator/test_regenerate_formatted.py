@@ -86,7 +86,8 @@ def test_names_the_user_added_to_all_survive_and_dropped_types_leave_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # formatted, with the user's own function listed in __all__; the library then drops Old.
-    # Under --keep-edits the user's (stale) list used to be kept: `import *` raised AttributeError.
+    # Under --keep-edits too the list is the generator's: the user's stale one would name Old, and
+    # `import *` would raise AttributeError.
     v1, v2 = build(1), build(2)
     out, module = generate(v1, tmp_path)
     edit_like_a_user(module)
