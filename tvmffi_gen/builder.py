@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from .layout import item_doc
 from .members import (
     Inherited,
+    UsedField,
     claim_member_names,
     field_model,
     match_args,
@@ -222,7 +223,7 @@ class Builder:
         mod = self.modules[cls.namespace]
         cls.base = self.spell(self.bases[cls.type_key], mod)
         inherited = Inherited.of(self._ancestor_classes(cls))
-        from_used = self.used_members(t)
+        from_used = self._used_members(t)
         names = claim_member_names(t, cls.name, inherited, from_used)
         cls.enum_entries = names.entries
 
@@ -328,33 +329,17 @@ class Builder:
                 required.append(p)
         return required + optional + kwonly
 
-    def _used_fields(self, t: TypeSnap) -> list[FieldModel]:
-        """Fields ``t`` inherits from ancestors in ``--use`` packages (attributes of their
-        generated classes, named by the same rule), ancestors first; only name, registry name
-        and type are filled in."""
-        out: list[FieldModel] = []
+    def _used_fields(self, t: TypeSnap) -> list[UsedField]:
+        """Fields ``t`` inherits from ancestors in ``--use`` packages, ancestors first."""
+        out: list[UsedField] = []
         for anc in t.ancestors:
             if anc in self.used and anc not in self.types:
                 for fs in self.snap.external_fields.get(anc, []):
                     ref = self.schema_type(fs.schema, f"field {anc}.{fs.name}")
-                    out.append(
-                        FieldModel(
-                            py_name(fs.name, RESERVED_CLASS),
-                            fs.name,
-                            Annotation(""),
-                            Annotation(""),
-                            fs.writable,
-                            "",
-                            None,
-                            None,
-                            0,
-                            ref=ref,
-                            owner=anc,
-                        )
-                    )
+                    out.append(UsedField(py_name(fs.name, RESERVED_CLASS), fs.name, ref, anc))
         return out
 
-    def used_members(self, t: TypeSnap) -> set[str]:
+    def _used_members(self, t: TypeSnap) -> set[str]:
         """Member names ``t``'s classes inherit from ``--use`` packages (its whole chain)."""
         names: set[str] = set()
         for anc in t.ancestors:

@@ -20,6 +20,7 @@ __all__ = [
     "Inherited",
     "MemberNames",
     "POD_KINDS",
+    "UsedField",
     "claim_member_names",
     "field_model",
     "match_args",
@@ -56,10 +57,22 @@ class Inherited:
 
     @staticmethod
     def of(classes: list[ClassModel]) -> Inherited:
+        """What ``classes`` (the ancestors' classes, the root first) hand down."""
         fields = {fm.name: fm for anc in classes for fm in anc.fields}
         methods = {mm.name: mm for anc in classes for mm in anc.methods}
         entries = {name for anc in classes for name, _ in anc.enum_entries}
         return Inherited(classes, fields, methods, entries)
+
+
+@dataclass(frozen=True)
+class UsedField:
+    """A field a class inherits from an ancestor in a ``--use`` package: an attribute of that
+    package's generated class, named by the same rule."""
+
+    name: str
+    reg_name: str
+    ref: TypeRef
+    owner: str  # the ancestor's type key
 
 
 @dataclass
@@ -172,7 +185,7 @@ def _return_compatible(base_ret: str, ret: str) -> bool:
     return base_ret == ret or base_ret == "_t.Any" or ret == "_t.Any"
 
 
-def match_args(cls: ClassModel, inherited: Inherited, used_fields: list[FieldModel]) -> list[str] | None:
+def match_args(cls: ClassModel, inherited: Inherited, used_fields: list[UsedField]) -> list[str] | None:
     """Field names in the order the constructor takes them positionally: auto-init's
     positional parameters, or the leading ``__ffi_init__`` parameters named like fields
     (up to the first that is not an attribute of the class, e.g. a field of a preloaded
@@ -202,7 +215,7 @@ def match_args(cls: ClassModel, inherited: Inherited, used_fields: list[FieldMod
 def replace_model(
     cls: ClassModel,
     inherited: Inherited,
-    used_fields: list[FieldModel],
+    used_fields: list[UsedField],
     annotator: Callable[[str], Annotator],
     from_used: set[str],
     extends_used: bool,
