@@ -265,6 +265,8 @@ class Builder:
         return chain[::-1]
 
     def _init(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> InitModel:
+        """How ``t`` is constructed: by its ``__ffi_init__`` method (parameters from its schema),
+        by the reflected auto-init (parameters from the fields), or not from Python."""
         context = f"type {t.type_key} __ffi_init__"
         if t.init == "method":
             sig = self.schema_sig(t.init_schema, context)
@@ -277,6 +279,7 @@ class Builder:
         return InitModel("none", [], "")
 
     def _field_py_name(self, owner: str, reg_name: str) -> str | None:
+        """The attribute name of the field ``reg_name`` in the class of ``owner``, if generated here."""
         cls = self.classes.get(owner)
         if cls is not None:
             for fm in cls.fields:
@@ -350,6 +353,9 @@ class Builder:
 
     # -- references to classes -----------------------------------------------------------
     def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:
+        """Annotations for code in ``mod``, classes spelled by :meth:`spell` (``member_names``:
+        those of the class body the code is in); ``context`` names the item in warnings."""
+
         def resolve(key: str) -> Annotation | None:
             target = self._resolve_key(key)
             if target is None:
@@ -399,6 +405,8 @@ class Builder:
         return Annotation(f"{alias}.{cls.name}", frozenset({alias}))
 
     def schema_sig(self, schema: object, context: str) -> FunctionSig:
+        """The signature a function schema gives; a warning naming ``context`` and an untyped
+        signature when it is malformed."""
         try:
             return function_sig(schema)
         except SchemaError as exc:
@@ -406,6 +414,8 @@ class Builder:
             return FunctionSig(None, ANY)
 
     def schema_type(self, schema: object, context: str) -> TypeRef:
+        """The type a schema gives (Any without one); a warning naming ``context`` and Any when
+        it is malformed."""
         if schema is None:
             return ANY
         try:
@@ -416,6 +426,8 @@ class Builder:
 
     # -- functions ---------------------------------------------------------------------------
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
+        """The global or exported function ``f``, named ``name`` in ``mod``; its named result
+        gets its final name once every function has claimed one (:meth:`declare`)."""
         ann = self.annotator(mod, f"function {f.name}")
         sig = self.schema_sig(f.schema, f"function {f.name}")
         doc = item_doc(f.doc, f"Registry function: ``{f.name}``.")
