@@ -6,8 +6,7 @@ the ``--use`` packages) and walks the snapshot in the order the naming rules nee
 :meth:`Builder.build_class` for each class, parents first, then :meth:`Builder.finish`. The
 decisions themselves are functions of explicit facts: class members in :mod:`.members`,
 parameters in :mod:`.signatures`, imports in :mod:`.module_imports`, hook names in
-:mod:`.visitor_hooks`. Every reference to another class goes through :meth:`Builder.spell`,
-whose annotation names the alias of the class's module.
+:mod:`.visitor_hooks`; every reference to a class is spelled by :class:`.spelling.Spelling`.
 """
 
 from __future__ import annotations
@@ -43,10 +42,10 @@ from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .signatures import named_result, params
 from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
+from .spelling import RUNTIME_BASES, Spelling
 from .typemap import (
     ANY,
     ANY_ANNOTATION,
-    RUNTIME_CLASSES,
     Annotation,
     Annotator,
     FunctionSig,
@@ -54,20 +53,11 @@ from .typemap import (
     TypeRef,
     function_sig,
     parse_schema,
-    runtime_class,
 )
 from .uses import UsedClass, UsedPackage
 from .visitor_hooks import visitor_hooks
 
 __all__ = ["Builder"]
-
-# Runtime base classes for core types a generated class may derive from.
-_RUNTIME_BASES = {
-    "ffi.Object": runtime_class("Object"),
-    "ffi.Enum": runtime_class("Enum"),
-    "ffi.IntEnum": runtime_class("IntEnum"),
-    "ffi.StrEnum": runtime_class("StrEnum"),
-}
 
 
 def _ns_of(key: str) -> tuple[Namespace, str]:
@@ -125,10 +115,11 @@ class Builder:
         self.modules: dict[Namespace, ModuleModel] = {}
         self.classes: dict[str, ClassModel] = {}
         self.bases: dict[str, Target] = {}  # type key -> its base, spelled with the class body
-        self.external = dict(snap.external_types)
+        external = dict(snap.external_types)
         for t in snap.types:
             if t.type_key not in self.types:
-                self.external[t.type_key] = list(t.ancestors)
+                external[t.type_key] = list(t.ancestors)
+        self.spelling = Spelling(self.types.keys(), self.classes, self.modules, self.used, external, self.warn)
 
     def warn(self, message: str) -> None:
         # once per item: a field's schema is read again for every subclass's auto-init
@@ -206,9 +197,9 @@ class Builder:
                 return KeyRef(anc), anc
             if anc in self.used:
                 return KeyRef(anc, used=True), None
-            if anc in _RUNTIME_BASES:
-                return _RUNTIME_BASES[anc], None
-        return _RUNTIME_BASES["ffi.Object"], None
+            if anc in RUNTIME_BASES:
+                return RUNTIME_BASES[anc], None
+        return RUNTIME_BASES["ffi.Object"], None
 
     # -- class bodies ------------------------------------------------------------------------
     def build_classes(self) -> None:
@@ -221,14 +212,14 @@ class Builder:
     def build_class(self, t: TypeSnap, cls: ClassModel) -> None:
         """Decide the members of ``cls``, once its ancestors' classes have theirs."""
         mod = self.modules[cls.namespace]
-        cls.base = self.spell(self.bases[cls.type_key], mod)
+        cls.base = self.spelling.spell(self.bases[cls.type_key], mod)
         inherited = Inherited.of(self._ancestor_classes(cls))
         from_used = self._used_members(t)
         names = claim_member_names(t, cls.name, inherited, from_used)
         cls.enum_entries = names.entries
 
         def annotator(context: str) -> Annotator:
-            return self.annotator(mod, context, names.all_names)
+            return self.spelling.annotator(mod, context, names.all_names)
 
         for f, name in zip(t.fields, names.fields, strict=True):
             context = f"field {t.type_key}.{f.name}"
@@ -272,7 +263,7 @@ class Builder:
             sig = self.schema_sig(t.init_schema, context)
             if sig.params is None:
                 return InitModel("method", [Param("args", ANY_ANNOTATION, None, "varargs")], t.init_doc)
-            ann = self.annotator(mod, context, members)
+            ann = self.spelling.annotator(mod, context, members)
             return InitModel("method", params(sig, ann, skip_self=False, doc=t.init_doc), t.init_doc)
         if t.init == "auto":
             return InitModel("auto", self._auto_init_params(t, mod, members), "")
@@ -305,7 +296,7 @@ class Builder:
         for owner, f in chain:
             if not f.init or (owner != t.type_key and f.name in t.init_excluded):
                 continue  # not a parameter of the native init (see TypeSnap.init_excluded)
-            ann = self.annotator(mod, f"field {owner}.{f.name}", members)
+            ann = self.spelling.annotator(mod, f"field {owner}.{f.name}", members)
             annotation = ann.annotation(self.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
             default = None
             if f.has_default:
@@ -351,59 +342,6 @@ class Builder:
                 names |= ucls.members
         return names
 
-    # -- references to classes -----------------------------------------------------------
-    def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:
-        """Annotations for code in ``mod``, classes spelled by :meth:`spell` (``member_names``:
-        those of the class body the code is in); ``context`` names the item in warnings."""
-
-        def resolve(key: str) -> Annotation | None:
-            target = self._resolve_key(key)
-            if target is None:
-                return None
-            return self.spell(target, mod, member_names)
-
-        return Annotator(resolve_object=resolve, warn=self.warn, context=context)
-
-    def _resolve_key(self, key: str) -> Target | None:
-        """The class of ``key`` (or of its nearest known ancestor), or None if unknown."""
-        known = self._known(key)
-        if known is not None:
-            return known
-        ancestors = self.external.get(key)
-        if ancestors is None:
-            return None
-        for anc in reversed(ancestors):
-            known = self._known(anc)
-            if known is not None:
-                return known
-        return RUNTIME_CLASSES["ffi.Object"]
-
-    def _known(self, key: str) -> Target | None:
-        """The class of ``key`` if it has one: generated here or by a ``--use`` package, or a
-        runtime class."""
-        if key in self.types:
-            return KeyRef(key)
-        if key in self.used:
-            return KeyRef(key, used=True)
-        if key in RUNTIME_CLASSES:
-            return RUNTIME_CLASSES[key]
-        return _RUNTIME_BASES.get(key)
-
-    def spell(self, target: Target, mod: ModuleModel, member_names: set[str] | None = None) -> Annotation:
-        """``target`` as ``mod`` spells it: a class of ``mod`` by its name (unless a member named
-        like it hides it in the class body), any other by the alias of its module, which the
-        annotation names so that ``mod`` imports it (:func:`~tvmffi_gen.module_imports.derive_imports`)."""
-        if isinstance(target, Annotation):
-            return target
-        if target.used:
-            ucls = self.used[target.type_key]
-            return Annotation(f"{ucls.alias}.{ucls.name}", frozenset({ucls.alias}))
-        cls = self.classes[target.type_key]
-        if cls.namespace == mod.namespace and not (member_names and cls.name in member_names):
-            return Annotation(cls.name)
-        alias = self.modules[cls.namespace].alias
-        return Annotation(f"{alias}.{cls.name}", frozenset({alias}))
-
     def schema_sig(self, schema: object, context: str) -> FunctionSig:
         """The signature a function schema gives; a warning naming ``context`` and an untyped
         signature when it is malformed."""
@@ -428,7 +366,7 @@ class Builder:
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
         """The global or exported function ``f``, named ``name`` in ``mod``; its named result
         gets its final name once every function has claimed one (:meth:`declare`)."""
-        ann = self.annotator(mod, f"function {f.name}")
+        ann = self.spelling.annotator(mod, f"function {f.name}")
         sig = self.schema_sig(f.schema, f"function {f.name}")
         doc = item_doc(f.doc, f"Registry function: ``{f.name}``.")
         if f.exported:
