@@ -1,7 +1,7 @@
 """``build_model``: a snapshot to the package model (``model.py``), in the order the naming rules
 need: :meth:`Builder.declare <tvmffi_gen.builder.Builder.declare>` (modules, classes, functions),
-then class bodies, parents before children so overrides can be checked
-(:class:`~tvmffi_gen.members.ClassBodies`), then :meth:`Builder.finish
+then :meth:`Builder.build_classes <tvmffi_gen.builder.Builder.build_classes>` (class bodies,
+parents before children so overrides can be checked), then :meth:`Builder.finish
 <tvmffi_gen.builder.Builder.finish>`."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .builder import Builder
-from .members import ClassBodies
 from .model import PackageModel, validate_package_name
 from .snapshot import Snapshot
 from .uses import UsedPackage
@@ -29,8 +28,5 @@ def build_model(
     validate_package_name(name)
     builder = Builder(snap, name, list(prefixes), warn, used)
     builder.declare()
-    bodies = ClassBodies(builder)
-    types = builder.types
-    for key in sorted(types, key=lambda k: (len(types[k].ancestors), k)):
-        bodies.build(types[key], builder.classes[key])
+    builder.build_classes()
     return builder.finish()

@@ -1,38 +1,52 @@
-"""Building the package model: modules, names, references between them, and functions.
+"""Building the package model from a snapshot: modules, names, class bodies, functions.
 
-:class:`Builder` walks a snapshot in the order the naming rules need (subpackages, classes,
-functions, named results: :meth:`Builder.declare`; then class bodies, through
-:class:`~tvmffi_gen.members.ClassBodies`; then :meth:`Builder.finish`);
-every reference to another class goes through :meth:`Builder.spell`, which records the import it
-needs in the referring module.
+:class:`Builder` holds what the decisions depend on (the snapshot, the classes decided so far,
+the ``--use`` packages) and walks the snapshot in the order the naming rules need:
+:meth:`Builder.declare` (subpackages, classes, functions, named results), then
+:meth:`Builder.build_class` for each class, parents first, then :meth:`Builder.finish`. The
+decisions themselves are functions of explicit facts: class members in :mod:`.members`,
+parameters in :mod:`.signatures`, imports in :mod:`.module_imports`, hook names in
+:mod:`.visitor_hooks`; every reference to a class is spelled by :class:`.spelling.Spelling`.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Callable, Iterable
 
-from .docparams import documented_param_names, documented_result_names
 from .layout import item_doc
+from .members import (
+    Inherited,
+    UsedField,
+    claim_member_names,
+    field_model,
+    match_args,
+    method_model,
+    replace_model,
+)
 from .model import (
     ClassModel,
+    FieldModel,
     FunctionModel,
     GenerationError,
+    InitModel,
     KeyRef,
+    MethodModel,
     ModuleModel,
     Namespace,
     PackageModel,
     Param,
-    ResultModel,
     Target,
 )
-from .naming import RESERVED_MODULE, RESERVED_ROOT, Scope, py_name, snake_case
+from .module_imports import check_import_cycles, derive_imports
+from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .prefixes import kept_by_prefixes
-from .snapshot import FunctionSnap, Snapshot, TypeSnap
+from .signatures import named_result, params
+from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
+from .spelling import RUNTIME_BASES, Spelling
 from .typemap import (
     ANY,
     ANY_ANNOTATION,
-    RUNTIME_CLASSES,
     Annotation,
     Annotator,
     FunctionSig,
@@ -40,19 +54,11 @@ from .typemap import (
     TypeRef,
     function_sig,
     parse_schema,
-    runtime_class,
 )
 from .uses import UsedClass, UsedPackage
+from .visitor_hooks import visitor_hooks
 
 __all__ = ["Builder"]
-
-# Runtime base classes for core types a generated class may derive from.
-_RUNTIME_BASES = {
-    "ffi.Object": runtime_class("Object"),
-    "ffi.Enum": runtime_class("Enum"),
-    "ffi.IntEnum": runtime_class("IntEnum"),
-    "ffi.StrEnum": runtime_class("StrEnum"),
-}
 
 
 def _ns_of(key: str) -> tuple[Namespace, str]:
@@ -60,9 +66,22 @@ def _ns_of(key: str) -> tuple[Namespace, str]:
     return tuple(parts[:-1]), parts[-1]
 
 
+def _literal(value: object) -> str | None:
+    """Python source for a JSON default, or None when not a simple literal."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return None
+
+
 class Builder:
-    """Decides the package for a snapshot: modules, names, references between them and functions;
-    class bodies are decided by :class:`~tvmffi_gen.members.ClassBodies`."""
+    """Decides the package for a snapshot: modules, names, class bodies, functions, and the
+    references between them."""
 
     def __init__(
         self,
@@ -97,10 +116,11 @@ class Builder:
         self.modules: dict[Namespace, ModuleModel] = {}
         self.classes: dict[str, ClassModel] = {}
         self.bases: dict[str, Target] = {}  # type key -> its base, spelled with the class body
-        self.external = dict(snap.external_types)
+        external = dict(snap.external_types)
         for t in snap.types:
             if t.type_key not in self.types:
-                self.external[t.type_key] = list(t.ancestors)
+                external[t.type_key] = list(t.ancestors)
+        self.spelling = Spelling(self.types.keys(), self.classes, self.modules, self.used, external, self.warn)
 
     def warn(self, message: str) -> None:
         # once per item: a field's schema is read again for every subclass's auto-init
@@ -131,7 +151,7 @@ class Builder:
 
     def declare(self) -> None:
         """Modules, classes (named, bases chosen), functions and named results, in the order the
-        naming rules claim names; class bodies come next (:class:`~tvmffi_gen.members.ClassBodies`)."""
+        naming rules claim names; class bodies come next (:meth:`build_classes`)."""
         namespaces = {_ns_of(k)[0] for k in self.types} | {_ns_of(f.name)[0] for f in self.functions}
         # Rule 3, module scope: subpackages first (creating modules in sorted order claims them).
         for ns in sorted(namespaces):
@@ -168,25 +188,6 @@ class Builder:
                     fn.result.name = mod.scope.claim(fn.result.name)
                     fn.returns = Annotation(fn.result.name)
 
-    def finish(self) -> PackageModel:
-        """The package, once every class body is built: classes ordered, import cycles checked."""
-        for mod in self.modules.values():
-            mod.classes.sort(key=lambda c: (c.depth, c.name))
-            mod.classes = _topological(mod.classes)
-        self._snake_names()
-        self._check_import_cycles()
-        return PackageModel(
-            name=self.name,
-            library=self.snap.library,
-            library_path=self.snap.library_path,
-            tvm_ffi_version=".".join(str(x) for x in self.snap.tvm_ffi_version),
-            modules=dict(sorted(self.modules.items())),
-            classes=self.classes,
-            warnings=self.warnings,
-            env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
-            used_packages=self.used_packages,
-        )
-
     def _base_of(self, t: TypeSnap) -> tuple[Target, str | None]:
         """Base class (and its key, if in the package): the nearest ancestor in the package or
         a ``--use`` one, else a runtime class."""
@@ -195,87 +196,143 @@ class Builder:
                 return KeyRef(anc), anc
             if anc in self.used:
                 return KeyRef(anc, used=True), None
-            if anc in _RUNTIME_BASES:
-                return _RUNTIME_BASES[anc], None
-        return _RUNTIME_BASES["ffi.Object"], None
+            if anc in RUNTIME_BASES:
+                return RUNTIME_BASES[anc], None
+        return RUNTIME_BASES["ffi.Object"], None
 
-    def _snake_names(self) -> None:
-        by_snake: dict[str, list[ClassModel]] = {}
-        for cls in self.classes.values():
-            by_snake.setdefault(snake_case(cls.name), []).append(cls)
-        for snake, group in by_snake.items():
-            if len(group) == 1:
-                group[0].snake = snake
+    # -- class bodies ------------------------------------------------------------------------
+    def build_classes(self) -> None:
+        """Every class body, parents before children (overrides are checked against what the
+        ancestors' classes got)."""
+        types = self.types
+        for key in sorted(types, key=lambda k: (len(types[k].ancestors), k)):
+            self.build_class(types[key], self.classes[key])
+
+    def build_class(self, t: TypeSnap, cls: ClassModel) -> None:
+        """Decide the members of ``cls``, once its ancestors' classes have theirs."""
+        mod = self.modules[cls.namespace]
+        cls.base = self.spelling.spell(self.bases[cls.type_key], mod)
+        inherited = Inherited.of(self._ancestor_classes(cls))
+        from_used = self._used_members(t)
+        names = claim_member_names(t, cls.name, inherited, from_used)
+        cls.enum_entries = names.entries
+
+        def annotator(context: str) -> Annotator:
+            return self.spelling.annotator(mod, context, names.all_names)
+
+        for f, name in zip(t.fields, names.fields, strict=True):
+            context = f"field {t.type_key}.{f.name}"
+            ann = annotator(context)
+            ref = self.schema_type(f.schema, context)
+            cls.fields.append(field_model(t.type_key, f, name, ref, ann, inherited.fields.get(name)))
+        for m, name in zip(t.methods, names.methods, strict=True):
+            context = f"method {t.type_key}.{m.name}"
+            ann = annotator(context)
+            sig = self.schema_sig(m.schema, context)
+            cls.methods.append(method_model(t.type_key, m, name, sig, ann, inherited.methods.get(name)))
+        cls.init = self._init(t, mod, names.all_names)
+        used_fields = self._used_fields(t)
+        cls.match_args = match_args(cls, inherited, used_fields)
+        if "ffi.Enum" not in t.ancestors:  # enum entries are interned: never copied
+            extends_used = any(anc in self.used for anc in t.ancestors)
+            cls.replace = replace_model(cls, inherited, used_fields, annotator, from_used, extends_used)
+        members: list[FieldModel | MethodModel] = [*cls.fields, *cls.methods]
+        for member in members:
+            if member.name in from_used:  # overrides a member we cannot compare: let mypy be
+                member.override_ignore = True
+
+    def _ancestor_classes(self, cls: ClassModel) -> list[ClassModel]:
+        """The classes of ``cls``'s ancestors in the package, the root first."""
+        chain: list[ClassModel] = []
+        key = cls.base_key
+        seen = {cls.type_key}
+        while key is not None:
+            if key in seen:
+                raise GenerationError(f"type {cls.type_key}: its ancestors form a cycle through {key}")
+            seen.add(key)
+            chain.append(self.classes[key])
+            key = self.classes[key].base_key
+        return chain[::-1]
+
+    def _init(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> InitModel:
+        """How ``t`` is constructed: by its ``__ffi_init__`` method (parameters from its schema),
+        by the reflected auto-init (parameters from the fields), or not from Python."""
+        context = f"type {t.type_key} __ffi_init__"
+        if t.init == "method":
+            sig = self.schema_sig(t.init_schema, context)
+            if sig.params is None:
+                return InitModel("method", [Param("args", ANY_ANNOTATION, None, "varargs")], t.init_doc)
+            ann = self.spelling.annotator(mod, context, members)
+            return InitModel("method", params(sig, ann, skip_self=False, doc=t.init_doc), t.init_doc)
+        if t.init == "auto":
+            return InitModel("auto", self._auto_init_params(t, mod, members), "")
+        return InitModel("none", [], "")
+
+    def _field_py_name(self, owner: str, reg_name: str) -> str | None:
+        """The attribute name of the field ``reg_name`` in the class of ``owner``, if generated here."""
+        cls = self.classes.get(owner)
+        if cls is not None:
+            for fm in cls.fields:
+                if fm.reg_name == reg_name:
+                    return fm.name
+        return None
+
+    def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
+        # Fields of the whole chain, ancestors first, as the native auto-init binds them; each
+        # parameter is named like the field's property.
+        chain: list[tuple[str, FieldSnap]] = []
+        for anc in t.ancestors:
+            snap = self.types.get(anc)
+            if snap is not None:
+                chain += [(anc, f) for f in snap.fields]
+            else:  # a type of a preloaded library
+                chain += [(anc, f) for f in self.snap.external_fields.get(anc, [])]
+        chain += [(t.type_key, f) for f in t.fields]
+        scope = Scope(RESERVED_MODULE | {"self"})
+        required: list[Param] = []
+        optional: list[Param] = []
+        kwonly: list[Param] = []
+        for owner, f in chain:
+            if not f.init or (owner != t.type_key and f.name in t.init_excluded):
+                continue  # not a parameter of the native init (see TypeSnap.init_excluded)
+            ann = self.spelling.annotator(mod, f"field {owner}.{f.name}", members)
+            annotation = ann.annotation(self.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
+            default = None
+            if f.has_default:
+                lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
+                default = lit if lit is not None else "_bind.NATIVE_DEFAULT"
+                if (
+                    default == "None"
+                    and annotation.text != ANY_ANNOTATION.text
+                    and not annotation.text.endswith("| None")
+                ):
+                    annotation = annotation.or_none()  # a nullable field whose schema does not say Optional
+            p = Param(
+                scope.claim(self._field_py_name(owner, f.name) or f.name),
+                annotation,
+                default,
+                "kwonly" if f.kw_only else "normal",
+                f.name,
+            )
+            if f.kw_only:
+                kwonly.append(p)
+            elif f.has_default:
+                optional.append(p)
             else:
-                for cls in group:
-                    cls.snake = snake_case("_".join([*cls.namespace, cls.name]))
+                required.append(p)
+        return required + optional + kwonly
 
-    # -- annotations ------------------------------------------------------------------------
-    def annotator(self, mod: ModuleModel, context: str, member_names: set[str] | None = None) -> Annotator:
-        def resolve(key: str) -> Annotation | None:
-            target = self._resolve_key(key)
-            if target is None:
-                return None
-            return self.spell(target, mod, runtime=False, member_names=member_names)
+    def _used_fields(self, t: TypeSnap) -> list[UsedField]:
+        """Fields ``t`` inherits from ancestors in ``--use`` packages, ancestors first."""
+        out: list[UsedField] = []
+        for anc in t.ancestors:
+            if anc in self.used and anc not in self.types:
+                for fs in self.snap.external_fields.get(anc, []):
+                    ref = self.schema_type(fs.schema, f"field {anc}.{fs.name}")
+                    out.append(UsedField(py_name(fs.name, RESERVED_CLASS), fs.name, ref, anc))
+        return out
 
-        return Annotator(resolve_object=resolve, warn=self.warn, context=context)
-
-    def _resolve_key(self, key: str) -> Target | None:
-        """The class of ``key`` (or of its nearest known ancestor), or None if unknown."""
-        known = self._known(key)
-        if known is not None:
-            return known
-        ancestors = self.external.get(key)
-        if ancestors is None:
-            return None
-        for anc in reversed(ancestors):
-            known = self._known(anc)
-            if known is not None:
-                return known
-        return RUNTIME_CLASSES["ffi.Object"]
-
-    def _known(self, key: str) -> Target | None:
-        """The class of ``key`` if it has one: generated here or by a ``--use`` package, or a
-        runtime class."""
-        if key in self.types:
-            return KeyRef(key)
-        if key in self.used:
-            return KeyRef(key, used=True)
-        if key in RUNTIME_CLASSES:
-            return RUNTIME_CLASSES[key]
-        return _RUNTIME_BASES.get(key)
-
-    def spell(
-        self, target: Target, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None
-    ) -> Annotation:
-        """``target`` as ``mod`` spells it, recording the import that needs (a generated class's
-        module, or a ``--use`` package's, names no standard alias)."""
-        if isinstance(target, Annotation):
-            return target
-        if target.used:
-            return Annotation(self.used_ref(target.type_key, mod))
-        return Annotation(self.class_ref(target.type_key, mod, runtime, member_names))
-
-    def class_ref(self, key: str, mod: ModuleModel, runtime: bool, member_names: set[str] | None = None) -> str:
-        cls = self.classes[key]
-        if cls.namespace == mod.namespace and not (member_names and cls.name in member_names):
-            return cls.name
-        if cls.namespace != mod.namespace:
-            (mod.runtime_imports if runtime else mod.type_imports).add(cls.namespace)
-        else:
-            mod.type_imports.add(cls.namespace)
-        return f"{self.module_alias(cls.namespace)}.{cls.name}"
-
-    def module_alias(self, ns: Namespace) -> str:
-        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
-
-    def used_ref(self, key: str, mod: ModuleModel) -> str:
-        """The class of ``key`` in a ``--use`` package, imported by ``mod``."""
-        ucls = self.used[key]
-        mod.used_imports.add(ucls.module)
-        return f"{ucls.alias}.{ucls.name}"
-
-    def used_members(self, t: TypeSnap) -> set[str]:
+    def _used_members(self, t: TypeSnap) -> set[str]:
         """Member names ``t``'s classes inherit from ``--use`` packages (its whole chain)."""
         names: set[str] = set()
         for anc in t.ancestors:
@@ -285,6 +342,8 @@ class Builder:
         return names
 
     def schema_sig(self, schema: object, context: str) -> FunctionSig:
+        """The signature a function schema gives; a warning naming ``context`` and an untyped
+        signature when it is malformed."""
         try:
             return function_sig(schema)
         except SchemaError as exc:
@@ -292,6 +351,8 @@ class Builder:
             return FunctionSig(None, ANY)
 
     def schema_type(self, schema: object, context: str) -> TypeRef:
+        """The type a schema gives (Any without one); a warning naming ``context`` and Any when
+        it is malformed."""
         if schema is None:
             return ANY
         try:
@@ -301,31 +362,10 @@ class Builder:
             return ANY
 
     # -- functions ---------------------------------------------------------------------------
-    def params(self, sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:
-        """Parameters named as the schema names them (keyword-capable), else as the registry
-        docstring documents them (still positional-only), else ``_0, _1, ...``."""
-        assert sig.params is not None
-        params = list(sig.params)
-        names = list(sig.param_names) if sig.param_names else [None] * len(params)
-        if skip_self:
-            params, names = params[1:], names[1:]
-        out: list[Param] = []
-        scope = Scope(RESERVED_MODULE | {"self"})
-        named = all(n for n in names) and params
-        documented = None if named else documented_param_names(doc, len(params))
-        for i, (p, n) in enumerate(zip(params, names, strict=True)):
-            if named and n:
-                pname = scope.claim(n)
-            elif documented is not None:
-                pname = scope.claim(documented[i])
-            else:
-                pname = scope.claim(f"_{i}")
-            keyword = named or documented is not None  # real names: callers may use them
-            out.append(Param(pname, ann.annotation(p, "arg"), None, "normal" if keyword else "posonly"))
-        return out
-
     def _function(self, f: FunctionSnap, mod: ModuleModel, name: str) -> FunctionModel:
-        ann = self.annotator(mod, f"function {f.name}")
+        """The global or exported function ``f``, named ``name`` in ``mod``; its named result
+        gets its final name once every function has claimed one (:meth:`declare`)."""
+        ann = self.spelling.annotator(mod, f"function {f.name}")
         sig = self.schema_sig(f.schema, f"function {f.name}")
         doc = item_doc(f.doc, f"Registry function: ``{f.name}``.")
         if f.exported:
@@ -337,47 +377,31 @@ class Builder:
                 )
         if sig.params is None:
             return FunctionModel(name, f.name, [], ANY_ANNOTATION, doc, typed=False, exported=f.exported)
-        params = self.params(sig, ann, skip_self=False, doc=f.doc)
-        fn = FunctionModel(name, f.name, params, ann.annotation(sig.ret, "return"), doc, exported=f.exported)
-        fn.result = self._named_result(sig.ret, f.doc, name, ann)
+        fn_params = params(sig, ann, skip_self=False, doc=f.doc)
+        fn = FunctionModel(name, f.name, fn_params, ann.annotation(sig.ret, "return"), doc, exported=f.exported)
+        fn.result = named_result(sig.ret, f.doc, name, ann)
         return fn
 
-    def _named_result(self, ret: TypeRef, doc: str, fn_name: str, ann: Annotator) -> ResultModel | None:
-        """A named tuple for a ``Tuple`` result whose items the documentation names (numpydoc
-        ``Returns``: ``quotient : int``), named ``<FunctionName>Result``; else None."""
-        if ret.key != "Tuple" or not ret.args:
-            return None
-        names = documented_result_names(doc, len(ret.args))
-        # a name Python would change, or one a tuple already defines, names no field
-        if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
-            return None
-        camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
-        items = [(n, ann.annotation(t, "return")) for n, t in zip(names, ret.args, strict=True)]
-        words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a.text)}
-        if words & set(names):  # an item named like a type its class body refers to
-            return None
-        return ResultModel(f"{camel or 'Function'}Result", items)
-
-    # -- classes -----------------------------------------------------------------------------
-    def _check_import_cycles(self) -> None:
-        graph = {ns: {d for d in m.runtime_imports if d != ns} for ns, m in self.modules.items()}
-        visiting: set[Namespace] = set()
-        done: set[Namespace] = set()
-
-        def visit(ns: Namespace, path: list[Namespace]) -> None:
-            if ns in done:
-                return
-            if ns in visiting:
-                cycle = " -> ".join(".".join(n) or "<root>" for n in [*path, ns])
-                raise GenerationError(f"namespaces inherit from each other in a cycle: {cycle}")
-            visiting.add(ns)
-            for dep in sorted(graph[ns]):
-                visit(dep, [*path, ns])
-            visiting.discard(ns)
-            done.add(ns)
-
-        for ns in sorted(graph):
-            visit(ns, [])
+    def finish(self) -> PackageModel:
+        """The package, once every class body is built: classes ordered, imports derived from
+        the annotations, import cycles checked, visitor hooks named."""
+        for mod in self.modules.values():
+            mod.classes.sort(key=lambda c: (c.depth, c.name))
+            mod.classes = _topological(mod.classes)
+        derive_imports(self.modules, self.used)
+        check_import_cycles(self.modules)
+        return PackageModel(
+            name=self.name,
+            library=self.snap.library,
+            library_path=self.snap.library_path,
+            tvm_ffi_version=".".join(str(x) for x in self.snap.tvm_ffi_version),
+            modules=dict(sorted(self.modules.items())),
+            classes=self.classes,
+            warnings=self.warnings,
+            env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
+            used_packages=self.used_packages,
+            visitors=visitor_hooks(self.classes, self.modules, self.used_packages),
+        )
 
 
 def _topological(classes: list[ClassModel]) -> list[ClassModel]:

@@ -29,7 +29,6 @@ __all__ = [
     "cst_fingerprint",
     "describe",
     "fingerprint_matches",
-    "fingerprints_current",
     "generated_names",
     "member_keys",
     "normalised_expression",
@@ -41,7 +40,8 @@ __all__ = [
 
 
 def text_hash(text: str) -> str:
-    """The hash of a whole file's text the manifest records (unchanged file: nothing to merge)."""
+    """The hash of a whole file's text the manifest records (a file that still has it was not
+    edited: nothing to merge)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -140,7 +140,7 @@ def _span(node: ast.stmt, lines: list[str]) -> str:
     return "\n".join(lines[first - 1 : node.end_lineno])
 
 
-#: Marks a fingerprint of code (tree and comments); a manifest's older text fingerprints have none.
+#: The start of every fingerprint: what it hashes (the syntax tree, and comments).
 _CODE_FP = "ast:"
 
 
@@ -202,18 +202,8 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(case.body)
 
 
-_LINE_BREAKS = re.compile(r"\s*\n\s*")
-
-
-def _text_fingerprint(code: str) -> str:
-    """The fingerprint manifests recorded before fingerprints of code: the member's text without
-    indentation and blank lines, hashed (read only to compare with such a manifest)."""
-    return hashlib.blake2b(_LINE_BREAKS.sub("\n", code.strip()).encode(), digest_size=8).hexdigest()
-
-
-def cst_fingerprint(node: cst.CSTNode, legacy: bool = False) -> str:
-    """The fingerprint of a libcst member, as ``member_keys`` records it (``legacy``: as
-    manifests recorded it before fingerprints of code)."""
+def cst_fingerprint(node: cst.CSTNode) -> str:
+    """The fingerprint of a libcst member, as ``member_keys`` records it."""
     import libcst as cst
 
     if isinstance(node, cst.ClassDef):
@@ -221,26 +211,18 @@ def cst_fingerprint(node: cst.CSTNode, legacy: bool = False) -> str:
     if isinstance(node, (cst.FunctionDef, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         node = node.with_changes(leading_lines=[])
     code = cst.Module(body=[]).code_for_node(node)
-    if legacy:
-        return _text_fingerprint(code)
     body = _canonical(ast.parse(code)).body
     end = max((s.end_lineno or s.lineno) for s in body) if body else 0
     return _code_fingerprint(body, _comments("\n".join(code.splitlines()[:end])))
 
 
 def fingerprint_matches(node: cst.CSTNode, recorded: str) -> bool:
-    """Whether a member's code is what the manifest recorded (in the form it recorded it)."""
-    return cst_fingerprint(node, legacy=not recorded.startswith(_CODE_FP)) == recorded
-
-
-def fingerprints_current(entries: list[str]) -> bool:
-    """Whether manifest entries carry fingerprints of code (not an older manifest's of text)."""
-    fingerprinted = [e for e in entries if "\t" in e]
-    return bool(fingerprinted) and all(_CODE_FP in e for e in fingerprinted)
+    """Whether a member's code is what the manifest recorded."""
+    return cst_fingerprint(node) == recorded
 
 
 def recorded_fingerprints(entries: list[str]) -> dict[str, str]:
-    """Manifest entries -> {key: fingerprint} ("" where a manifest predates fingerprints)."""
+    """Manifest entries -> {key: fingerprint} ("" for a class: its members carry them)."""
     out: dict[str, str] = {}
     for entry in entries:
         key, _, fp = entry.partition("\t")

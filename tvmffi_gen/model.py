@@ -102,7 +102,6 @@ class FieldModel:
     kind: FieldKind | None  # read from memory by ``_bind.field`` (None: ``_bind.registry_field``)
     write: FieldWrite | None  # None: read-only
     offset: int
-    accessor: str  # a module-level name unique to the field (its registry name may not be)
     override_ignore: bool = False
     ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
     owner: str = ""  # type key of the type that declares it (what its warnings name)
@@ -164,8 +163,6 @@ class ClassModel:
     init: InitModel | None = None
     enum_entries: list[tuple[str, str]] = field(default_factory=list)  # (py name, registry name)
     depth: int = 0
-    snake: str = ""
-    pod_offsets: dict[str, int] = field(default_factory=dict)
     # field names in the constructor's positional order; None: no ``__match_args__`` line
     match_args: list[str] | None = None
     replace: ReplaceModel | None = None
@@ -208,10 +205,11 @@ class ModuleModel:
     classes: list[ClassModel] = field(default_factory=list)
     functions: list[FunctionModel] = field(default_factory=list)
     subpackages: list[tuple[str, str]] = field(default_factory=list)  # (py name, namespace)
-    runtime_imports: set[Namespace] = field(default_factory=set)
-    type_imports: set[Namespace] = field(default_factory=set)
     scope: Scope = field(default_factory=Scope)
-    used_imports: set[str] = field(default_factory=set)  # modules of --use packages
+    # the generated modules it imports, derived from its annotations' aliases once it is built:
+    runtime_imports: set[Namespace] = field(default_factory=set)  # of its classes' bases
+    type_imports: set[Namespace] = field(default_factory=set)  # of other annotations (TYPE_CHECKING)
+    used_imports: set[str] = field(default_factory=set)  # modules of --use packages (when it runs)
 
     @property
     def file(self) -> str:
@@ -221,10 +219,59 @@ class ModuleModel:
     def is_root(self) -> bool:
         return not self.namespace
 
+    @property
+    def alias(self) -> str:
+        """The name other generated modules import this one under: unique per module, and
+        never a name the naming rule hands out (it starts with ``_ffi``)."""
+        return "_ffi_ns_" + ("__".join(self.path) if self.namespace else "root_")
+
+    def annotations(self) -> tuple[list[Annotation], list[Annotation]]:
+        """Every annotation the module's code holds: its classes' bases (evaluated when the
+        module runs), and the rest (read only by type checkers: ``from __future__ import
+        annotations``). A read-only field's setter type is in no annotation."""
+        bases = [cls.base for cls in self.classes]
+        others: list[Annotation] = []
+        for cls in self.classes:
+            for f in cls.fields:
+                others += [f.getter] if f.write is None else [f.getter, f.setter]
+            if cls.init is not None:
+                others += [p.hint for p in cls.init.params]
+            for m in cls.methods:
+                others += [p.hint for p in m.params] + [m.returns]
+            if cls.replace is not None:  # its result is the class, by name
+                others += [p.hint for p in cls.replace.params]
+        for fn in self.functions:
+            others += [p.hint for p in fn.params] + [fn.returns]
+            if fn.result is not None:
+                others += [annotation for _, annotation in fn.result.items]
+        return bases, others
+
     def exported_names(self) -> list[str]:
         names = [c.name for c in self.classes] + [f.name for f in self.functions]
         names += [f.result.name for f in self.functions if f.result]
         return sorted(names)
+
+
+@dataclass(frozen=True)
+class VisitorHook:
+    """One hook of the dispatch bases in ``visitors.py`` (``walk_<suffix>``, ``visit_<suffix>``,
+    ...): the class or builtin it handles, as the dispatch table and as the ``node`` annotation
+    name it."""
+
+    suffix: str
+    handles: str
+    annotation: str
+
+
+@dataclass
+class VisitorsModel:
+    """``visitors.py``: its hooks, in order, and the modules it imports for them."""
+
+    hooks: list[VisitorHook]
+    namespaces: list[Namespace]  # modules of the classes the hooks handle
+    #: ``visitors`` modules of ``--use`` packages: the bases subclass theirs (whose hooks then
+    #: dispatch here too) instead of the runtime's
+    used_modules: list[str]
 
 
 @dataclass
@@ -243,13 +290,11 @@ class PackageModel:
     #: moved copy of the package (off with --portable: nothing machine-specific in the output).
     record_absolute: bool = True
     used_packages: list[UsedPackage] = field(default_factory=list)
+    visitors: VisitorsModel = field(default_factory=lambda: VisitorsModel([], [], []))
 
     @property
     def has_exports(self) -> bool:
         return any(f.exported for m in self.modules.values() for f in m.functions)
-
-    def module_alias(self, ns: Namespace) -> str:
-        return "_ffi_ns_" + ("__".join(self.modules[ns].path) if ns else "root_")
 
     def header(self) -> str:
         return (

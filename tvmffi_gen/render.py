@@ -24,9 +24,9 @@ from .model import (
     FunctionModel,
     MethodModel,
     ModuleModel,
-    Namespace,
     PackageModel,
     Param,
+    VisitorHook,
 )
 from .suppressions import (
     VISITORS_RULES_OFF,
@@ -40,14 +40,12 @@ from .suppressions import (
     pyright_disabled_rules,
     pyright_header,
 )
-from .typemap import ANY_ANNOTATION, Annotation
+from .typemap import ANY_ANNOTATION
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
 
-#: The ``tvmffi_runtime.bind.API_LEVEL`` the generated code needs (native functions as decorated
-#: defs; field(kind, offset) bound by register, registry_field, dispatch_base; replace_method,
-#: KEEP, named results; level 5: the module is ``tvmffi_runtime.bind``, imported as ``_bind``, no
-#: longer ``gen`` / ``_gen``); a generated package checks it at import.
+#: The ``tvmffi_runtime.bind.API_LEVEL`` the templates' code needs (what that level offers is
+#: listed where the runtime defines it); a generated package checks it at import.
 RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
@@ -302,7 +300,7 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
 
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
-        return [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+        return [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += _used_imports(mod.used_imports)
@@ -355,43 +353,28 @@ def standard_import_groups(aliases: set[str]) -> list[list[str]]:
 
 
 def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
-    """The standard aliases ``module.py.jinja`` writes for ``mod``: its own text (as the template
-    and the helpers above lay it out) and those the model recorded for its annotations and base
-    classes."""
+    """The aliases ``mod``'s text names: its own (as ``module.py.jinja`` and the helpers above
+    lay it out) and those its annotations name (of which :func:`standard_import_groups` writes the
+    standard ones; the others are the generated modules the model imports)."""
     aliases: set[str] = set()
-    used: list[Annotation] = []
     for cls in mod.classes:
         aliases.add("_bind")  # register
-        used.append(cls.base)
         if cls.enum_entries:
             aliases.add("_t")  # ClassVar
-        for f in cls.fields:
-            used.append(f.getter)
-            if f.write is None:
-                aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
-            else:
-                used.append(f.setter)
-        if cls.init is not None:
-            if cls.init.kind == "none":
-                aliases.add("_t")  # NoReturn
-            used += [p.hint for p in cls.init.params]
-        for m in cls.methods:
-            used += [p.hint for p in m.params] + [m.returns]
-            if not m.typed:
-                aliases.add("_t")
-        if cls.replace is not None:  # its result is the class, by name
-            used += [p.hint for p in cls.replace.params]
+        if any(f.write is None for f in cls.fields):
+            aliases.add("_t")  # Final (a read-only field's annotation names no setter type)
+        if cls.init is not None and cls.init.kind == "none":
+            aliases.add("_t")  # NoReturn
+        if any(not m.typed for m in cls.methods):
+            aliases.add("_t")
     for fn in mod.functions:
         aliases.add("_bind")  # the native function's decorator
-        used += [p.hint for p in fn.params] + [fn.returns]
-        if not fn.typed:
-            aliases.add("_t")
-        if fn.result is not None:
-            aliases.add("_t")  # NamedTuple
-            used += [annotation for _, annotation in fn.result.items]
-    if typing_block or mod.subpackages:  # the TYPE_CHECKING block
+        if not fn.typed or fn.result is not None:
+            aliases.add("_t")  # Any; NamedTuple
+    if typing_block or mod.subpackages:  # TYPE_CHECKING; the module __getattr__'s Any
         aliases.add("_t")
-    return aliases.union(*(annotation.aliases for annotation in used))
+    bases, others = mod.annotations()
+    return aliases.union(*(annotation.aliases for annotation in bases + others))
 
 
 def _used_imports(modules: set[str]) -> list[_Import]:
@@ -461,13 +444,6 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
 
 
 @dataclass(frozen=True)
-class _Hook:
-    suffix: str
-    type_expr: str
-    annotation: str
-
-
-@dataclass(frozen=True)
 class _Base:
     name: str
     runtime_base: str
@@ -476,7 +452,6 @@ class _Base:
     doc: str
 
 
-_BUILTIN_HOOKS = ["bool", "int", "float", "str", "bytes"]
 _BASES = [
     _Base(
         "Walker",
@@ -517,42 +492,23 @@ _BASES = [
 ]
 
 
-def _hook_entry(hook: _Hook) -> list[str]:
+def _hook_entry(hook: VisitorHook) -> list[str]:
     """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long."""
-    return fit_value(f'"{hook.suffix}": ', hook.type_expr, ",", "    ")
+    return fit_value(f'"{hook.suffix}": ', hook.handles, ",", "    ")
 
 
 def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
-    from .naming import Scope
-
-    scope = Scope()
-    hooks: list[_Hook] = []
-    for tp in _BUILTIN_HOOKS:
-        scope.claim(tp)
-        hooks.append(_Hook(tp, tp, tp))
-    for reserved in ("object", "any"):
-        scope.claim(reserved)
-    used = [u for u in pkg.used_packages if u.has_visitors]
-    for u in used:  # hooks the bases from --use packages define keep their meaning
-        scope.taken.update(u.hook_suffixes)
-    namespaces: set[Namespace] = set()
-    # most-derived first reads best; the engine orders by depth anyway
-    for cls in sorted(pkg.classes.values(), key=lambda c: (c.snake, c.type_key)):
-        ref = f"{pkg.module_alias(cls.namespace)}.{cls.name}"
-        namespaces.add(cls.namespace)
-        hooks.append(_Hook(scope.claim(cls.snake), ref, ref))
-    hooks.append(_Hook("object", "_rt.Object", "_rt.Object"))
-    hooks.append(_Hook("any", "object", "object"))
-    imports = [_Import(pkg.modules[ns].py_module, pkg.module_alias(ns)) for ns in sorted(namespaces)]
+    visitors = pkg.visitors
+    imports = [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in visitors.namespaces]
     bases = _BASES
-    if used:  # subclass the used packages' bases: their hooks dispatch here too
-        modules = _used_imports({f"{u.name}.visitors" for u in used})
+    if visitors.used_modules:  # subclass the used packages' bases: their hooks dispatch here too
+        modules = _used_imports(set(visitors.used_modules))
         imports += modules
         bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
-    rules = [r for r in VISITORS_RULES_OFF if used or r != "reportImplicitOverride"]
+    rules = [r for r in VISITORS_RULES_OFF if visitors.used_modules or r != "reportImplicitOverride"]
     return env.get_template("visitors.py.jinja").render(
         pkg=pkg,
-        hooks=hooks,
+        hooks=visitors.hooks,
         bases=bases,
         imports=imports,
         object_hook="walk_object",

@@ -185,32 +185,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
     for key in sorted(new_types):
         info = R.type_info(key)
         referenced.update(info.ancestors)
-        ts = TypeSnap(type_key=key, ancestors=list(info.ancestors), doc=info.doc)
-        ts.fields = [_field_snap(f) for f in info.fields]
-        for m in info.methods:
-            if m.name == "__ffi_init__":
-                ts.init = "method"
-                ts.init_schema = _parse_schema(m.type_schema)
-                ts.init_doc = m.doc
-                continue
-            ts.methods.append(
-                MethodSnap(name=m.name, doc=m.doc, schema=_parse_schema(m.type_schema), is_static=m.is_static)
-            )
-        if ts.init is None:
-            auto_init = R.type_attr(info.type_index, "__ffi_init__")
-            if auto_init is not None:
-                ts.init = "auto"
-                own = {f.name for f in info.fields}
-                inherited = [
-                    f.name for anc in info.ancestors for f in R.type_info(anc).fields if f.init and f.name not in own
-                ]
-                ts.init_excluded = [n for n in dict.fromkeys(inherited) if not _init_takes(auto_init, n)]
-        ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
-        state = R.type_attr(info.type_index, "__ffi_enum__")
-        if state is not None:
-            entries = R.get_field(state, "entries")
-            ts.enum_entries = [str(R.get_field(e, "_str_index")) for e in entries]
-        snap.types.append(ts)
+        snap.types.append(_type_snap(info))
     for name in sorted(new_funcs):
         md = R.global_function_metadata(name)
         snap.functions.append(
@@ -243,6 +218,39 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
         if fields:
             snap.external_fields[key] = [_field_snap(f) for f in fields]
     return snap
+
+
+def _type_snap(info: Any) -> TypeSnap:
+    """One registered type (``reflection.TypeInfo``) as snapshot data: its fields and methods,
+    how it is constructed, and its enum entries."""
+    from tvmffi_runtime import reflection as R
+
+    ts = TypeSnap(type_key=info.type_key, ancestors=list(info.ancestors), doc=info.doc)
+    ts.fields = [_field_snap(f) for f in info.fields]
+    for m in info.methods:
+        if m.name == "__ffi_init__":
+            ts.init = "method"
+            ts.init_schema = _parse_schema(m.type_schema)
+            ts.init_doc = m.doc
+            continue
+        ts.methods.append(
+            MethodSnap(name=m.name, doc=m.doc, schema=_parse_schema(m.type_schema), is_static=m.is_static)
+        )
+    if ts.init is None:
+        auto_init = R.type_attr(info.type_index, "__ffi_init__")
+        if auto_init is not None:
+            ts.init = "auto"
+            own = {f.name for f in info.fields}
+            inherited = [
+                f.name for anc in info.ancestors for f in R.type_info(anc).fields if f.init and f.name not in own
+            ]
+            ts.init_excluded = [n for n in dict.fromkeys(inherited) if not _init_takes(auto_init, n)]
+    ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
+    state = R.type_attr(info.type_index, "__ffi_enum__")
+    if state is not None:
+        entries = R.get_field(state, "entries")
+        ts.enum_entries = [str(R.get_field(e, "_str_index")) for e in entries]
+    return ts
 
 
 def _init_takes(init: Any, name: str) -> bool:

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from .api_changes import ApiChange, NameUse, StaleUse, api_changes, module_api, names_used, stale_uses
 from .bindings import module_names
-from .member_keys import fingerprints_current, generated_names, member_keys, text_hash
+from .member_keys import generated_names, member_keys, text_hash
 from .merge import MergeConflict, UserImport, merge_source
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]
@@ -126,7 +126,7 @@ def _file_records(files: dict[str, str], previous: dict[str, Any]) -> dict[str, 
         if not rel.endswith(".py"):
             continue
         before: dict[str, Any] = previous.get(rel) or {}
-        current = fingerprints_current(before.get("members", [])) and isinstance(before.get("api"), dict)
+        current = "members" in before and isinstance(before.get("api"), dict)
         if current and before.get("hash") == text_hash(text):
             records[rel] = {"hash": before["hash"], "members": before["members"], "api": before["api"]}
         else:

@@ -6,8 +6,9 @@ Python keywords, a function named like a class and functions named like subnames
 constructors. The package generated for it must be ``mypy --strict`` clean, typecheck a user
 program, and work at run time (checked in a fresh interpreter).
 
-The ``test_regression_*`` tests pin generator bugs this fixture found (fixed since), most of them
-on tiny hand-written snapshots that need no compiler.
+The last tests check naming rules for names this fixture's kind of registry can hold (module
+aliases, enum members, a namespace named like the loader) on tiny hand-written snapshots that
+need no compiler.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ WRONG_STATEMENTS = [
 
 WRONG_HEADER = ["from bigpkg.big import ns0"]
 
-# test_regression_nested_namespaces_are_imported_on_first_use: run, then checked with `x: int = obj.id`
+# test_nested_namespaces_are_imported_on_first_use: run, then checked with `x: int = obj.id`
 ATTR_CODE = f"import {PKG}\nobj = {PKG}.big.ns0.T0(1, 'a')\nprint(type(obj).__name__)\n"
 
 
@@ -466,12 +467,10 @@ def test_importing_the_root_package_imports_no_namespace(big_pkg: Path) -> None:
     assert _run(big_pkg, code).strip() == "[]"
 
 
-def test_regression_nested_namespaces_are_imported_on_first_use(
-    big_pkg: Path, mypy_report: dict[str, list[str]]
-) -> None:
-    """Was: only the root package imported its subpackages on first use, so ``import bigpkg;
-    bigpkg.big.ns0.T0`` was an AttributeError at run time and mypy said ``Module has no attribute
-    "ns0"; maybe "ns0_"?`` [attr-defined]."""
+def test_nested_namespaces_are_imported_on_first_use(big_pkg: Path, mypy_report: dict[str, list[str]]) -> None:
+    """Every package imports its subpackages on first use, not only the root: ``import bigpkg;
+    bigpkg.big.ns0.T0`` works at run time, and mypy sees ``ns0`` (not ``Module has no attribute
+    "ns0"`` [attr-defined])."""
     proc = subprocess.run([sys.executable, "-c", ATTR_CODE], capture_output=True, text=True, env=_env(big_pkg))
     run_time_ok = proc.returncode == 0 and proc.stdout.strip() == "T0"
     errors = mypy_report["attr_prog.py"] + mypy_report[""]
@@ -480,7 +479,7 @@ def test_regression_nested_namespaces_are_imported_on_first_use(
 
 
 # --------------------------------------------------------------------------------------------
-# Regressions: generator bugs found with this fixture, on tiny snapshots (no compiler needed)
+# Naming rules for names this kind of registry can hold, on tiny snapshots (no compiler needed)
 # --------------------------------------------------------------------------------------------
 _INT = {"type": "int"}
 
@@ -543,7 +542,7 @@ def _enum_snapshot() -> Snapshot:
 
 @pytest.fixture(scope="module")
 def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], dict[str, list[str]]]:
-    """The packages of the regression snapshots below, generated into one folder and checked by
+    """The packages of the snapshots below, generated into one folder and checked by
     one mypy --strict run (each run spends about a second before it reaches the package): each
     package's folder, and the report's lines on it and those on no package (mypy's own)."""
     folder = tmp_path_factory.mktemp("probes")
@@ -553,10 +552,10 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], d
     return pkgs, lines_by_package(errors, report, pkgs)  # mypy writes paths relative to folder
 
 
-def test_regression_module_import_aliases_are_reserved(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
-    """Was: functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` shadowed the
-    aliases every generated module imports: mypy [no-redef], and the module failed at import with
-    AttributeError (``_ffi_i64 = _gen.read_i64`` after ``def _gen(...)``, when the alias was ``_gen``)."""
+def test_module_import_aliases_are_reserved(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """Functions, classes or subpackages named ``_t``, ``_rt``, ``_bind``, ``_abc`` are renamed: under
+    those names they would shadow the aliases every generated module imports (mypy [no-redef], and
+    an AttributeError at import where the module's code then uses the alias)."""
     pkgs, reports = probes
     # the subpackage `probe._rt` would replace the `_rt` alias of `probe` once imported
     assert not (pkgs["aliaspkg"] / "probe" / "_rt").exists(), (
@@ -565,24 +564,24 @@ def test_regression_module_import_aliases_are_reserved(probes: tuple[dict[str, P
     assert reports["aliaspkg"] == [], "\n".join(reports["aliaspkg"])
 
 
-def test_regression_auto_init_parameters_do_not_shadow_module_aliases(
+def test_auto_init_parameters_do_not_shadow_module_aliases(
     probes: tuple[dict[str, Path], dict[str, list[str]]],
 ) -> None:
-    """Was: a field registered as ``_bind`` became ``def __init__(self, _bind: int)``, whose body
-    ``_bind.construct_auto(...)`` then called the int (mypy [attr-defined]; AttributeError)."""
+    """A field registered as ``_bind`` is not the parameter ``_bind`` of ``__init__``, whose body
+    calls ``_bind.construct_auto(...)`` (on the int, mypy [attr-defined] and an AttributeError)."""
     assert probes[1]["autopkg"] == [], "\n".join(probes[1]["autopkg"])
 
 
-def test_regression_enum_entries_do_not_hide_enum_members(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
-    """Was: an entry registered as ``name`` became ``name: ClassVar[Shape] = ...``, which mypy
-    rejected ([assignment]: base class Enum defines it as str) and which replaced the ``name``
-    property of every entry at run time (``Shape.Square.name`` was the entry ``name``)."""
+def test_enum_entries_do_not_hide_enum_members(probes: tuple[dict[str, Path], dict[str, list[str]]]) -> None:
+    """An entry registered as ``name`` is not the class attribute ``name``: mypy rejects that
+    ([assignment]: base class Enum defines it as str), and it would replace the ``name`` property
+    of every entry at run time (``Shape.Square.name`` would be the entry ``name``)."""
     assert probes[1]["enumpkg"] == [], "\n".join(probes[1]["enumpkg"])
 
 
-def test_regression_namespace_named_lib_does_not_shadow_the_loader(tmp_path: Path) -> None:
-    """Was: the namespace ``_lib`` became the subpackage ``_lib/``, which shadowed the generated
-    ``_lib.py`` (the library loader), so ``import pkg`` never loaded the library."""
+def test_namespace_named_lib_does_not_shadow_the_loader(tmp_path: Path) -> None:
+    """The namespace ``_lib`` is not the subpackage ``_lib/``, which would shadow the generated
+    ``_lib.py`` (the library loader), so that ``import pkg`` never loaded the library."""
     x = TypeSnap(type_key="_lib.X", ancestors=["ffi.Object"], fields=[_field("v", 24)], init="auto", final=True)
     pkg = _generate_from(_snapshot([x], []), tmp_path)
     assert (pkg / "_lib.py").is_file()

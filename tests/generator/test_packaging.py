@@ -241,7 +241,7 @@ def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
 
 def test_verify_fails_when_the_runtime_cannot_be_found(tmp_path):
     """--verify checks what the user will see: a runtime missing from the checking environment
-    is an error, not a silent pass (it used to add the runtime's source folder itself)."""
+    is an error, not a silent pass (adding the runtime's source folder itself would hide it)."""
     from tvmffi_gen.cli import main
 
     assert main(["-o", str(tmp_path / "outpkg"), "-q"]) == 0

@@ -235,9 +235,9 @@ def test_runtime_suite_passes_on_pure_ctypes() -> None:
     assert f"{len(static)} deselected" in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
 
 
-# Regressions found in review of _accel.c; each ran into a crash (or a wrong value) before the
-# fix, so each runs in a child process and must exit cleanly, on both paths.
-REVIEW_CASES = {
+# Edge cases of _accel.c where a slip crashes (or gives a wrong value), so each runs in a child
+# process and must exit cleanly, on both paths.
+EDGE_CASES = {
     # the callable of a Function whose handle was moved into native code must stay alive
     "moved_callback": """
 import gc
@@ -285,7 +285,7 @@ print(_call.ffi_call(echo.c_handle, L, "echo") == "a" * 128)
 """,
 }
 
-REVIEW_CASES["registry_access_on_a_moved_object"] = """
+EDGE_CASES["registry_access_on_a_moved_object"] = """
 from tvmffi_runtime import ReleasedObjectError
 from tvmffi_runtime.reflection import FieldAccessor
 from tvmffi_runtime.structural import move
@@ -312,9 +312,9 @@ REVIEW_EXPECTED = {
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
-@pytest.mark.parametrize("case", sorted(REVIEW_CASES))
-def test_review_regressions(case: str, pure: bool) -> None:
-    script = "import tvmffi_runtime as rt\nfrom tvmffi_testing import testing as T\n" + REVIEW_CASES[case]
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_edge_cases_exit_cleanly(case: str, pure: bool) -> None:
+    script = "import tvmffi_runtime as rt\nfrom tvmffi_testing import testing as T\n" + EDGE_CASES[case]
     proc = _run_child(script, pure)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.strip() == REVIEW_EXPECTED[case]

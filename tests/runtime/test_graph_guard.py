@@ -239,7 +239,7 @@ after = [rt._object._ref_counts(o._h) for o in (g, leaf)]
 def test_callbacks_recursing_past_pythons_limit_raise_recursion_error_saying_so(lib: Path, pure: bool) -> None:
     """A visit / mutate callback that recurses through the engine (``ctx.default_visit``) on a
     chain within the depth bound runs out of Python's recursion limit first; the error that
-    comes back says so (it used to be "error while converting a Python exception")."""
+    comes back says so (not "error while converting a Python exception")."""
     build = """
 chain = rt.get_global_func('cyc.chain')(900)
 Node = rt.class_for_index(rt.type_key_to_index('cyc.Node'))

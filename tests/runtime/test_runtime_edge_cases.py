@@ -1,7 +1,7 @@
-"""Regression tests for runtime bugs, each of which failed (or killed the process) before its fix.
+"""Edge cases of the runtime where a slip gives a wrong value or kills the process.
 
-Checks that crashed the interpreter before the fix run in a child process, so a regression fails
-one test instead of killing pytest.
+Checks that could crash the interpreter run in a child process, so a failure fails one test
+instead of killing pytest.
 """
 
 from __future__ import annotations

@@ -212,9 +212,9 @@ print("OK")
 
 
 def test_global_replaced_while_other_threads_look_it_up() -> None:
-    # libtvm_ffi's global table has no lock: a lookup racing a replacement used to take a
+    # libtvm_ffi's global table has no lock: a lookup racing a replacement could take a
     # reference to the Function being deleted (a crash calling its freed callback) or read the
-    # table mid-update (heap corruption). Before the fix this crashed in most runs.
+    # table mid-update (heap corruption); a runtime that lets them race crashes in most runs.
     proc = run_child(REGISTRY_SCRIPT, "30000", timeout=120)
     assert_clean(proc)
 
@@ -240,8 +240,8 @@ print("OK")
 def test_replaced_function_whose_release_replaces_the_same_name_again() -> None:
     # The library unlinks the table entry, overwrites its Function, then links it back: when
     # the overwrite released the last reference inside the update, the callable's release could
-    # re-register the name mid-update, and the table's iteration list became a loop (listing
-    # the globals hung). register_global now releases the replaced Function after the update.
+    # re-register the name mid-update, and the table's iteration list would become a loop
+    # (listing the globals hangs): register_global releases the replaced Function after the update.
     proc = run_child(REENTRANT_REPLACE_SCRIPT, timeout=30)
     assert_clean(proc)
 

@@ -247,7 +247,7 @@ def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:
 def test_visit_and_mutate_hooks_cost_one_python_call_per_node(ir: Any) -> None:
     """On the compiled path a Visitor / Mutator hook is called straight from the trampoline:
     its context is built only when a helper asks for it, so a hook that does not descend costs
-    one Python call per node (visit and mutate used to cost five, with two objects made)."""
+    one Python call per node (not one for the hook and more to build its context)."""
     leaves = Array([ir.IntImm(i) for i in range(2000)])
 
     class Count(VisitorBase):

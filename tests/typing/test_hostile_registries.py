@@ -58,7 +58,7 @@ def mypy_results() -> dict[str, tuple[int, str]]:
 
 
 def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
-    # Regression pin for the naming rule: registry names equal to the module's import aliases
+    # The naming rule's reserved names: registry names equal to the module's import aliases
     # (_bind, _rt, _t, _abc) must be renamed, or the module rebinds the alias and fails at import.
     functions = [
         FunctionSnap("a._bind", schema={"type": "ffi.Function", "args": [INT, INT]}),
@@ -102,7 +102,7 @@ def test_parameters_named_like_generated_import_aliases_pass_mypy(mypy_results: 
 
 @_mypy_case
 def members_named_like_inherited_enum_entries() -> Snapshot:
-    # Regression pin: an ancestor's enum entries are taken names in a derived class's scope.
+    # An ancestor's enum entries are taken names in a derived class's scope.
     types = [
         TypeSnap("a.Kind", ["ffi.Object", "ffi.Enum"], enum_entries=["value", "other"]),
         TypeSnap(
@@ -122,7 +122,7 @@ def test_members_named_like_inherited_enum_entries_pass_mypy(mypy_results: dict[
 
 @_mypy_case
 def compatible_overrides() -> Snapshot:
-    # Regression pin: only overrides mypy rejects get `# type: ignore[...]` (on the line mypy
+    # Only overrides mypy rejects get `# type: ignore[...]` (on the line mypy
     # reports), so --strict's unused-ignore check passes for compatible ones.
     p_ref, c_ref, obj = {"type": "a.P"}, {"type": "a.C"}, {"type": "ffi.Object"}
 
@@ -167,7 +167,7 @@ def test_compatible_overrides_pass_mypy(mypy_results: dict[str, tuple[int, str]]
 
 @_mypy_case
 def writable_field_overriding_a_parent_field_of_another_type() -> Snapshot:
-    # Regression pin: the `# type: ignore[override]` must sit where mypy reports the override
+    # The `# type: ignore[override]` must sit where mypy reports the override
     # (the `@property` line when the field has a setter).
     types = [
         TypeSnap(
@@ -188,8 +188,8 @@ def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy(
 
 
 def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
-    # Regression pin: 'my-f' and 'my_f' under an inherited 'my_f' used to share one Python name
-    # and one module-level accessor, so 'my-f' silently read 'my_f'.
+    # 'my-f' sanitises to 'my_f', the name of an inherited field that 'my_f' overrides: sharing
+    # one Python name would make 'my-f' silently read 'my_f'.
     p_ref, c_ref = {"type": "a.P"}, {"type": "a.C"}
 
     def method(self_ref: Any) -> Any:
@@ -213,9 +213,7 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     child = model.classes["a.C"]
     names = [f.name for f in child.fields] + [m.name for m in child.methods]
     assert len(set(names)) == len(names), names
-    accessors = [f.accessor for f in child.fields]
-    assert len(set(accessors)) == len(accessors), accessors
-    # and the rendered module binds each registry name to its own accessor
+    # and the rendered module binds each name once
     tree = ast.parse(render_package(model)["a/__init__.py"])
     bound = [
         t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
@@ -239,7 +237,8 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
 
 @_mypy_case
 def enum_entry_named_like_its_class() -> Snapshot:
-    # Regression pin: `Mode: _t.ClassVar[Mode]` inside class Mode made `Mode` name the entry.
+    # An entry named like its class must not be spelled `Mode: _t.ClassVar[Mode]` inside class
+    # Mode, where `Mode` would name the entry.
     types = [TypeSnap("a.Mode", ["ffi.Object", "ffi.Enum"], enum_entries=["Mode", "Other"])]
     return _snap(types, [])
 
@@ -251,8 +250,8 @@ def test_enum_entry_named_like_its_class_passes_mypy(mypy_results: dict[str, tup
 
 @_mypy_case
 def none_default_on_non_optional_field() -> Snapshot:
-    # Regression pin: a None default on a non-Optional field (a nullable ObjectRef defaulting to
-    # null) used to render `span: Span = None`, which mypy --strict rejects.
+    # A None default on a non-Optional field (a nullable ObjectRef defaulting to null) must not
+    # render as `span: Span = None`, which mypy --strict rejects.
     fields = [
         FieldSnap("span", schema={"type": "a.Span"}, has_default=True, default=None),
         FieldSnap("n", schema=INT, has_default=True, default=None),
@@ -268,7 +267,7 @@ def test_none_default_on_non_optional_field_passes_mypy(mypy_results: dict[str, 
 
 @_mypy_case
 def void_pointer_schema() -> Snapshot:
-    # Regression pin: 'void*' (TVM FFI's opaque pointer) is annotated with _ctypes.c_void_p, which
+    # 'void*' (TVM FFI's opaque pointer) is annotated with _ctypes.c_void_p, which
     # the module must import.
     void_p = {"type": "void*"}
     fn = FunctionSnap("a.f", schema={"type": "ffi.Function", "args": [void_p, void_p]})
@@ -282,7 +281,7 @@ def test_void_pointer_schema_passes_mypy(mypy_results: dict[str, tuple[int, str]
 
 @pytest.mark.parametrize("bad", ['quo"te', "new\nline", "back\\nslash"], ids=["quote", "newline", "backslash"])
 def test_registry_names_with_quotes_backslashes_newlines_are_kept_exactly(bad: str) -> None:
-    # Regression pin: registry names go into string literals escaped, so the output parses and
+    # Registry names go into string literals escaped, so the output parses and
     # every runtime lookup (FieldAccess, TypeMethod, enum_entry, register, GlobalFunction) gets
     # the exact name.
     types = [

@@ -422,7 +422,7 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 # No shrinking: each example costs a mypy run (~1 s), and shrinking a failure took > 5 minutes.
 # An example is three registries, checked in one mypy run (each run first spends about a second
-# on the runtime): 3 examples, 9 random registries (was 8 examples of one registry each).
+# on the runtime): 3 examples, 9 random registries.
 @settings(
     max_examples=3,
     deadline=None,

@@ -2,9 +2,9 @@
 
 One entry point for the three formats apache-tvm-ffi ships for. The format is chosen by the
 file's first bytes, never by its name or by the platform running this, so a macOS or Windows
-library is read on Linux as well as on its own platform. ELF goes through ``tvmffi_gen.elf``
-(unchanged), Mach-O through ``macho`` and PE through ``pe``. Each raises ``BinaryFormatError``
-naming the file and what is wrong with it.
+library is read on Linux as well as on its own platform. ELF goes through ``tvmffi_gen.elf``,
+Mach-O through ``macho`` and PE through ``pe``. Each raises ``BinaryFormatError`` naming the file
+and what is wrong with it.
 """
 
 from __future__ import annotations

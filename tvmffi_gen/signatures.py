@@ -1,0 +1,59 @@
+"""Parameters and named results of the package model, decided from a registry signature.
+
+Functions, methods and ``__ffi_init__`` constructors all take their parameters from a type
+schema (:class:`~tvmffi_gen.typemap.FunctionSig`); the names come from the schema, else from the
+registry docstring, and the annotations from an :class:`~tvmffi_gen.typemap.Annotator` of the
+module the code is in.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .docparams import documented_param_names, documented_result_names
+from .model import Param, ResultModel
+from .naming import RESERVED_MODULE, Scope, py_name
+from .typemap import Annotator, FunctionSig, TypeRef
+
+__all__ = ["named_result", "params"]
+
+
+def params(sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:
+    """Parameters named as the schema names them (keyword-capable), else as the registry
+    docstring documents them (still positional-only), else ``_0, _1, ...``."""
+    assert sig.params is not None
+    types = list(sig.params)
+    names = list(sig.param_names) if sig.param_names else [None] * len(types)
+    if skip_self:
+        types, names = types[1:], names[1:]
+    out: list[Param] = []
+    scope = Scope(RESERVED_MODULE | {"self"})
+    named = all(n for n in names) and types
+    documented = None if named else documented_param_names(doc, len(types))
+    for i, (p, n) in enumerate(zip(types, names, strict=True)):
+        if named and n:
+            pname = scope.claim(n)
+        elif documented is not None:
+            pname = scope.claim(documented[i])
+        else:
+            pname = scope.claim(f"_{i}")
+        keyword = named or documented is not None  # real names: callers may use them
+        out.append(Param(pname, ann.annotation(p, "arg"), None, "normal" if keyword else "posonly"))
+    return out
+
+
+def named_result(ret: TypeRef, doc: str, fn_name: str, ann: Annotator) -> ResultModel | None:
+    """A named tuple for a ``Tuple`` result whose items the documentation names (numpydoc
+    ``Returns``: ``quotient : int``), named ``<FunctionName>Result``; else None."""
+    if ret.key != "Tuple" or not ret.args:
+        return None
+    names = documented_result_names(doc, len(ret.args))
+    # a name Python would change, or one a tuple already defines, names no field
+    if names is None or any(py_name(n) != n or n in ("count", "index") for n in names):
+        return None
+    camel = "".join(part[:1].upper() + part[1:] for part in fn_name.split("_") if part)
+    items = [(n, ann.annotation(t, "return")) for n, t in zip(names, ret.args, strict=True)]
+    words = {w for _, a in items for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", a.text)}
+    if words & set(names):  # an item named like a type its class body refers to
+        return None
+    return ResultModel(f"{camel or 'Function'}Result", items)
