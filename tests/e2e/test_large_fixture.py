@@ -210,7 +210,7 @@ WRONG_STATEMENTS = [
     ('ns0.peer_id(ns0.T0(1, "x"))', "arg-type"),  # a type of the wrong namespace
     ('ns0.chain_first(ns0.T0(1, "x"))', "arg-type"),  # not in the chain
     ("ns0.T2(1)", "arg-type"),  # not constructible: __init__ takes NoReturn
-    ('ns0.T0(1, "x").id = 3', "assignment"),  # read-only field (accepts only FieldIsReadOnly)
+    ('ns0.T0(1, "x").id = 3', "misc"),  # read-only field: "Cannot assign to final attribute"
     ('ns0.T0(1, "x").def_', "attr-defined"),  # only keyword-named fields are renamed
     ("ns0.T4(1, table={}).size()", "operator"),  # the field wins the name; the method is size_
     ('ns0.T4(1, table={}).scale = "s"', "assignment"),
