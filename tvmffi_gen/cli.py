@@ -183,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
         help="with --stubs-for: neither read nor write the cache of stubgen's and libcst's results"
         " (kept in $TVMFFI_GEN_CACHE_DIR, else $XDG_CACHE_HOME/tvmffi-gen or ~/.cache/tvmffi-gen)",
     )
+    p.add_argument(
+        "--cmakedir",
+        action="store_true",
+        help="print the folder of tvmffi_gen-config.cmake (cmake -Dtvmffi_gen_DIR=...), then exit",
+    )
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
     return p
 
@@ -418,6 +423,11 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.cmakedir:
+        from .buildstep import cmake_dir
+
+        print(cmake_dir())
+        return 0
     conflict = _option_conflict(args)
     if conflict is not None:
         print(f"tvmffi-gen: error: {conflict}", file=sys.stderr)
