@@ -178,7 +178,7 @@ def python_sources(sources: Path, package: str) -> tuple[Path, ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tvmffi_gen.buildstep", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tvmffi_gen.buildstep", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("mode", choices=["package", "stubs"])
     p.add_argument("--library", required=True, help="the built library")
     p.add_argument("--package", required=True, help="the package's import name")

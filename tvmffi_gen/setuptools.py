@@ -23,11 +23,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # setuptools ships no type information (no py.typed): its classes are Any to a type checker
-from setuptools.command.build_ext import build_ext as _setuptools_build_ext  # type: ignore[import-untyped]
-from setuptools.errors import SetupError  # type: ignore[import-untyped]
+from setuptools.command.build_ext import build_ext as _setuptools_build_ext  # type: ignore[import-untyped, unused-ignore]
+from setuptools.errors import SetupError  # type: ignore[import-untyped, unused-ignore]
 
 from .buildstep import Step, python_sources, run_step
 
@@ -39,7 +39,7 @@ else:  # pragma: no cover - on Python 3.10 setuptools requires tomli (its vendor
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 
-class ConfigError(SetupError):  # type: ignore[misc]
+class ConfigError(SetupError):  # type: ignore[misc, unused-ignore]
     """``[tool.tvmffi-gen]`` is missing something or holds a wrong value; the message names it."""
 
 
@@ -79,11 +79,11 @@ def read_config(pyproject: Path) -> list[GenerationConfig]:
         tool = tomllib.load(f).get("tool", {}).get("tvmffi-gen")
     if tool is None:
         return []
-    tables = tool if isinstance(tool, list) else [tool]
+    tables = cast("list[dict[str, Any]]", tool if isinstance(tool, list) else [tool])
     return [_entry(t, f"{pyproject} [tool.tvmffi-gen]") for t in tables]
 
 
-class build_ext(_setuptools_build_ext):  # type: ignore[misc]
+class build_ext(_setuptools_build_ext):  # type: ignore[misc, unused-ignore]
     """setuptools' ``build_ext``, then the generation steps of ``[tool.tvmffi-gen]``."""
 
     def run(self) -> None:
@@ -120,7 +120,9 @@ class build_ext(_setuptools_build_ext):  # type: ignore[misc]
 
     def _check_runtime_requirement(self) -> None:
         """A generated package imports tvmffi_runtime: warn when the distribution does not require it."""
-        requires = [str(r).replace("_", "-").lower() for r in self.distribution.install_requires or []]
+        # [project] dependencies, which setuptools reads into the distribution's install_requires
+        declared: list[object] = list(getattr(self.distribution, "install_requires", None) or [])
+        requires = [str(r).replace("_", "-").lower() for r in declared]
         if not any(r.startswith("tvmffi-runtime") for r in requires):
             print(
                 "warning: tvmffi-gen: the generated package imports tvmffi_runtime, which this"
