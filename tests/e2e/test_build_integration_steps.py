@@ -186,3 +186,67 @@ def test_a_plain_cmake_build_writes_stubs_and_reruns_only_on_a_change(tmp_path: 
     shapes.write_text(shapes.read_text() + "\n\ndef extra(n: int) -> int:\n    return n\n")
     assert "tvmffi-gen: wrote stubs" in _cmake("--build", "build", cwd=project)
     assert "def extra(n: int) -> int" in (stubs / "shapes.pyi").read_text()
+
+
+SETUP_PY = """\
+from pathlib import Path
+
+import tvm_ffi.libinfo
+from setuptools import Extension, setup
+
+from tvmffi_gen.setuptools import build_ext
+
+include = [tvm_ffi.libinfo.find_include_path(), tvm_ffi.libinfo.find_dlpack_include_path()]
+setup(
+    ext_modules=[
+        Extension(
+            "shapes._shapes",
+            ["src/shapes.cc"],
+            include_dirs=include,
+            library_dirs=[str(Path(tvm_ffi.libinfo.find_libtvm_ffi()).parent)],
+            libraries=["tvm_ffi"],
+            extra_compile_args=["-std=c++17", "-O0", "-g0"],
+            language="c++",
+        )
+    ],
+    cmdclass={"build_ext": build_ext},
+)
+"""
+PACKAGE_PYPROJECT = """\
+[project]
+name = "shapes"
+version = "0.1.0"
+dependencies = ["tvmffi-runtime>=0.1.0,<0.2"]
+
+[tool.setuptools]
+packages = []  # the package is the generated one
+
+[tool.tvmffi-gen]
+mode = "package"
+package = "shapes"
+extension = "shapes._shapes"
+"""
+
+
+def test_setuptools_package_mode_generates_into_the_build_tree_once(tmp_path: Path, have_gxx: bool) -> None:
+    """The CMake example's library as a setuptools extension, in package mode: the generated
+    package goes into ``build/lib.*/shapes`` beside the extension (``setup.py build``, what
+    ``pip wheel`` runs, without pip's environments: test_build_integration.py has those)."""
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "examples" / "cmake_shapes" / "src", project / "src")
+    (project / "setup.py").write_text(SETUP_PY)
+    (project / "pyproject.toml").write_text(PACKAGE_PYPROJECT)
+
+    def build() -> str:
+        proc = subprocess.run([sys.executable, "setup.py", "build"], capture_output=True, text=True, cwd=project)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        return proc.stdout + proc.stderr
+
+    first = build()
+    assert "tvmffi-gen: wrote package for shapes" in first and "does not require" not in first, first
+    (package,) = (project / "build").glob("lib.*/shapes")
+    assert "class Rect(" in (package / "geom" / "__init__.py").read_text()
+    assert "def perimeter(" in (package / "__init__.py").read_text()
+    assert {p.name for p in package.glob("_shapes*.so")}, sorted(p.name for p in package.iterdir())
+    second = build()
+    assert "not regenerated" in second and "tvmffi-gen: wrote" not in second, second
