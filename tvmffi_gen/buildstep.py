@@ -33,7 +33,7 @@ from typing import Literal
 from . import __version__
 from .snapshot import SnapshotError, take_snapshot
 
-__all__ = ["Step", "cmake_dir", "main", "run_step"]
+__all__ = ["Step", "authors_marker", "cmake_dir", "main", "python_sources", "run_step"]
 
 Mode = Literal["package", "stubs"]
 
@@ -107,15 +107,25 @@ def _read_stamp(stamp: Path) -> tuple[str, list[str]]:
         return "", []
 
 
-def _copy_into(generated: Path, destination: Path, mode: Mode, previous: list[str]) -> list[str]:
-    """Copy the generator's files into ``destination`` (stubs: the ``.pyi`` files and
+def authors_marker(destination: Path, sources: Path | None, package: str, previous: list[str]) -> bool:
+    """Whether the package has a ``py.typed`` of its author's (one a previous run did not write),
+    in the destination or in its sources: the wheel gets that one, and no second copy."""
+    if "py.typed" in previous:
+        return False
+    folders = [destination] + ([sources.joinpath(*package.split("."))] if sources is not None else [])
+    return any((folder / "py.typed").is_file() for folder in folders)
+
+
+def _copy_into(step: Step, previous: list[str]) -> list[str]:
+    """Copy the generator's files into the destination (stubs: the ``.pyi`` files and
     ``py.typed``), skipping identical ones; remove what ``previous`` copied and this run did not."""
+    generated, destination = step.generated_root(), step.destination
     wanted = sorted(
         p.relative_to(generated).as_posix()
         for p in generated.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and (mode == "package" or p.suffix == ".pyi")
+        if p.is_file() and "__pycache__" not in p.parts and (step.mode == "package" or p.suffix == ".pyi")
     )
-    if mode == "stubs" and not (destination / "py.typed").exists():
+    if step.mode == "stubs" and not authors_marker(destination, step.sources, step.package, previous):
         (generated / "py.typed").write_text("", encoding="utf-8")
         wanted.append("py.typed")
     for rel in wanted:
@@ -165,7 +175,7 @@ def run_step(step: Step, say: Callable[[str], None] = print) -> int:
     if status != 0:
         step.stamp.unlink(missing_ok=True)
         return status
-    files = _copy_into(step.generated_root(), step.destination, step.mode, old_files)
+    files = _copy_into(step, old_files)
     step.stamp.write_text(json.dumps({"key": key, "files": files}, indent=1) + "\n", encoding="utf-8")
     say(f"tvmffi-gen: wrote {step.mode} for {step.package} into {step.destination} ({len(files)} files)")
     return 0

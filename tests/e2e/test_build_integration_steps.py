@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.buildstep import Step, cmake_dir, python_sources, run_step
+from tvmffi_gen.buildstep import Step, authors_marker, cmake_dir, python_sources, run_step
 from tvmffi_gen.setuptools import ConfigError, GenerationConfig, read_config
 
 from conftest import ROOT, TESTING_LIB
@@ -87,6 +87,19 @@ def test_a_library_that_does_not_load_fails_the_step_naming_it(
     step = Step("package", tmp_path / "libmissing.so", "pkg", tmp_path / "out", tmp_path / "work")
     assert run_step(step, print) == 2
     assert f"tvmffi-gen: error: {tmp_path / 'libmissing.so'}: no such file" in capfd.readouterr().err
+
+
+def test_stubs_add_py_typed_unless_the_author_has_one(tmp_path: Path) -> None:
+    sources, destination = tmp_path / "src", tmp_path / "wheel" / "pkg"
+    (sources / "pkg").mkdir(parents=True)
+    destination.mkdir(parents=True)
+    assert not authors_marker(destination, sources, "pkg", [])
+    (destination / "py.typed").write_text("")
+    assert not authors_marker(destination, sources, "pkg", ["py.typed"])  # the last run's own
+    assert authors_marker(destination, sources, "pkg", [])  # there before any run: the author's
+    (destination / "py.typed").unlink()
+    (sources / "pkg" / "py.typed").write_text("")
+    assert authors_marker(destination, sources, "pkg", ["x.pyi"])  # in the sources the wheel gets
 
 
 def _config(tmp_path: Path, text: str) -> list[GenerationConfig]:
@@ -186,6 +199,7 @@ def test_a_plain_cmake_build_writes_stubs_and_reruns_only_on_a_change(tmp_path: 
     shapes.write_text(shapes.read_text() + "\n\ndef extra(n: int) -> int:\n    return n\n")
     assert "tvmffi-gen: wrote stubs" in _cmake("--build", "build", cwd=project)
     assert "def extra(n: int) -> int" in (stubs / "shapes.pyi").read_text()
+    assert (stubs / "py.typed").is_file()  # written again by the run that regenerated
 
 
 SETUP_PY = """\
