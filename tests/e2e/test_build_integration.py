@@ -12,8 +12,11 @@ apache-tvm-ffi, and cmake and ninja where the machine has none) from the package
 
 Both wheels go into another fresh venv; a user's folder outside the repository runs a script on
 each and checks files with ``mypy --strict`` and basedpyright's default mode: fields and results
-reveal ``int``/``str``, deliberate mistakes are reported. Each project is then built a second time
-with nothing changed: the build step reads the library again and does not regenerate.
+reveal ``int``/``str``, deliberate mistakes are reported. The CMake project is then built a second
+time with nothing changed: its library is recompiled (the new build environment's include paths),
+and the build step reads it again and does not regenerate. (setuptools keeps the extension it
+built, so its second build differs from a non-isolated one in nothing the step sees:
+test_build_integration_steps.py builds it twice without pip, for a fraction of the time.)
 
 One module fixture makes the wheels, the venvs and both builds, shared by every test here.
 """
@@ -109,7 +112,8 @@ class Built:
     #: the copies of the examples that were built
     projects: dict[str, Path]
     first_build: dict[str, str]
-    second_build: dict[str, str]
+    #: the CMake project's second build
+    second_build: str
     user_python: Path
 
 
@@ -122,10 +126,9 @@ def built(tmp_path_factory: pytest.TempPathFactory, have_gxx: bool) -> Built:
     for name, project in projects.items():
         shutil.copytree(EXAMPLES[name], project, ignore=IGNORED)
     names = sorted(projects)
-    # both projects at once, then both again (the second builds must find the first's build trees)
+    # both projects at once, then the CMake one again (it must find the first build's tree)
     first = dict(zip(names, _both(_build, [(builder, projects[n], dist, tmp / "wheels") for n in names]), strict=True))
-    again = [(builder, projects[n], dist, tmp / "wheels-again") for n in names]
-    second = dict(zip(names, _both(_build, again), strict=True))
+    second = _build(builder, projects["shapes"], dist, tmp / "wheels-again")
     wheels = {name: next((tmp / "wheels").glob(f"{name}-*.whl")) for name in projects}
     user_python = _fresh_venv(tmp / "user-venv")
     _pip(user_python, "install", "-q", "--find-links", str(dist), *map(str, wheels.values()))
@@ -169,10 +172,11 @@ def test_nothing_is_written_into_the_authors_sources(built: Built, name: str) ->
     assert written == copied, written ^ copied
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_a_second_build_with_nothing_changed_does_not_regenerate(built: Built, name: str) -> None:
-    output = built.second_build[name]
-    assert NOT_REGENERATED in output and REGENERATED not in output, output[-4000:]
+def test_a_second_cmake_build_with_nothing_changed_does_not_regenerate(built: Built) -> None:
+    output = built.second_build
+    assert REGENERATED not in output, output[-4000:]
+    if "Linking CXX shared library" in output:  # relinked (pip's new environment): the step ran
+        assert NOT_REGENERATED in output, output[-4000:]
 
 
 USE = {
