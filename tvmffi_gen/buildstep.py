@@ -167,6 +167,8 @@ def run_step(step: Step, say: Callable[[str], None] = print) -> int:
         step.stamp.touch()  # newer than the library: make and ninja see the step done
         say(f"tvmffi-gen: {step.destination} is up to date with {step.library.name}: not regenerated")
         return 0
+    # a fresh output folder: what the generator wrote for a module since removed is not copied
+    shutil.rmtree(step.work / "out", ignore_errors=True)
     step.work.mkdir(parents=True, exist_ok=True)
     snapshot.library_path = library_path
     snapshot_file = step.work / "registry.json"
@@ -221,13 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     work = Path(args.work)
     sources: Path | None = None
-    source_files: tuple[Path, ...] = ()
     if args.mode == "stubs":
         if not args.sources:
             print("tvmffi-gen: error: stubs mode needs --sources (the folder holding the package)", file=sys.stderr)
             return 2
-        source_files = python_sources(Path(args.sources), args.package)
-        if not source_files:
+        if not python_sources(Path(args.sources), args.package):
             where = Path(args.sources).joinpath(*args.package.split("."))
             print(f"tvmffi-gen: error: {where}: no Python sources of package {args.package}", file=sys.stderr)
             return 2
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work=work,
         prefixes=tuple(args.prefix),
         sources=sources,
-        source_files=tuple(sources.joinpath(p.relative_to(args.sources)) for p in source_files) if sources else (),
+        source_files=python_sources(sources, args.package) if sources is not None else (),
     )
     return run_step(step)
 
