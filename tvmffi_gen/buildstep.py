@@ -68,15 +68,17 @@ class Step:
         return self.work / "stamp.json"
 
     def generator_args(self, snapshot_file: Path) -> list[str]:
-        """The ``tvmffi-gen`` command line (after ``python -m tvmffi_gen``) of this step."""
+        """The ``tvmffi-gen`` command line (after ``python -m tvmffi_gen``) of this step; not
+        ``-q``: the generator's warnings (an exported function without type metadata, a module
+        ``--stubs-for`` could not import) belong in the build's output."""
         out = self.work.resolve() / "out"
         if self.mode == "stubs":
-            return ["--stubs-for", self.package, "-o", str(out), "-q"]
+            return ["--stubs-for", self.package, "-o", str(out)]
         leaf = self.package.split(".")[-1]
         args = ["--from-snapshot", str(snapshot_file), "-o", str(out / leaf), "--name", self.package]
         for prefix in self.prefixes:
             args += ["--prefix", prefix]
-        return [*args, "--bundle", "--portable", "--force", "-q"]
+        return [*args, "--bundle", "--portable", "--force"]
 
     def generated_root(self) -> Path:
         """Where the generator writes the package's files (stubs: ``OUT/PKG-stubs/<subpackages>``)."""
