@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import tvmffi_gen
 from tvmffi_gen.buildstep import Step, authors_marker, cmake_dir, python_sources, run_step
 from tvmffi_gen.setuptools import ConfigError, GenerationConfig, read_config
 
@@ -264,3 +265,26 @@ def test_setuptools_package_mode_generates_into_the_build_tree_once(tmp_path: Pa
     assert {p.name for p in package.glob("_shapes*.so")}, sorted(p.name for p in package.iterdir())
     second = build()
     assert "not regenerated" in second and "tvmffi-gen: wrote" not in second, second
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param(cmake_dir().parents[3], id="site-packages"),  # the folder holding tvmffi_gen/
+        pytest.param(cmake_dir().parents[2], id="cmake.prefix-entry-point"),  # tvmffi_gen/ itself
+    ],
+)
+def test_find_package_finds_the_config_under_the_prefixes_scikit_build_core_adds(tmp_path: Path, prefix: Path) -> None:
+    """scikit-build-core puts site-packages on CMAKE_PREFIX_PATH, and the folder each
+    ``cmake.prefix`` entry point names (here: the tvmffi_gen package): either finds the config
+    with no other hint (an editable install's package folder stands for site-packages)."""
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(probe NONE)\nfind_package(tvmffi_gen CONFIG REQUIRED)\n"
+    )
+    out = _cmake(
+        "-S", ".", "-B", "build", f"-DCMAKE_PREFIX_PATH={prefix}", f"-DPython_EXECUTABLE={sys.executable}", cwd=tmp_path
+    )  # fmt: skip
+    assert f"Found tvmffi_gen {tvmffi_gen.__version__}" in out, out
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    assert f"tvmffi_gen_DIR:PATH={cmake_dir()}" in cache
