@@ -397,6 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``tvmffi-gen`` with ``argv`` (default: the process's); the exit status."""
     arg_parser = parser()
     args = arg_parser.parse_args(argv)
+    if args.cmakedir:
+        from .buildstep import cmake_dir
+
+        print(cmake_dir())
+        return 0
     conflict = option_conflict(args)
     if conflict is not None:
         print(f"tvmffi-gen: error: {conflict}", file=sys.stderr)

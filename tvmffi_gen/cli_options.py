@@ -30,6 +30,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.add_argument("-v", "--verbose", action="store_true", help="print each step and warning")
     _add_stubs_options(p.add_argument_group("stubs for an existing package"))
+    p.add_argument(
+        "--cmakedir",
+        action="store_true",
+        help="print the folder of tvmffi_gen-config.cmake (cmake -Dtvmffi_gen_DIR=...), then exit",
+    )
     p.add_argument("--version", action="version", version=f"tvmffi-gen {__version__}")
     return p
 
