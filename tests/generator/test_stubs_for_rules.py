@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def test_exclude_globs_drop_whole_subtrees() -> None:
-    from tvmffi_gen.stubs.collect import excluded
+    from tvmffi_gen.stubs.importing import excluded
 
     assert excluded("tvm.contrib.hexagon.tools", ["tvm.contrib.*"])
     assert excluded("tvm.contrib", ["tvm.contrib"])
@@ -25,13 +25,14 @@ def test_the_project_pins_the_stubbed_release() -> None:
 
 
 def test_public_path_is_the_shortest_exported_one() -> None:
+    from tvmffi_gen.stubs.collected import RegisteredClass
     from tvmffi_gen.stubs.resolve import public_path
 
-    info = {
-        "module": "tvm.ir.prim.expr",
-        "qualname": "Ramp",
-        "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
-    }
+    info = RegisteredClass(
+        "tvm.ir.prim.expr",
+        "Ramp",
+        paths=["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
+    )
     exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
     assert public_path(info, exports) == "tvm.tirx.Ramp"
     # a path whose stub module does not export the name is not used
@@ -58,7 +59,7 @@ def test_bare_generics_get_explicit_any_arguments() -> None:
 
 
 def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: Path) -> None:
-    from tvmffi_gen.stubs.collect import unmatched_excludes
+    from tvmffi_gen.stubs.importing import unmatched_excludes
 
     pkg = tmp_path / "pkg"
     (pkg / "sub" / "deep").mkdir(parents=True)
@@ -73,6 +74,7 @@ def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: 
 
 def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
     from tvmffi_gen.stubs.allowlist import stubtest_allowlist
+    from tvmffi_gen.stubs.collected import Collection
 
     field = {
         "name": "def",
@@ -87,10 +89,10 @@ def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
         "package": "pkg",
         "ffi_api": {},
         "failed": {},
-        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
+        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": "method"}},
         "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}},
     }
-    text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
+    text = stubtest_allowlist(Collection.from_dict(data), {"pkg.stmt": "class Stmt:\n    x: int\n"})
     assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
     assert "# Registry members whose names are Python keywords" in text
 
@@ -103,6 +105,7 @@ class TestWhatTvmConvertsAtTheBoundary:
 
     @staticmethod
     def _stubs() -> dict[str, str]:
+        from tvmffi_gen.stubs.collected import Collection
         from tvmffi_gen.stubs.rewrite import augment
 
         def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
@@ -143,7 +146,7 @@ class TestWhatTvmConvertsAtTheBoundary:
         }
         data = {
             "package": "tvm",
-            "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
+            "modules": {"tvm.ir": {"path": "tvm/ir/__init__.py"}, "tvm.ir._ffi_api": {"path": "tvm/ir/_ffi_api.py"}},
             "classes": {
                 "ir.Expr": cls("tvm.ir", "Expr", []),
                 "ir.Span": cls("tvm.ir", "Span", []),
@@ -155,7 +158,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                     "python_init": True,
                     # its hand-written __init__ forwards values and span to ir.shape (collect.py)
                     "forwards": {
-                        "global": "ir.shape",
+                        "global_name": "ir.shape",
                         "via": "_ffi_api.shape",
                         "count": 2,
                         "params": {"values": 0, "span": 1},
@@ -172,33 +175,33 @@ class TestWhatTvmConvertsAtTheBoundary:
                     "ancestors": [*obj, "ir.Expr"],
                     "fields": [fld("dtype", prim), fld("value", expr)],
                     "methods": [],
-                    "init": {"kind": "auto"},
+                    "init": "auto",
                 },
                 "ir.ShapeExpr": {"ancestors": [*obj, "ir.Expr"], "fields": [], "methods": [], "init": None},
                 "my.Expr": {
                     "ancestors": obj,
                     "fields": [fld("other", {"type": "my.Expr"})],
                     "methods": [],
-                    "init": {"kind": "auto"},
+                    "init": "auto",
                 },
             },
             "ffi_api": {
                 "tvm.ir._ffi_api": [
                     {
                         "name": "cast",
-                        "global": "ir.cast",
+                        "global_name": "ir.cast",
                         "doc": "",
                         "schema": {"type": "ffi.Function", "args": [expr, prim, expr, span]},
                     },
                     {
                         "name": "shape",
-                        "global": "ir.shape",
+                        "global_name": "ir.shape",
                         "doc": "",
                         "schema": shape_schema,
                     },
                     {
                         "name": "visit",
-                        "global": "ir.visit",
+                        "global_name": "ir.visit",
                         "doc": "",
                         "schema": {
                             "type": "ffi.Function",
@@ -216,7 +219,7 @@ class TestWhatTvmConvertsAtTheBoundary:
             "-> None: ...\n",
             "tvm.ir._ffi_api": "",
         }
-        out, _ = augment(data, stubs)
+        out, _ = augment(Collection.from_dict(data), stubs)
         return out
 
     def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
@@ -350,15 +353,15 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
         sys.modules.pop("fwd_probe", None)
     record, why = forwarding(mod.Forward.__init__)
     assert why == "forwards" and record is not None
-    assert (record["global"], record["via"], record["count"], record["params"]) == (
+    assert (record.global_name, record.via, record.count, record.params) == (
         "ffi.Bytes",
         "api.Bytes",
         1,
         {"data": 0},
     )
-    assert record["schema"] is not None and record["named"] == {}  # bytes: no registered class
+    assert record.schema is not None and record.named == {}  # bytes: no registered class
     named, _ = forwarding(mod.Named.__init__)
-    assert named is not None and named["named"] == {"arr": ["ffi.Array"], "item": ["ffi.Map"]}
+    assert named is not None and named.named == {"arr": ["ffi.Array"], "item": ["ffi.Map"]}
     assert forwarding(mod.Keyword.__init__) == (None, "keyword arguments")
     assert forwarding(mod.Expression.__init__) == (None, "an argument is not a parameter")
     assert forwarding(mod.Star.__init__) == (None, "an argument is not a parameter")

@@ -53,9 +53,9 @@ def run_stubs(
     with disabled(not use_cache):
         result = build_stubs(package, exclude, preload, timeout, project)
     root = out / f"{package.split('.')[0]}-stubs"
-    for pat in result.data.get("exclude_unmatched", []):
+    for pat in result.data.exclude_unmatched:
         warn(f"--exclude {pat}: matches no module of {package}")
-    for name, reason in sorted(result.data["failed"].items()):
+    for name, reason in sorted(result.data.failed.items()):
         warn(f"{name}: not covered ({reason})")
     for w in result.warnings:
         warn(w)
@@ -88,9 +88,9 @@ def run_stubs(
             path.unlink()
     counts = ", ".join(
         [
-            counted(len(result.data["modules"]), "module"),
-            counted(len(result.data["classes"]), "registered class", "registered classes"),
-            counted(len(result.data["failed"]), "module") + " not covered",
+            counted(len(result.data.modules), "module"),
+            counted(len(result.data.classes), "registered class", "registered classes"),
+            counted(len(result.data.failed), "module") + " not covered",
         ]
     )
     info(f"wrote {root} ({counts}; {counted(len(changed), 'file')} changed) in {time.perf_counter() - start:.2f} s")

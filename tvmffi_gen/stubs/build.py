@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 # the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
 # bench_stubs.py times the phases so); spelled in full, since ``from . import`` would name the
 # package's __init__, which imports this module
 import tvmffi_gen.stubs.cache as cache
 
+from .collected import Collection
 from .collection import modules_on_disk, take_collection
 from .errors import StubsError
 from .project import render_project
@@ -49,7 +49,7 @@ __all__ = ["StubResult", "build_stubs"]
 @dataclass
 class StubResult:
     files: dict[str, str]  # path relative to OUT -> text
-    data: dict[str, Any]
+    data: Collection
     warnings: list[str]
 
 
@@ -63,19 +63,19 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         if early is not None:
             early.cancel()
         raise
-    if early is not None and set(data["modules"]) <= set(early.modules):
-        stubs = early.result(set(data["modules"]))
+    if early is not None and set(data.modules) <= set(early.modules):
+        stubs = early.result(set(data.modules))
     else:
         if early is not None:
             early.cancel()
-        stubs = python_stubs(data["modules"])
+        stubs = python_stubs({m: f.path for m, f in data.modules.items()})
     final, warnings = cache.cached_augment(data, stubs)
     top = package.split(".")[0]
     root = f"{top}-stubs"
     files: dict[str, str] = {}
     for mod, text in final.items():
         parts = mod.split(".")
-        is_pkg = data["modules"][mod].endswith("__init__.py") or (mod == package and len(parts) == 1)
+        is_pkg = data.modules[mod].is_package or (mod == package and len(parts) == 1)
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
     # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
@@ -87,7 +87,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
             _ = checked.result()
         except RuntimeError as exc:
             raise StubsError(f"{package}: {exc}") from None
-    files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
+    files[f"{root}/py.typed"] = "partial\n" if data.failed else ""
     files["stubtest-allowlist.txt"] = allowlist
     if project:
         files.update(render_project(data, root, files))

@@ -43,6 +43,7 @@ from typing import Any, cast
 import tvmffi_gen.stubs.selfcheck as selfcheck  # not ``from .``: that names the package, a cycle
 
 from .allowlist import stubtest_allowlist
+from .collected import Collection
 from .frozen import frozen_attributes
 from .rewrite import augment
 from .stubgen import PythonStubs
@@ -190,13 +191,13 @@ class CachedPythonStubs(PythonStubs):
         return {m: t for m, t in everything.items() if m in keep}
 
 
-def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def cached_augment(data: Collection, stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     """``rewrite.augment``, from the cache when the data and stubs are the same."""
     from importlib.metadata import version
 
     if cache_dir() is None:
         return augment(data, stubs)
-    key = _key("augment", version("libcst"), json.dumps(data, sort_keys=True), json.dumps(list(stubs.items())))
+    key = _key("augment", version("libcst"), data.to_json(), json.dumps(list(stubs.items())))
     hit: object = _load("augment", key)
     if isinstance(hit, dict):
         entry = cast("dict[str, Any]", hit)
@@ -208,7 +209,7 @@ def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[st
     return final, warnings
 
 
-def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[str, str]) -> str:
+def cached_allowlist(data: Collection, stubs: dict[str, str], final: dict[str, str]) -> str:
     """The stubtest allowlist (``allowlist.stubtest_allowlist`` of the final stubs, with the
     read-only attributes of stubgen's), from the cache when the data and both stubs are the
     same: it reads nothing else."""
@@ -216,7 +217,7 @@ def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[st
         return stubtest_allowlist(data, final, frozen_attributes(data, stubs))
     key = _key(
         "allowlist",
-        json.dumps(data, sort_keys=True),
+        data.to_json(),
         json.dumps(list(stubs.items())),
         json.dumps(list(final.items())),
     )

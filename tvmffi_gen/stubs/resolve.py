@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..typemap import Annotation, Annotator, Position, TypeRef
+from .collected import Collection, RegisteredClass
 
 __all__ = ["public_path", "StubContext"]
 
@@ -28,20 +28,19 @@ _RT_NAMES = {
 _RT_REF = re.compile(r"\b_rt\.(\w+)")
 
 
-def public_path(info: dict[str, Any], exports: dict[str, set[str]]) -> str:
+def public_path(info: RegisteredClass, exports: dict[str, set[str]]) -> str:
     """The path to annotate a registered class with: among the paths it is reachable by whose
     stub module exports it under its own name, one without private parts, shortest first; else
     where it is defined."""
-    qual = info["qualname"]
-    defined = f"{info['module']}.{qual}"
+    qual = info.qualname
     candidates: list[tuple[int, int, str]] = []
-    for path in info["paths"]:
+    for path in info.paths:
         mod, _, attr = path.rpartition(".")
         if attr != qual or any(p.startswith("_") for p in path.split(".")):
             continue
         if attr in exports.get(mod, set()):
             candidates.append((path.count("."), len(path), path))
-    return min(candidates)[2] if candidates else defined
+    return min(candidates)[2] if candidates else info.path
 
 
 #: What a parameter of these Apache TVM types accepts beyond the type itself, by conversions
@@ -80,7 +79,7 @@ class _StubAnnotator(Annotator):
 class StubContext:
     """Naming and imports for one stub module."""
 
-    data: dict[str, Any]
+    data: Collection
     public: dict[str, str]  # type key -> public path of its class
     module: str
     imports: set[str] = field(default_factory=set)
@@ -91,9 +90,7 @@ class StubContext:
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, key: str) -> str | None:
-        types = self.data["types"]
-        chain = [key, *reversed(types.get(key, {}).get("ancestors", []))]
-        for k in chain:
+        for k in [key, *reversed(self.data.ancestors(key))]:
             path = self.public.get(k)
             if path is not None:
                 mod, _, name = path.rpartition(".")
