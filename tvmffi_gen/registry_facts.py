@@ -5,6 +5,8 @@
   ``init_excluded`` (which inherited fields the native auto-init does not take);
 * ``type_snap_from_dict``: a ``TypeSnap`` read back from its JSON form;
 * ``chain_fields``: the fields of a type and its ancestors, root first (the ancestor walk);
+* ``nearest_known``: the first of a type and its ancestors, nearest first, that something knows
+  (a type without a class of its own is annotated as its nearest ancestor with one);
 * ``auto_init_order``: the parameters of the native auto-init, in the order ``tvm_ffi`` binds
   them;
 * ``run_child``: a ``python -m`` child process that sees this checkout's runtime.
@@ -18,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
 
@@ -29,6 +31,7 @@ __all__ = [
     "type_snap_from_dict",
     "chain_fields",
     "auto_init_order",
+    "nearest_known",
     "run_child",
 ]
 
@@ -138,6 +141,19 @@ def chain_fields(
     first: the order the registry lays a type's fields out in. ``fields_of`` answers a type key's
     own fields (none for a type it does not know)."""
     return [(k, f) for k in [*ancestors, key] for f in fields_of(k)]
+
+
+T = TypeVar("T")
+
+
+def nearest_known(key: str, ancestors: list[str], known: Callable[[str], T | None]) -> T | None:
+    """``known``'s first answer that is not None for ``key``, then for its ``ancestors`` (root
+    first) from the nearest; None when it knows none of them."""
+    for k in [key, *reversed(ancestors)]:
+        found = known(k)
+        if found is not None:
+            return found
+    return None
 
 
 def auto_init_order(t: TypeSnap, chain: list[tuple[str, FieldSnap]]) -> list[tuple[str, FieldSnap]]:

@@ -12,7 +12,7 @@ import ast
 import re
 
 from .collected import Collection, RegisteredClass
-from .registry_members import all_init_fields, is_keyword, own_fields
+from .registry_members import chain_of, is_keyword, own_fields
 from .stubtext import STUB_HEADER, class_attributes, exported_names, stub_tree
 
 __all__ = ["stubtest_allowlist"]
@@ -115,17 +115,16 @@ def _cached(stubs: dict[str, str]) -> list[str]:
 def _field_constructors(data: Collection, stubs: dict[str, str]) -> list[str]:
     inits: dict[str, list[str]] = {}
     for key, info in _stub_classes(data, stubs):
-        if (
-            data.types[key].init == "auto"
-            and not info.python_init
-            and any(f.has_default for f in all_init_fields(data, key))
-        ):
+        t = data.types[key]
+        # tvm_ffi's signature lists every init field of the chain, defaulted ones with MISSING
+        if t.init == "auto" and not info.python_init and any(f.has_default for _, f in chain_of(data, key) if f.init):
             inits.setdefault(info.module, []).append(info.qualname)
     if not inits:
         return []
     return [
         "\n# Constructors made from registry fields: a defaulted field's run-time default is tvm_ffi's\n"
-        "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type.\n",
+        "# MISSING sentinel (the C++ default applies), which stubtest compares with the field's type;\n"
+        "# tvm_ffi's signature also lists inherited fields the native init refuses, which the stubs leave out.\n",
         *(_names_regex(m, qs, "\\.__init__") for m, qs in sorted(inits.items())),
     ]
 

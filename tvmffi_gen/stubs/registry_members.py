@@ -13,7 +13,7 @@ import keyword
 from typing import Any
 
 from ..docparams import documented_param_names
-from ..registry_facts import chain_fields
+from ..registry_facts import auto_init_order, chain_fields
 from ..snapshot import FieldSnap
 from ..typemap import SchemaError, TypeRef, function_sig, parse_schema
 from .collected import Collection
@@ -25,7 +25,7 @@ __all__ = [
     "params_from_schema",
     "is_keyword",
     "own_fields",
-    "all_init_fields",
+    "auto_init_fields",
     "inherited_names",
     "chain_of",
 ]
@@ -101,8 +101,9 @@ def own_fields(data: Collection, key: str) -> list[FieldSnap]:
     return [f for owner, f in chain_of(data, key) if owner not in ancestors[:first]]
 
 
-def all_init_fields(data: Collection, key: str) -> list[FieldSnap]:
-    return [f for _, f in chain_of(data, key) if f.init]
+def auto_init_fields(data: Collection, key: str) -> list[FieldSnap]:
+    """The fields the native auto-init of ``key`` takes, in its parameters' order."""
+    return [f for _, f in auto_init_order(data.types[key], chain_of(data, key))]
 
 
 def inherited_names(data: Collection, key: str, stub_members: dict[str, set[str]]) -> set[str]:
@@ -193,17 +194,11 @@ def _init_text(ctx: StubContext, key: str) -> str:
         return def_text("__init__", "self" + (", " + params if params else ""), "None", t.init_doc, _IND)
     pos: list[str] = []
     kw: list[str] = []
-    defaulted = False
-    for f in all_init_fields(ctx.data, key):
+    for f in auto_init_fields(ctx.data, key):
         if not f.name.isidentifier() or is_keyword(f.name):
             continue
         text = f"{f.name}: {ctx.annotate(_field_ref(f), 'param', key + '.' + f.name)}"
-        text += " = ..." if f.has_default else ""
-        if f.kw_only or (defaulted and not f.has_default):
-            kw.append(text)
-        else:
-            defaulted = defaulted or f.has_default
-            pos.append(text)
+        (kw if f.kw_only else pos).append(text + (" = ..." if f.has_default else ""))
     return def_text("__init__", ", ".join(["self", *pos, *(["*", *kw] if kw else [])]), "None", "", _IND)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..registry_facts import nearest_known
 from ..typemap import Annotation, Annotator, Position, TypeRef
 from .collected import Collection, RegisteredClass
 
@@ -90,14 +91,13 @@ class StubContext:
     warnings: list[str] = field(default_factory=list)
 
     def resolve(self, key: str) -> str | None:
-        for k in [key, *reversed(self.data.ancestors(key))]:
-            path = self.public.get(k)
-            if path is not None:
-                mod, _, name = path.rpartition(".")
-                alias = "_" + mod.replace(".", "_")
-                self.imports.add(f"import {mod} as {alias}")
-                return f"{alias}.{name}"
-        return None
+        path = nearest_known(key, self.data.ancestors(key), self.public.get)
+        if path is None:
+            return None
+        mod, _, name = path.rpartition(".")
+        alias = "_" + mod.replace(".", "_")
+        self.imports.add(f"import {mod} as {alias}")
+        return f"{alias}.{name}"
 
     def annotate(self, t: TypeRef, pos: Position, where: str) -> str:
         ann = _StubAnnotator(self.resolve, self.warnings.append, context=where)
