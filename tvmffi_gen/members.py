@@ -22,6 +22,7 @@ from .model import (
     ReplaceModel,
 )
 from .naming import RESERVED_CLASS, RESERVED_ENUM, RESERVED_MODULE, Scope, py_name
+from .registry_facts import auto_init_order, chain_fields
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
 from .typemap import ANY_ANNOTATION, Annotation
 
@@ -345,23 +346,16 @@ class ClassBodies:
         return None
 
     def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
-        # Fields of the whole chain, ancestors first, as the native auto-init binds them; each
-        # parameter is named like the field's property.
-        chain: list[tuple[str, FieldSnap]] = []
-        for anc in t.ancestors:
-            snap = self.b.types.get(anc)
-            if snap is not None:
-                chain += [(anc, f) for f in snap.fields]
-            else:  # a type of a preloaded library
-                chain += [(anc, f) for f in self.b.snap.external_fields.get(anc, [])]
-        chain += [(t.type_key, f) for f in t.fields]
+        # The parameters of the native auto-init, in its order (registry_facts); each is named
+        # like the field's property.
+        def fields_of(k: str) -> list[FieldSnap]:
+            snap = self.b.types.get(k)  # else a type of a preloaded library
+            return t.fields if k == t.type_key else snap.fields if snap else self.b.snap.external_fields.get(k, [])
+
+        chain = chain_fields(t.type_key, fields_of, t.ancestors)
         scope = Scope(RESERVED_MODULE | {"self"})
-        required: list[Param] = []
-        optional: list[Param] = []
-        kwonly: list[Param] = []
-        for owner, f in chain:
-            if not f.init or (owner != t.type_key and f.name in t.init_excluded):
-                continue  # not a parameter of the native init (see TypeSnap.init_excluded)
+        params: list[Param] = []
+        for owner, f in auto_init_order(t, chain):
             ann = self.b.annotator(mod, f"field {owner}.{f.name}", members)
             annotation = ann.annotation(self.b.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
             default = None
@@ -381,10 +375,5 @@ class ClassBodies:
                 "kwonly" if f.kw_only else "normal",
                 f.name,
             )
-            if f.kw_only:
-                kwonly.append(p)
-            elif f.has_default:
-                optional.append(p)
-            else:
-                required.append(p)
-        return required + optional + kwonly
+            params.append(p)
+        return params
