@@ -5,7 +5,14 @@ Apache TVM converts at the boundary that the registry's schemas do not say.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tvmffi_gen.stubs.conversions import Conversions
 
 
 def test_exclude_globs_drop_whole_subtrees() -> None:
@@ -104,8 +111,9 @@ class TestWhatTvmConvertsAtTheBoundary:
     (the keys and schemas as apache-tvm registers them), so CI needs no apache-tvm."""
 
     @staticmethod
-    def _stubs() -> dict[str, str]:
+    def _stubs(conversions: Conversions | None = None) -> dict[str, str]:
         from tvmffi_gen.stubs.collected import Collection
+        from tvmffi_gen.stubs.conversions import BUILTIN
         from tvmffi_gen.stubs.rewrite import augment
 
         def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
@@ -219,7 +227,7 @@ class TestWhatTvmConvertsAtTheBoundary:
             "-> None: ...\n",
             "tvm.ir._ffi_api": "",
         }
-        out, _ = augment(Collection.from_dict(data), stubs)
+        out, _ = augment(Collection.from_dict(data), stubs, conversions or BUILTIN)
         return out
 
     def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
@@ -255,6 +263,26 @@ class TestWhatTvmConvertsAtTheBoundary:
             "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[_tvm_ir.Expr | int | float], "
             "span: Expr | None | int | float = ..., note: str = ...) -> None: ..."
         ) in ir, ir
+
+    def test_a_users_conversions_file_adds_to_the_built_in_ones(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from tvmffi_gen.stubs.conversions import ENV_VAR, load_conversions
+        from tvmffi_gen.stubs.errors import StubsError
+
+        mine = tmp_path / "mine.json"
+        mine.write_text(json.dumps({"accepted": {"my.Expr": ["int"], "ir.Expr": ["bool"]}}))
+        monkeypatch.setenv(ENV_VAR, str(mine))
+        conversions = load_conversions()
+        assert conversions.accepted["ir.Expr"] == ("int", "float", "bool")  # added to tvm's
+        ir = self._stubs(conversions)["tvm.ir"]
+        assert "    def __init__(self, other: _tvm_ir.MyExpr | int) -> None: ..." in ir
+        mine.write_text(json.dumps({"accepted": {"my.Expr": ["int; import os"]}}))
+        with pytest.raises(StubsError, match=r"mine\.json: accepted\['my\.Expr'\]: expected a list of annotations"):
+            load_conversions()
+        monkeypatch.setenv(ENV_VAR, str(tmp_path / "missing.json"))
+        with pytest.raises(StubsError, match=r"missing\.json: not a readable JSON file"):
+            load_conversions()
 
 
 def test_union_text_keeps_the_written_members_first_and_drops_repeated_ones() -> None:

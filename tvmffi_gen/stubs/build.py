@@ -38,6 +38,7 @@ import tvmffi_gen.stubs.cache as cache
 
 from .collected import Collection
 from .collection import modules_on_disk, take_collection
+from .conversions import load_conversions
 from .errors import StubsError
 from .project import render_project
 from .selfcheck import silence_own_errors
@@ -55,6 +56,7 @@ class StubResult:
 
 def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float, project: bool) -> StubResult:
     """Everything ``--stubs-for`` writes, relative to OUT."""
+    conversions = load_conversions()  # a bad file is reported before the package is imported
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports
     try:
@@ -69,7 +71,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         if early is not None:
             early.cancel()
         stubs = python_stubs({m: f.path for m, f in data.modules.items()})
-    final, warnings = cache.cached_augment(data, stubs)
+    final, warnings = cache.cached_augment(data, stubs, conversions)
     top = package.split(".")[0]
     root = f"{top}-stubs"
     files: dict[str, str] = {}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .collected import Collection
+from .conversions import BUILTIN, Conversions
 from .fill_annotations import FillAnnotations, stdlib_generic_names
 from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
@@ -43,6 +44,7 @@ class _Package:
     stub_members: dict[str, set[str]]  # type key -> names its stub class's body defines
     attribute_names: dict[str, set[str]]
     frozen: dict[str, set[str]]
+    conversions: Conversions
 
 
 @dataclass
@@ -57,9 +59,11 @@ class _Module:
     extra_body: list[str] = field(default_factory=list)
 
 
-def augment(data: Collection, stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def augment(
+    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+) -> tuple[dict[str, str], list[str]]:
     """The final stub text per module, and the warnings (schemas typed as Any)."""
-    pkg = _package(data, stubs)
+    pkg = _package(data, stubs, conversions)
     out: dict[str, str] = {}
     warnings: list[str] = []
     for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
@@ -69,7 +73,7 @@ def augment(data: Collection, stubs: dict[str, str]) -> tuple[dict[str, str], li
     return out, sorted(set(warnings))
 
 
-def _package(data: Collection, stubs: dict[str, str]) -> _Package:
+def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) -> _Package:
     exports = {m: exported_names(t) for m, t in stubs.items()}
     by_module: dict[str, list[str]] = {}
     for key, info in data.classes.items():
@@ -95,12 +99,15 @@ def _package(data: Collection, stubs: dict[str, str]) -> _Package:
         stub_members=stub_members,
         attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
         frozen=frozen_attributes(data, stubs),
+        conversions=conversions,
     )
 
 
 def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
     """The final text of stub module ``mod`` and its warnings."""
-    ctx = StubContext(pkg.data, pkg.public, mod, attribute_names=pkg.attribute_names, frozen=pkg.frozen)
+    ctx = StubContext(
+        pkg.data, pkg.public, mod, attribute_names=pkg.attribute_names, frozen=pkg.frozen, conversions=pkg.conversions
+    )
     m = _Module(mod, pkg.parsed.get(mod) or cst.parse_module(pkg.stubs[mod]), ctx)
     _add_registry_members(pkg, m)
     m.tree, widened = widen_forwarded(ctx, m.tree, pkg.by_module.get(mod, []))
