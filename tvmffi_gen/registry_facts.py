@@ -167,20 +167,55 @@ def auto_init_order(t: TypeSnap, chain: list[tuple[str, FieldSnap]]) -> list[tup
     return required + optional + [(o, f) for o, f in taken if f.kw_only]
 
 
-def run_child(module: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def run_child(
+    module: str, args: list[str], timeout: float, on_stderr_line: Callable[[str], bool] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m module args`` (stdin closed, output captured as text) with this checkout's
     runtime on ``PYTHONPATH`` when it has one beside the generator (a source tree), so the child
-    imports the same ``tvmffi_runtime`` as this process. ``subprocess.TimeoutExpired`` passes
-    through: the caller names what did not finish."""
+    imports the same ``tvmffi_runtime`` as this process. ``on_stderr_line`` gets each line of
+    its stderr as it comes, and the lines it returns True for are not kept in the result's.
+    ``subprocess.TimeoutExpired`` passes through: the caller names what did not finish."""
     env = dict(os.environ)
     runtime_dir = str(Path(__file__).resolve().parent.parent / "runtime")
     if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
+    cmd = [sys.executable, "-m", module, *args]
+    if on_stderr_line is not None:
+        env["TVMFFI_GEN_PROGRESS"] = "1"  # a child that reports progress does so on stderr then
+    if on_stderr_line is None:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return _streamed(cmd, env, timeout, on_stderr_line)
+
+
+def _streamed(
+    cmd: list[str], env: dict[str, str], timeout: float, on_line: Callable[[str], bool]
+) -> subprocess.CompletedProcess[str]:
+    """``run_child``'s run reading stderr line by line (stdout in a thread), killed at ``timeout``."""
+    import threading
+
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
     )
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else ""), daemon=True)
+    reader.start()
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, stop)
+    timer.start()
+    kept: list[str] = []
+    try:
+        for line in proc.stderr or []:
+            if not on_line(line):
+                kept.append(line)
+        proc.wait()
+        reader.join()
+    finally:
+        timer.cancel()
+    if fired.is_set():
+        raise subprocess.TimeoutExpired(cmd, timeout)
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(kept))

@@ -9,6 +9,7 @@ import pytest
 
 from tvmffi_gen.stubs import cache, selfcheck
 from tvmffi_gen.stubs.collected import Collection
+from tvmffi_gen.stubs.conversions import Conversions
 
 
 def _data(n: int) -> Collection:
@@ -81,7 +82,9 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
 ) -> None:
     calls: list[dict[str, str]] = []
 
-    def fake_augment(data: Collection, stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    def fake_augment(
+        data: Collection, stubs: dict[str, str], conversions: Conversions
+    ) -> tuple[dict[str, str], list[str]]:
         calls.append(stubs)
         return {m: f"# {data.version}\n{t}" for m, t in stubs.items()}, [f"warning {data.version}"]
 
@@ -93,6 +96,8 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
     assert cache.cached_augment(_data(2), stubs)[1] == ["warning 2"] and len(calls) == 2
     assert cache.cached_augment(_data(1), {**stubs, "p.a": "y: bytes\n"})[0]["p.a"] == "# 1\ny: bytes\n"
     assert len(calls) == 3
+    other = Conversions(accepted={"p.Expr": ("int",)})  # another package's conversions: another key
+    assert cache.cached_augment(_data(1), stubs, other) == first and len(calls) == 4
 
 
 def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(

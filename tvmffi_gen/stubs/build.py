@@ -40,6 +40,7 @@ from .collected import Collection
 from .collection import modules_on_disk, take_collection
 from .conversions import load_conversions
 from .errors import StubsError
+from .progress import Progress
 from .project import render_project
 from .selfcheck import silence_own_errors
 from .stubgen import python_stubs
@@ -54,23 +55,34 @@ class StubResult:
     warnings: list[str]
 
 
-def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float, project: bool) -> StubResult:
-    """Everything ``--stubs-for`` writes, relative to OUT."""
+def build_stubs(
+    package: str,
+    exclude: list[str],
+    preload: list[str],
+    timeout: float,
+    project: bool,
+    progress: Progress | None = None,
+) -> StubResult:
+    """Everything ``--stubs-for`` writes, relative to OUT; ``progress`` shows the phases."""
+    show = progress or Progress(enabled=False)
     conversions = load_conversions()  # a bad file is reported before the package is imported
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports
     try:
-        data = take_collection(package, exclude, preload, timeout)
+        show.show(f"importing {package}")
+        data = take_collection(package, exclude, preload, timeout, show)
     except BaseException:
         if early is not None:
             early.cancel()
         raise
+    show.show(f"waiting for mypy's stubgen ({len(data.modules)} modules)")
     if early is not None and set(data.modules) <= set(early.modules):
         stubs = early.result(set(data.modules))
     else:
         if early is not None:
             early.cancel()
         stubs = python_stubs({m: f.path for m, f in data.modules.items()})
+    show.show(f"rewriting {len(stubs)} stubs with the registry's members")
     final, warnings = cache.cached_augment(data, stubs, conversions)
     top = package.split(".")[0]
     root = f"{top}-stubs"
@@ -82,6 +94,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
         files[rel] = text
     # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
     # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
+    show.show(f"checking the stubs with mypy --strict ({len(files)} files)")
     with ThreadPoolExecutor(max_workers=1) as pool:
         checked = pool.submit(silence_own_errors, files, root, top, cache.cached_mypy_errors)
         allowlist = cache.cached_allowlist(data, stubs, final)

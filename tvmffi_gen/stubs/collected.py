@@ -17,7 +17,15 @@ from typing import Any, cast
 from ..registry_facts import type_snap_from_dict
 from ..snapshot import TypeSnap
 
-__all__ = ["Forwarding", "LateMember", "RegisteredClass", "ModuleFacts", "ApiFunction", "Collection"]
+__all__ = [
+    "Forwarding",
+    "LateMember",
+    "RegisteredClass",
+    "ReturnSource",
+    "ModuleFacts",
+    "ApiFunction",
+    "Collection",
+]
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,18 @@ class RegisteredClass:
 
 
 @dataclass(frozen=True)
+class ReturnSource:
+    """What an unannotated function returns, as its source and the running module say
+    (``source_facts.inferred_returns``): ``kind`` ``global`` (a registry function's result:
+    ``target`` its name, ``schema`` its schema), ``key`` (a registered class: ``target`` its type
+    key) or ``class`` (another class: ``target`` ``module:qualname``)."""
+
+    kind: str
+    target: str
+    schema: Any = None
+
+
+@dataclass(frozen=True)
 class ModuleFacts:
     """One imported module: its file, and what it holds at run time that its source may not say."""
 
@@ -91,6 +111,16 @@ class ModuleFacts:
     replaced_classes: list[str] = field(default_factory=list)
     #: names bound to None
     none_names: list[str] = field(default_factory=list)
+    #: (a package) names of its submodules bound to something else at run time (a star import
+    #: after the submodule's import rebound them): name -> ``module:qualname`` of that class or function
+    shadowed_submodules: dict[str, str] = field(default_factory=dict)
+    #: classes a class decorator replaced by a class made in a function: name -> the type keys of
+    #: the registered classes that class derives from (nearest first)
+    replaced_bases: dict[str, list[str]] = field(default_factory=dict)
+    #: type aliases its source writes with string forward references: name -> the alias for a stub
+    string_aliases: dict[str, str] = field(default_factory=dict)
+    #: unannotated functions (``name``, ``Class.name``) whose result the source determines
+    returns: dict[str, ReturnSource] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -150,13 +180,18 @@ class Collection:
             package=d["package"],
             distribution=d.get("distribution", ""),
             version=d.get("version", ""),
-            modules={m: ModuleFacts(**f) for m, f in d.get("modules", {}).items()},
+            modules={m: _module_facts(f) for m, f in d.get("modules", {}).items()},
             failed=dict(d.get("failed", {})),
             types={k: type_snap_from_dict({"type_key": k, **t}) for k, t in d.get("types", {}).items()},
             classes={k: _registered_class(c) for k, c in d.get("classes", {}).items()},
             ffi_api={m: [ApiFunction(**f) for f in fs] for m, fs in d.get("ffi_api", {}).items()},
             exclude_unmatched=list(d.get("exclude_unmatched", [])),
         )
+
+
+def _module_facts(d: dict[str, Any]) -> ModuleFacts:
+    returns = {n: ReturnSource(**r) for n, r in d.get("returns", {}).items()}
+    return ModuleFacts(**{**d, "returns": returns})
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:

@@ -17,11 +17,14 @@ from ..registry_facts import run_child
 from ..snapshot import summarise_failure
 from .collected import Collection
 from .errors import StubsError
+from .progress import Progress
 
 __all__ = ["take_collection", "modules_on_disk"]
 
 
-def take_collection(package: str, exclude: list[str], preload: list[str], timeout: float) -> Collection:
+def take_collection(
+    package: str, exclude: list[str], preload: list[str], timeout: float, progress: Progress | None = None
+) -> Collection:
     """Run ``collect.py`` for ``package`` in a child process; StubsError names what went wrong."""
     if not all(part.isidentifier() for part in package.split(".")):
         raise StubsError(f"--stubs-for {package!r}: not a Python package name")
@@ -34,7 +37,7 @@ def take_collection(package: str, exclude: list[str], preload: list[str], timeou
     for lib in preload:
         args += ["--preload", lib]
     try:
-        proc = run_child("tvmffi_gen.stubs.collect", args, timeout)
+        proc = run_child("tvmffi_gen.stubs.collect", args, timeout, progress.child_line if progress else None)
     except subprocess.TimeoutExpired:
         raise StubsError(f"{package}: importing it did not finish within {timeout:g} s") from None
     if proc.returncode != 0:

@@ -36,7 +36,7 @@ from .collected import Forwarding
 from .resolve import StubContext
 from .transforms import ClassRewriter
 
-__all__ = ["forwarding", "widen_forwarded", "WidenForwarded", "union_text"]
+__all__ = ["forwarding", "registry_name", "widen_forwarded", "WidenForwarded", "union_text"]
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -71,6 +71,11 @@ class _Registry:
 
 
 _REGISTRY = _Registry()
+
+
+def registry_name(func: object) -> str | None:
+    """The registry name of the ``tvm_ffi.Function`` ``func`` (None for one the registry lacks)."""
+    return _REGISTRY.name_of(func)
 
 
 def forwarding(init: object) -> tuple[Forwarding | None, str]:

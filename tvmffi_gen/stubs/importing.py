@@ -10,12 +10,15 @@ is busy, and records why a module did not import; ``quick_getmodule`` spares TVM
 from __future__ import annotations
 
 import fnmatch
+import os
 import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+from .progress import PROGRESS_MARK
 
 __all__ = ["excluded", "module_files", "unmatched_excludes", "quick_getmodule", "import_all", "CollectError"]
 
@@ -26,6 +29,10 @@ MODULE_TIMEOUT = 15.0
 IDLE_SHARE = 0.05
 #: and one still importing after this many seconds of wall time, whatever it does
 MODULE_WALL_LIMIT = 8 * MODULE_TIMEOUT
+
+
+#: why a module under a package that failed to import is not covered
+PACKAGE_FAILED = "its package failed to import"
 
 
 class CollectError(Exception):
@@ -173,9 +180,13 @@ def import_all(package: str, files: dict[str, str], bound: dict[str, list[str]])
     ok: list[str] = []
     failed: dict[str, str] = {}
     watch = _Watch()
-    for name in sorted(files):
+    report = os.environ.get("TVMFFI_GEN_PROGRESS") == "1"  # the parent shows it (progress.py)
+    for i, name in enumerate(sorted(files)):
+        if report:
+            sys.stderr.write(f"{PROGRESS_MARK}{i}/{len(files)} {package}\n")
+            sys.stderr.flush()
         if any(name.startswith(f + ".") for f in failed):
-            failed[name] = "its package failed to import"
+            failed[name] = PACKAGE_FAILED
             continue
         sys.argv = [name]  # a module running argparse at import sees no arguments of ours
         watch.begin()

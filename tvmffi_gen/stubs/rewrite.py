@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .collected import Collection
+from ..typemap import SchemaError, function_sig
+from .collected import Collection, ReturnSource
 from .conversions import BUILTIN, Conversions
 from .fill_annotations import FillAnnotations, stdlib_generic_names
+from .followed import AddBases, InferredReturns, TypedAliases, rebind_shadowed
 from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
@@ -119,6 +121,7 @@ def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
         line = "from . import " + ", ".join(f"{s} as {s}" for s in subs)
         m.tree = m.tree.with_changes(body=[cst.parse_statement(line), *m.tree.body])
     _follow_running_objects(pkg, m, ffi_names)
+    _follow_runtime_kinds(pkg, m)
     filler = FillAnnotations(stdlib_generic_names(pkg.stubs[mod]))
     m.tree = m.tree.visit(filler)
     head = [STUB_HEADER]
@@ -241,3 +244,44 @@ def _follow_running_objects(pkg: _Package, m: _Module, ffi_names: set[str]) -> N
     packed = set(facts.packed) - ffi_names
     if packed:
         m.tree = m.tree.visit(PositionalOnly(packed))
+
+
+def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
+    """What a name is at run time, where stubgen's reading of the source says otherwise
+    (``followed.py``): a package's name rebinding a submodule's, a class a decorator made
+    another kind of, an alias with forward references, a result the source determines."""
+    facts = pkg.data.module(m.name)
+    text = pkg.stubs[m.name]
+    shadowed = {n: p for n, p in facts.shadowed_submodules.items() if not binds(text, n)}
+    m.tree = rebind_shadowed(m.tree, shadowed)  # (one the stub binds explicitly is bound so)
+    bases = {q: [b] for q, keys in facts.replaced_bases.items() if (b := m.ctx.resolve(keys[0]))}
+    if bases:
+        m.tree = m.tree.visit(AddBases(bases))
+    if facts.string_aliases:
+        aliases = TypedAliases(facts.string_aliases)
+        m.tree = m.tree.visit(aliases)
+        m.typed_members |= aliases.used
+    returns = {q: t for q, r in sorted(facts.returns.items()) if (t := _return_text(m, q, r))}
+    if returns:
+        inferred = InferredReturns(returns)
+        m.tree = m.tree.visit(inferred)
+        m.typed_members |= inferred.used > 0
+
+
+def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:
+    """The annotation of what ``r`` says a function returns (None when nothing more than Any)."""
+    if r.kind == "key":
+        return m.ctx.resolve(r.target)
+    if r.kind == "class":
+        module, qual = r.target.split(":")
+        if module in (m.name, "builtins"):
+            return qual
+        alias = "_" + module.replace(".", "_")
+        m.ctx.imports.add(f"import {module} as {alias}")
+        return f"{alias}.{qual}"
+    try:
+        sig = function_sig(r.schema)
+    except SchemaError:
+        return None
+    text = m.ctx.annotate(sig.ret, "return", f"{m.name}.{where}")
+    return None if text == "_t.Any" else text

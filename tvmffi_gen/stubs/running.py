@@ -12,7 +12,8 @@ from types import ModuleType
 from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass
-from .forwarders import forwarding
+from .forwarders import forwarding, registry_name
+from .source_facts import inferred_returns, source_tree, string_aliases
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
 
@@ -168,9 +169,41 @@ def late_members(cls: type, package: str) -> dict[str, LateMember]:
     return out
 
 
+def shadowed_submodules(mod: ModuleType) -> dict[str, str]:
+    """Names of package ``mod`` that are also its submodules' names but bound to a class or
+    function at run time: name -> ``module:qualname`` of it."""
+    out: dict[str, str] = {}
+    for attr, value in _namespace(mod).items():
+        sub = sys.modules.get(f"{mod.__name__}.{attr}")
+        if sub is None or value is sub or not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue
+        where, qual = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+        if isinstance(where, str) and qual.isidentifier() and getattr(sys.modules.get(where), qual, None) is value:
+            out[attr] = f"{where}:{qual}"
+    return out
+
+
+def replaced_bases(mod: ModuleType, names: list[str]) -> dict[str, list[str]]:
+    """For each of ``names`` (classes a decorator replaced, ``replaced_classes``), the type keys of
+    the registered classes the running class derives from, nearest first."""
+    out: dict[str, list[str]] = {}
+    for attr in names:
+        cls = _namespace(mod)[attr]
+        keys = [
+            key
+            for base in cls.__mro__[1:]
+            if isinstance(key := getattr(base.__dict__.get("__tvm_ffi_type_info__"), "type_key", None), str)
+        ]
+        if keys:
+            out[attr] = keys
+    return out
+
+
 def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
     """What module ``mod`` (from file ``path``) holds at run time; ``bound``: the submodules
     bound on it right after its own import."""
+    tree = source_tree(path)
+    replaced = replaced_classes(mod)
     return ModuleFacts(
         path=path,
         bound_submodules=bound,
@@ -179,8 +212,12 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         runtime_all=runtime_all(mod),
         packed=packed_functions(mod),
         private_metaclass=private_metaclass(mod),
-        replaced_classes=replaced_classes(mod),
+        replaced_classes=replaced,
         none_names=sorted(a for a, v in _namespace(mod).items() if v is None),
+        shadowed_submodules=shadowed_submodules(mod) if path.endswith("__init__.py") else {},
+        replaced_bases=replaced_bases(mod, replaced),
+        string_aliases=string_aliases(tree) if tree is not None else {},
+        returns=inferred_returns(tree, mod, registry_name) if tree is not None else {},
     )
 
 
