@@ -4,9 +4,12 @@
 files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the project files,
 ``project.py``):
 
-1. ``collection.take_collection`` imports PKG in a child process (``collect.py``) and gets back
-   what only the running process knows: which submodules import, the registry's types with the
-   Python class registered for each, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api`` filled.
+1. ``collection.take_collection`` imports PKG in a child process (``collect.py``: modules found
+   and imported by ``importing.py``, running objects read by ``running.py`` and
+   ``source_facts.py``, the registry by ``registry_facts.read_type``) and gets back what only the
+   running process knows, as a ``collected.Collection``: which submodules import, the registry's
+   types (``snapshot.TypeSnap``) with the Python class registered for each, what each module
+   binds at run time, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api`` filled.
 2. ``stubgen.PythonStubs`` runs mypy's stubgen over the modules that imported, reading their
    *sources* (``--no-import``): the package's own classes, functions, signatures and annotations
    as written. An extension module that ships its own ``.pyi`` keeps that file. It starts before
@@ -18,7 +21,9 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    leave unannotated becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is
    written ``...``. What the running package says beyond its sources is followed too: a module's
    run-time ``__all__`` (and the submodules it lists), registered classes' metaclass,
-   read-only fields the sources declare as attributes (``frozen.frozen_attributes``).
+   read-only fields the sources declare as attributes (``frozen.frozen_attributes``), and what
+   each name is at run time (``followed.py``). What a package's C++ converts beyond its schemas
+   is data (``conversions.py``).
 4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``;
    the stubtest allowlist is made meanwhile, in this process.

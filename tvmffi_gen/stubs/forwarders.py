@@ -36,7 +36,7 @@ from .collected import Forwarding
 from .resolve import StubContext
 from .transforms import ClassRewriter
 
-__all__ = ["forwarding", "registry_name", "widen_forwarded", "WidenForwarded", "union_text"]
+__all__ = ["forwarding", "registry_name", "resolve_dotted", "widen_forwarded", "WidenForwarded", "union_text"]
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -89,16 +89,9 @@ def forwarding(init: object) -> tuple[Forwarding | None, str]:
         return None, "not a plain function"
     if hasattr(init, "__wrapped__"):
         return None, "decorated"
-    try:
-        source = textwrap.dedent(inspect.getsource(init))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
-        return None, "no source"
-    fdef = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(fdef, ast.FunctionDef):
-        return None, "no source"
-    if fdef.decorator_list:
-        return None, "decorated"
+    fdef = _function_source(init)
+    if isinstance(fdef, str):
+        return None, fdef
     a = fdef.args
     positional = [*a.posonlyargs, *a.args]
     if not positional:
@@ -136,14 +129,9 @@ def forwarding(init: object) -> tuple[Forwarding | None, str]:
             return None, "a parameter passed twice"
         names.append(arg.id)
     scope: dict[str, Any] = init.__globals__
-    if callee[0] not in scope:
+    func = resolve_dotted(callee, scope)
+    if func is None:
         return None, "callee not found"
-    func: object = scope[callee[0]]
-    for attr in callee[1:]:
-        try:
-            func = getattr(func, attr)
-        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
-            return None, "callee not found"
     if not isinstance(func, tvm_ffi.Function):
         return None, "callee is not a tvm_ffi.Function"
     gname = _REGISTRY.name_of(func)
@@ -163,6 +151,31 @@ def forwarding(init: object) -> tuple[Forwarding | None, str]:
         # per parameter, the registered classes its annotation names as union members
         named=named,
     ), "forwards"
+
+
+def _function_source(init: Any) -> ast.FunctionDef | str:
+    """The parsed source of the function ``init`` (without decorators), or why there is none."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return "no source"
+    fdef = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(fdef, ast.FunctionDef):
+        return "no source"
+    return "decorated" if fdef.decorator_list else fdef
+
+
+def resolve_dotted(dotted: list[str], scope: dict[str, Any]) -> object | None:
+    """What the dotted name ``dotted`` is in ``scope`` (None when a part is missing)."""
+    if dotted[0] not in scope:
+        return None
+    obj: object = scope[dotted[0]]
+    for attr in dotted[1:]:
+        try:
+            obj = getattr(obj, attr)
+        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
+            return None
+    return obj
 
 
 def _named_keys(annotation: object, scope: dict[str, Any]) -> list[str]:

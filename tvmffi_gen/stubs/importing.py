@@ -183,7 +183,7 @@ def import_all(package: str, files: dict[str, str], bound: dict[str, list[str]])
     report = os.environ.get("TVMFFI_GEN_PROGRESS") == "1"  # the parent shows it (progress.py)
     for i, name in enumerate(sorted(files)):
         if report:
-            sys.stderr.write(f"{PROGRESS_MARK}{i}/{len(files)} {package}\n")
+            sys.stderr.write(f"{PROGRESS_MARK}{i + 1}/{len(files)} {package}\n")
             sys.stderr.flush()
         if any(name.startswith(f + ".") for f in failed):
             failed[name] = PACKAGE_FAILED

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from .collected import ReturnSource
+from .forwarders import resolve_dotted
 
 __all__ = ["source_tree", "string_aliases", "inferred_returns"]
 
@@ -123,18 +124,6 @@ def _dotted(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else None
 
 
-def _resolve(names: list[str], scope: dict[str, Any]) -> object:
-    if names[0] not in scope:
-        return None
-    obj: object = scope[names[0]]
-    for part in names[1:]:
-        try:
-            obj = getattr(obj, part)
-        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
-            return None
-    return obj
-
-
 def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> ReturnSource | None:
     """What the call ``call`` makes, when its callee resolves to a registry function or a class."""
     import tvm_ffi
@@ -142,7 +131,7 @@ def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> Ret
     from tvmffi_runtime import reflection as R
 
     names = _dotted(call.func) if isinstance(call, ast.Call) else None
-    obj = _resolve(names, scope) if names else None
+    obj = resolve_dotted(names, scope) if names else None
     if isinstance(obj, tvm_ffi.Function):
         gname = registry_name(obj)
         schema = R.global_function_metadata(gname).get("type_schema") if gname else None
