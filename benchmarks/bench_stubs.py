@@ -1,13 +1,19 @@
 """Time ``tvmffi-gen --stubs-for PKG`` by phase: a baseline revision against this checkout.
 
-    python benchmarks/bench_stubs.py --baseline-rev 596b70b [--repeat 3] [--json results_stubs.json]
+    python benchmarks/bench_stubs.py [--baseline-rev 596b70b] [--repeat 3] [--json results_stubs.json]
 
 For each package (``tvm`` with ``--project --exclude tvm.s_tir.meta_schedule.testing`` when
 apache-tvm is installed, and ``tvm_ffi``), runs, alternately and ``--repeat`` times each:
 
 * ``baseline``: the generator of ``--baseline-rev`` (exported with ``git archive``), as it was;
 * ``new, cold``: this checkout with its cache off (``TVMFFI_GEN_NO_CACHE=1``): a first run;
-* ``new, warm``: this checkout with a cache filled by an untimed run before: a rerun.
+* ``new, warm``: this checkout with a cache filled by an untimed run before: a rerun;
+* ``floor: import``: importing PKG and every module a first run imports, in one fresh process
+  (``importing.import_all`` over ``module_files``, what the child does before reading facts);
+* ``floor: stubgen``: mypy's stubgen over the same modules (``stubgen.python_stubs``, uncached).
+
+The two floors are what a first run cannot do without (it overlaps them, in two processes); the
+table ends with each first run's wall time over the slower floor of its round.
 
 Each run is a fresh process writing a fresh OUT; its phases are timed by wrapping the functions
 ``build_stubs`` calls (wall seconds, and CPU seconds of the process and of the children it waited
@@ -88,10 +94,39 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
     print(json.dumps({"code": code, "times": times, "info": notes}))
 
 
+def _floor(kind: str, package: str, args: list[str]) -> None:
+    """In a fresh process: one floor of a first run (see the module's doc); JSON on stdout."""
+    sys.path.insert(0, str(ROOT))
+    from tvmffi_gen.stubs.collection import modules_on_disk
+
+    exclude = [args[i + 1] for i, a in enumerate(args) if a == "--exclude"]
+    t0, w0 = os.times(), time.perf_counter()
+    files = modules_on_disk(package, exclude) or {}
+    if kind == "import":
+        from tvmffi_gen.stubs.importing import import_all, quick_getmodule
+
+        quick_getmodule()
+        ok, _ = import_all(package, files, {})
+    else:
+        from tvmffi_gen.stubs.stubgen import python_stubs
+
+        ok = list(python_stubs(files))
+    t1, w1 = os.times(), time.perf_counter()
+    cpu = (t1.user + t1.system + t1.children_user + t1.children_system) - (
+        t0.user + t0.system + t0.children_user + t0.children_system
+    )
+    print(json.dumps({"code": 0, "times": {"total": [w1 - w0, cpu]}, "info": [f"{len(ok)} modules"]}))
+    sys.stdout.flush()
+    os._exit(0)  # skip the package's atexit handlers
+
+
 def _run(src: Path, package: str, out: Path, args: list[str], env: dict[str, str]) -> dict[str, Any]:
     env = {**env, "PYTHONPATH": str(src)}  # the tree under test, for the driver and the importing child
+    out.mkdir(parents=True, exist_ok=True)
+    floor = env.get("BENCH_STUBS_FLOOR")
+    driver = ["--floor", floor, package] if floor else ["--drive", str(src), package, str(out)]
     proc = subprocess.run(
-        [sys.executable, __file__, "--drive", str(src), package, str(out), *args],
+        [sys.executable, __file__, *driver, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -113,7 +148,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
-    p.add_argument("--baseline-rev", required=True, help="git revision of the generator to compare with")
+    p.add_argument("--baseline-rev", help="git revision of the generator to compare with (none: no baseline)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--package", action="append", help="tvm and/or tvm_ffi (default: both, tvm when installed)")
     p.add_argument("--json", help="write every run's timings here")
@@ -123,16 +158,18 @@ def main() -> int:
     ) + ["tvm_ffi"]
     args_of = {"tvm": ["--project", "--exclude", "tvm.s_tir.meta_schedule.testing"], "tvm_ffi": []}
     work = Path(tempfile.mkdtemp(prefix="bench_stubs_"))
-    base_src = work / "baseline"
-    base_src.mkdir()
-    archive = subprocess.run(["git", "archive", a.baseline_rev], cwd=ROOT, capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base_src)], input=archive, check=True)
     env0 = {k: v for k, v in os.environ.items() if k not in ("TVMFFI_GEN_NO_CACHE", "TVMFFI_GEN_CACHE_DIR")}
-    variants = {
-        "baseline": (base_src, {**env0, "TVMFFI_GEN_NO_CACHE": "1"}),
-        "new, cold": (ROOT, {**env0, "TVMFFI_GEN_NO_CACHE": "1"}),
-        "new, warm": (ROOT, {**env0, "TVMFFI_GEN_CACHE_DIR": str(work / "cache")}),
-    }
+    variants: dict[str, tuple[Path, dict[str, str]]] = {}
+    if a.baseline_rev:
+        base_src = work / "baseline"
+        base_src.mkdir()
+        archive = subprocess.run(["git", "archive", a.baseline_rev], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base_src)], input=archive, check=True)
+        variants["baseline"] = (base_src, {**env0, "TVMFFI_GEN_NO_CACHE": "1"})
+    variants["new, cold"] = (ROOT, {**env0, "TVMFFI_GEN_NO_CACHE": "1"})
+    variants["new, warm"] = (ROOT, {**env0, "TVMFFI_GEN_CACHE_DIR": str(work / "cache")})
+    variants["floor: import"] = (ROOT, {**env0, "BENCH_STUBS_FLOOR": "import"})
+    variants["floor: stubgen"] = (ROOT, {**env0, "BENCH_STUBS_FLOOR": "stubgen", "TVMFFI_GEN_NO_CACHE": "1"})
     report: dict[str, Any] = {
         "baseline_rev": a.baseline_rev,
         "repeat": a.repeat,
@@ -162,7 +199,10 @@ def main() -> int:
             for variant in variants:
                 for i, r in enumerate(runs[variant]):
                     out = work / f"{package}-{variant.replace(', ', '-')}-{i}"
-                    r["identical_to_new_cold"] = _same(out, reference) if reference.exists() else None
+                    floor = variant.startswith("floor")
+                    r["identical_to_new_cold"] = (
+                        None if floor else _same(out, reference) if reference.exists() else None
+                    )
                     shutil.rmtree(out, ignore_errors=True)
             report["runs"][package] = runs
     finally:
@@ -198,11 +238,19 @@ def _print_table(report: dict[str, Any]) -> None:
         same = {v: [r["identical_to_new_cold"] for r in runs[v]] for v in variants}
         print(
             "| output identical to the first new, cold run | "
-            + " | ".join(", ".join("yes" if s else "no" for s in same[v]) for v in variants)
+            + " | ".join(", ".join("-" if s is None else "yes" if s else "no" for s in same[v]) for v in variants)
             + " |"
         )
+        floors = [
+            max(i["times"]["total"][0], s["times"]["total"][0])
+            for i, s in zip(runs["floor: import"], runs["floor: stubgen"], strict=True)
+        ]
+        first = [r["times"]["total"][0] / f for r, f in zip(runs["new, cold"], floors, strict=True)]
+        print(f"new, cold / the slower floor of its round, wall: {', '.join(f'{x:.2f}' for x in first)}")
+        if "baseline" not in runs:
+            continue
         base_total = statistics.median(r["times"]["total"][1] for r in runs["baseline"])
-        for v in variants[1:]:
+        for v in [v for v in variants[1:] if not v.startswith("floor")]:
             ratio = [
                 r["times"]["total"][1] / b["times"]["total"][1] for r, b in zip(runs[v], runs["baseline"], strict=True)
             ]
@@ -216,6 +264,8 @@ def _print_table(report: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--floor":
+        _floor(sys.argv[2], sys.argv[3], sys.argv[4:])
     if len(sys.argv) > 1 and sys.argv[1] == "--drive":
         _drive(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
         sys.exit(0)

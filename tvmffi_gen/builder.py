@@ -41,6 +41,7 @@ from .model import (
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .prefixes import kept_by_prefixes
+from .registry_facts import auto_init_order, chain_fields
 from .signatures import named_result, params
 from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from .spelling import RUNTIME_BASES, Spelling
@@ -278,23 +279,16 @@ class Builder:
         return None
 
     def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
-        # Fields of the whole chain, ancestors first, as the native auto-init binds them; each
-        # parameter is named like the field's property.
-        chain: list[tuple[str, FieldSnap]] = []
-        for anc in t.ancestors:
-            snap = self.types.get(anc)
-            if snap is not None:
-                chain += [(anc, f) for f in snap.fields]
-            else:  # a type of a preloaded library
-                chain += [(anc, f) for f in self.snap.external_fields.get(anc, [])]
-        chain += [(t.type_key, f) for f in t.fields]
+        # The parameters of the native auto-init, in its order (registry_facts, the rule the
+        # stubs follow too); each is named like the field's property.
+        def fields_of(k: str) -> list[FieldSnap]:
+            snap = self.types.get(k)  # else a type of a preloaded library
+            return t.fields if k == t.type_key else snap.fields if snap else self.snap.external_fields.get(k, [])
+
+        chain = chain_fields(t.type_key, fields_of, t.ancestors)
         scope = Scope(RESERVED_MODULE | {"self"})
-        required: list[Param] = []
-        optional: list[Param] = []
-        kwonly: list[Param] = []
-        for owner, f in chain:
-            if not f.init or (owner != t.type_key and f.name in t.init_excluded):
-                continue  # not a parameter of the native init (see TypeSnap.init_excluded)
+        auto_params: list[Param] = []
+        for owner, f in auto_init_order(t, chain):
             ann = self.spelling.annotator(mod, f"field {owner}.{f.name}", members)
             annotation = ann.annotation(self.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
             default = None
@@ -307,20 +301,16 @@ class Builder:
                     and not annotation.text.endswith("| None")
                 ):
                     annotation = annotation.or_none()  # a nullable field whose schema does not say Optional
-            p = Param(
-                scope.claim(self._field_py_name(owner, f.name) or f.name),
-                annotation,
-                default,
-                "kwonly" if f.kw_only else "normal",
-                f.name,
+            auto_params.append(
+                Param(
+                    scope.claim(self._field_py_name(owner, f.name) or f.name),
+                    annotation,
+                    default,
+                    "kwonly" if f.kw_only else "normal",
+                    f.name,
+                )
             )
-            if f.kw_only:
-                kwonly.append(p)
-            elif f.has_default:
-                optional.append(p)
-            else:
-                required.append(p)
-        return required + optional + kwonly
+        return auto_params
 
     def _used_fields(self, t: TypeSnap) -> list[UsedField]:
         """Fields ``t`` inherits from ancestors in ``--use`` packages, ancestors first."""

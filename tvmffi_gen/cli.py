@@ -196,6 +196,7 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
             log.warn,
             force=args.force,
             use_cache=not args.no_cache,
+            progress=not args.quiet,
         )
     except StubsError as exc:
         log.error(str(exc))

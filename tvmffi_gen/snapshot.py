@@ -95,13 +95,6 @@ class FunctionSnap:
     exported: bool = False  # an exported symbol of the library (module function), not a global
 
 
-def _with_members(t: dict[str, Any]) -> dict[str, Any]:
-    """A saved type's entries, its fields and methods read back as FieldSnap and MethodSnap."""
-    fields = [FieldSnap(**f) for f in t.get("fields", [])]
-    methods = [MethodSnap(**m) for m in t.get("methods", [])]
-    return {**t, "fields": fields, "methods": methods}
-
-
 @dataclass
 class Snapshot:
     library: str
@@ -129,7 +122,9 @@ class Snapshot:
         if data.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError(f"{source}: not a tvmffi-gen snapshot of format {SNAPSHOT_FORMAT}")
         try:
-            types = [TypeSnap(**_with_members(t)) for t in data.get("types", [])]
+            from .registry_facts import type_snap_from_dict
+
+            types = [type_snap_from_dict(t) for t in data.get("types", [])]
             functions = [FunctionSnap(**f) for f in data.get("functions", [])]
             return Snapshot(
                 library=data["library"],
@@ -144,28 +139,12 @@ class Snapshot:
             raise SnapshotError(f"{source}: malformed snapshot ({exc})") from None
 
 
-def _parse_schema(raw: Any) -> Any:
-    """Type schemas are stored as JSON text inside metadata; keep the parsed form (or the text)."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _json_default(value: Any) -> tuple[Any, str | None]:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return None, repr(value)
-        return value, None
-    return None, repr(value)
-
-
 def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snapshot:
     """Load ``library`` into this process and read what it registered (used by the child)."""
     import tvmffi_runtime as rt
     from tvmffi_runtime import reflection as R
+
+    from .registry_facts import field_snap, parse_schema, read_type
 
     for pre in preload or []:
         rt.load_library(pre)
@@ -183,13 +162,13 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
     )
     referenced: set[str] = set()
     for key in sorted(new_types):
-        info = R.type_info(key)
-        referenced.update(info.ancestors)
-        snap.types.append(_type_snap(info))
+        ts = read_type(key)
+        referenced.update(ts.ancestors)
+        snap.types.append(ts)
     for name in sorted(new_funcs):
         md = R.global_function_metadata(name)
         snap.functions.append(
-            FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=_parse_schema(md.get("type_schema")))
+            FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=parse_schema(md.get("type_schema")))
         )
     # Functions the library exports as symbols (TVM_FFI_DLL_EXPORT_TYPED_FUNC) rather than
     # registering; their schema and doc come from the optional metadata symbols.
@@ -205,7 +184,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
             md = module.function_metadata(name) or {}
             doc = module.function_doc(name) or ""
             snap.functions.append(
-                FunctionSnap(name=name, doc=doc, schema=_parse_schema(md.get("type_schema")), exported=True)
+                FunctionSnap(name=name, doc=doc, schema=parse_schema(md.get("type_schema")), exported=True)
             )
     # Ancestors of every type that is not ours, so the model can map types it does not contain.
     for key in sorted(before_types):
@@ -216,82 +195,8 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
     for key in sorted(referenced & before_types):
         fields = R.type_info(key).fields
         if fields:
-            snap.external_fields[key] = [_field_snap(f) for f in fields]
+            snap.external_fields[key] = [field_snap(f) for f in fields]
     return snap
-
-
-def _type_snap(info: Any) -> TypeSnap:
-    """One registered type (``reflection.TypeInfo``) as snapshot data: its fields and methods,
-    how it is constructed, and its enum entries."""
-    from tvmffi_runtime import reflection as R
-
-    ts = TypeSnap(type_key=info.type_key, ancestors=list(info.ancestors), doc=info.doc)
-    ts.fields = [_field_snap(f) for f in info.fields]
-    for m in info.methods:
-        if m.name == "__ffi_init__":
-            ts.init = "method"
-            ts.init_schema = _parse_schema(m.type_schema)
-            ts.init_doc = m.doc
-            continue
-        ts.methods.append(
-            MethodSnap(name=m.name, doc=m.doc, schema=_parse_schema(m.type_schema), is_static=m.is_static)
-        )
-    if ts.init is None:
-        auto_init = R.type_attr(info.type_index, "__ffi_init__")
-        if auto_init is not None:
-            ts.init = "auto"
-            own = {f.name for f in info.fields}
-            inherited = [
-                f.name for anc in info.ancestors for f in R.type_info(anc).fields if f.init and f.name not in own
-            ]
-            ts.init_excluded = [n for n in dict.fromkeys(inherited) if not _init_takes(auto_init, n)]
-    ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
-    state = R.type_attr(info.type_index, "__ffi_enum__")
-    if state is not None:
-        entries = R.get_field(state, "entries")
-        ts.enum_entries = [str(R.get_field(e, "_str_index")) for e in entries]
-    return ts
-
-
-def _init_takes(init: Any, name: str) -> bool:
-    """Whether the auto-init ``init`` takes the keyword argument ``name``.
-
-    The registry records the fields of a type's chain but not which of them its auto-init binds,
-    so the init is asked: called with that one keyword (value None), it either rejects the name
-    before anything else (not taken) or gets further (taken): it then fails on a missing or
-    unconvertible argument, or builds an object that is dropped at once."""
-    from tvmffi_runtime import _call
-
-    try:
-        init(_call._kwargs_marker(), name, None)
-    except TypeError as exc:
-        return f"unexpected keyword argument '{name}'" not in str(exc)
-    except Exception:  # noqa: BLE001 - any other refusal came after the name was accepted
-        return True
-    return True
-
-
-def _field_snap(f: Any) -> FieldSnap:
-    """One reflected field (``reflection.FieldInfo``) as snapshot data."""
-    default, default_repr = _json_default(f.default) if f.has_default else (None, None)
-    if f.default_is_factory:
-        default, default_repr = None, "<factory>"
-    return FieldSnap(
-        name=f.name,
-        doc=f.doc,
-        schema=_parse_schema(f.type_schema),
-        writable=f.writable,
-        has_default=f.has_default,
-        default=default,
-        default_repr=default_repr,
-        default_is_factory=f.default_is_factory,
-        init=f.init,
-        kw_only=f.kw_only,
-        offset=f.offset,
-        size=f.size,
-        static_type_index=f.static_type_index,
-        flags=f.flags,
-    )
 
 
 def _child_main(argv: list[str]) -> int:
@@ -332,15 +237,13 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
         foreign = _other_platforms_library(path)
         if foreign is not None:
             raise SnapshotError(f"{option}{path}: {foreign}; tvmffi-gen --list-exports {path} lists its functions")
-    env = dict(os.environ)
-    runtime_dir = str(Path(__file__).resolve().parent.parent / "runtime")
-    if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "tvmffi_gen.snapshot", os.path.abspath(lib)]
+    from .registry_facts import run_child
+
+    args = [os.path.abspath(lib)]
     for pre in preload or []:
-        cmd += ["--preload", os.path.abspath(pre)]
+        args += ["--preload", os.path.abspath(pre)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        proc = run_child("tvmffi_gen.snapshot", args, timeout)
     except subprocess.TimeoutExpired:
         raise SnapshotError(
             f"{lib}: loading the library did not finish within {timeout:g} s (it hangs in its initialisers?)"

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tvmffi_gen.stubs import cache, selfcheck
+from tvmffi_gen.stubs.collected import Collection
+from tvmffi_gen.stubs.conversions import Conversions
+
+
+def _data(n: int) -> Collection:
+    """A collection told apart from another by ``n`` (its version)."""
+    return Collection(package="p", version=str(n))
 
 
 @pytest.fixture
@@ -76,18 +82,22 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
 ) -> None:
     calls: list[dict[str, str]] = []
 
-    def fake_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    def fake_augment(
+        data: Collection, stubs: dict[str, str], conversions: Conversions
+    ) -> tuple[dict[str, str], list[str]]:
         calls.append(stubs)
-        return {m: f"# {data['n']}\n{t}" for m, t in stubs.items()}, [f"warning {data['n']}"]
+        return {m: f"# {data.version}\n{t}" for m, t in stubs.items()}, [f"warning {data.version}"]
 
     monkeypatch.setattr(cache, "augment", fake_augment)
     stubs = {"p": "x: int\n", "p.a": "y: str\n"}
-    first = cache.cached_augment({"n": 1}, stubs)
-    assert cache.cached_augment({"n": 1}, dict(stubs)) == first and len(calls) == 1
+    first = cache.cached_augment(_data(1), stubs)
+    assert cache.cached_augment(_data(1), dict(stubs)) == first and len(calls) == 1
     assert list(first[0]) == ["p", "p.a"]
-    assert cache.cached_augment({"n": 2}, stubs)[1] == ["warning 2"] and len(calls) == 2
-    assert cache.cached_augment({"n": 1}, {**stubs, "p.a": "y: bytes\n"})[0]["p.a"] == "# 1\ny: bytes\n"
+    assert cache.cached_augment(_data(2), stubs)[1] == ["warning 2"] and len(calls) == 2
+    assert cache.cached_augment(_data(1), {**stubs, "p.a": "y: bytes\n"})[0]["p.a"] == "# 1\ny: bytes\n"
     assert len(calls) == 3
+    other = Conversions(accepted={"p.Expr": ("int",)})  # another package's conversions: another key
+    assert cache.cached_augment(_data(1), stubs, other) == first and len(calls) == 4
 
 
 def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(
@@ -134,16 +144,16 @@ def test_the_allowlist_is_reused_only_for_the_same_data_and_stubs(
 ) -> None:
     calls: list[dict[str, str]] = []
 
-    def fake_allowlist(data: dict[str, Any], final: dict[str, str], frozen: dict[str, set[str]] | None) -> str:
+    def fake_allowlist(data: Collection, final: dict[str, str], frozen: dict[str, set[str]] | None) -> str:
         calls.append(final)
-        return f"{data['n']} {sorted(final.values())} {frozen}\n"
+        return f"{data.version} {sorted(final.values())} {frozen}\n"
 
     monkeypatch.setattr(cache, "stubtest_allowlist", fake_allowlist)
     monkeypatch.setattr(cache, "frozen_attributes", lambda data, stubs: {"p.C": set(stubs)})
     stubs, final = {"p": "x: int\n"}, {"p": "x: int\ny: str\n"}
-    first = cache.cached_allowlist({"n": 1}, stubs, final)
+    first = cache.cached_allowlist(_data(1), stubs, final)
     assert first == "1 ['x: int\\ny: str\\n'] {'p.C': {'p'}}\n" and len(calls) == 1
-    assert cache.cached_allowlist({"n": 1}, dict(stubs), dict(final)) == first and len(calls) == 1
-    assert cache.cached_allowlist({"n": 2}, stubs, final).startswith("2 ") and len(calls) == 2
-    assert cache.cached_allowlist({"n": 1}, {"p": "x: str\n"}, final) == first and len(calls) == 3
-    assert cache.cached_allowlist({"n": 1}, stubs, {"p": "z: int\n"}) != first and len(calls) == 4
+    assert cache.cached_allowlist(_data(1), dict(stubs), dict(final)) == first and len(calls) == 1
+    assert cache.cached_allowlist(_data(2), stubs, final).startswith("2 ") and len(calls) == 2
+    assert cache.cached_allowlist(_data(1), {"p": "x: str\n"}, final) == first and len(calls) == 3
+    assert cache.cached_allowlist(_data(1), stubs, {"p": "z: int\n"}) != first and len(calls) == 4

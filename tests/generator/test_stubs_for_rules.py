@@ -5,11 +5,18 @@ Apache TVM converts at the boundary that the registry's schemas do not say.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tvmffi_gen.stubs.conversions import Conversions
 
 
 def test_exclude_globs_drop_whole_subtrees() -> None:
-    from tvmffi_gen.stubs.collect import excluded
+    from tvmffi_gen.stubs.importing import excluded
 
     assert excluded("tvm.contrib.hexagon.tools", ["tvm.contrib.*"])
     assert excluded("tvm.contrib", ["tvm.contrib"])
@@ -25,13 +32,14 @@ def test_the_project_pins_the_stubbed_release() -> None:
 
 
 def test_public_path_is_the_shortest_exported_one() -> None:
+    from tvmffi_gen.stubs.collected import RegisteredClass
     from tvmffi_gen.stubs.resolve import public_path
 
-    info = {
-        "module": "tvm.ir.prim.expr",
-        "qualname": "Ramp",
-        "paths": ["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
-    }
+    info = RegisteredClass(
+        "tvm.ir.prim.expr",
+        "Ramp",
+        paths=["tvm.ir.prim.expr.Ramp", "tvm.tirx.Ramp", "tvm.tirx.script.ramp", "tvm._hidden.Ramp"],
+    )
     exports = {"tvm.tirx": {"Ramp"}, "tvm.ir.prim.expr": {"Ramp"}, "tvm._hidden": {"Ramp"}}
     assert public_path(info, exports) == "tvm.tirx.Ramp"
     # a path whose stub module does not export the name is not used
@@ -58,7 +66,7 @@ def test_bare_generics_get_explicit_any_arguments() -> None:
 
 
 def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: Path) -> None:
-    from tvmffi_gen.stubs.collect import unmatched_excludes
+    from tvmffi_gen.stubs.importing import unmatched_excludes
 
     pkg = tmp_path / "pkg"
     (pkg / "sub" / "deep").mkdir(parents=True)
@@ -73,6 +81,7 @@ def test_unmatched_excludes_are_the_globs_naming_no_module_or_package(tmp_path: 
 
 def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
     from tvmffi_gen.stubs.allowlist import stubtest_allowlist
+    from tvmffi_gen.stubs.collected import Collection
 
     field = {
         "name": "def",
@@ -87,10 +96,10 @@ def test_the_allowlist_names_registry_members_no_stub_can_declare() -> None:
         "package": "pkg",
         "ffi_api": {},
         "failed": {},
-        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": {"kind": "method"}}},
+        "types": {"pkg.Stmt": {"ancestors": [], "fields": [field], "methods": [], "init": "method"}},
         "classes": {"pkg.Stmt": {"module": "pkg.stmt", "qualname": "Stmt", "python_init": True, "bases": []}},
     }
-    text = stubtest_allowlist(data, {"pkg.stmt": "class Stmt:\n    x: int\n"})
+    text = stubtest_allowlist(Collection.from_dict(data), {"pkg.stmt": "class Stmt:\n    x: int\n"})
     assert "\npkg\\.stmt\\.Stmt\\.def\n" in text
     assert "# Registry members whose names are Python keywords" in text
 
@@ -102,7 +111,9 @@ class TestWhatTvmConvertsAtTheBoundary:
     (the keys and schemas as apache-tvm registers them), so CI needs no apache-tvm."""
 
     @staticmethod
-    def _stubs() -> dict[str, str]:
+    def _stubs(conversions: Conversions | None = None) -> dict[str, str]:
+        from tvmffi_gen.stubs.collected import Collection
+        from tvmffi_gen.stubs.conversions import BUILTIN
         from tvmffi_gen.stubs.rewrite import augment
 
         def cls(module: str, name: str, bases: list[str]) -> dict[str, object]:
@@ -143,7 +154,7 @@ class TestWhatTvmConvertsAtTheBoundary:
         }
         data = {
             "package": "tvm",
-            "modules": {"tvm.ir": "tvm/ir/__init__.py", "tvm.ir._ffi_api": "tvm/ir/_ffi_api.py"},
+            "modules": {"tvm.ir": {"path": "tvm/ir/__init__.py"}, "tvm.ir._ffi_api": {"path": "tvm/ir/_ffi_api.py"}},
             "classes": {
                 "ir.Expr": cls("tvm.ir", "Expr", []),
                 "ir.Span": cls("tvm.ir", "Span", []),
@@ -155,7 +166,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                     "python_init": True,
                     # its hand-written __init__ forwards values and span to ir.shape (collect.py)
                     "forwards": {
-                        "global": "ir.shape",
+                        "global_name": "ir.shape",
                         "via": "_ffi_api.shape",
                         "count": 2,
                         "params": {"values": 0, "span": 1},
@@ -172,33 +183,33 @@ class TestWhatTvmConvertsAtTheBoundary:
                     "ancestors": [*obj, "ir.Expr"],
                     "fields": [fld("dtype", prim), fld("value", expr)],
                     "methods": [],
-                    "init": {"kind": "auto"},
+                    "init": "auto",
                 },
                 "ir.ShapeExpr": {"ancestors": [*obj, "ir.Expr"], "fields": [], "methods": [], "init": None},
                 "my.Expr": {
                     "ancestors": obj,
                     "fields": [fld("other", {"type": "my.Expr"})],
                     "methods": [],
-                    "init": {"kind": "auto"},
+                    "init": "auto",
                 },
             },
             "ffi_api": {
                 "tvm.ir._ffi_api": [
                     {
                         "name": "cast",
-                        "global": "ir.cast",
+                        "global_name": "ir.cast",
                         "doc": "",
                         "schema": {"type": "ffi.Function", "args": [expr, prim, expr, span]},
                     },
                     {
                         "name": "shape",
-                        "global": "ir.shape",
+                        "global_name": "ir.shape",
                         "doc": "",
                         "schema": shape_schema,
                     },
                     {
                         "name": "visit",
-                        "global": "ir.visit",
+                        "global_name": "ir.visit",
                         "doc": "",
                         "schema": {
                             "type": "ffi.Function",
@@ -216,7 +227,7 @@ class TestWhatTvmConvertsAtTheBoundary:
             "-> None: ...\n",
             "tvm.ir._ffi_api": "",
         }
-        out, _ = augment(data, stubs)
+        out, _ = augment(Collection.from_dict(data), stubs, conversions or BUILTIN)
         return out
 
     def test_arguments_accept_what_tvm_converts_at_every_depth(self) -> None:
@@ -252,6 +263,26 @@ class TestWhatTvmConvertsAtTheBoundary:
             "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[_tvm_ir.Expr | int | float], "
             "span: Expr | None | int | float = ..., note: str = ...) -> None: ..."
         ) in ir, ir
+
+    def test_a_users_conversions_file_adds_to_the_built_in_ones(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from tvmffi_gen.stubs.conversions import ENV_VAR, load_conversions
+        from tvmffi_gen.stubs.errors import StubsError
+
+        mine = tmp_path / "mine.json"
+        mine.write_text(json.dumps({"accepted": {"my.Expr": ["int"], "ir.Expr": ["bool"]}}))
+        monkeypatch.setenv(ENV_VAR, str(mine))
+        conversions = load_conversions()
+        assert conversions.accepted["ir.Expr"] == ("int", "float", "bool")  # added to tvm's
+        ir = self._stubs(conversions)["tvm.ir"]
+        assert "    def __init__(self, other: _tvm_ir.MyExpr | int) -> None: ..." in ir
+        mine.write_text(json.dumps({"accepted": {"my.Expr": ["int; import os"]}}))
+        with pytest.raises(StubsError, match=r"mine\.json: accepted\['my\.Expr'\]: expected a list of annotations"):
+            load_conversions()
+        monkeypatch.setenv(ENV_VAR, str(tmp_path / "missing.json"))
+        with pytest.raises(StubsError, match=r"missing\.json: not a readable JSON file"):
+            load_conversions()
 
 
 def test_union_text_keeps_the_written_members_first_and_drops_repeated_ones() -> None:
@@ -350,15 +381,15 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
         sys.modules.pop("fwd_probe", None)
     record, why = forwarding(mod.Forward.__init__)
     assert why == "forwards" and record is not None
-    assert (record["global"], record["via"], record["count"], record["params"]) == (
+    assert (record.global_name, record.via, record.count, record.params) == (
         "ffi.Bytes",
         "api.Bytes",
         1,
         {"data": 0},
     )
-    assert record["schema"] is not None and record["named"] == {}  # bytes: no registered class
+    assert record.schema is not None and record.named == {}  # bytes: no registered class
     named, _ = forwarding(mod.Named.__init__)
-    assert named is not None and named["named"] == {"arr": ["ffi.Array"], "item": ["ffi.Map"]}
+    assert named is not None and named.named == {"arr": ["ffi.Array"], "item": ["ffi.Map"]}
     assert forwarding(mod.Keyword.__init__) == (None, "keyword arguments")
     assert forwarding(mod.Expression.__init__) == (None, "an argument is not a parameter")
     assert forwarding(mod.Star.__init__) == (None, "an argument is not a parameter")

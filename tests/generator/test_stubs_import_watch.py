@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.stubs import collect
+from tvmffi_gen.stubs import importing
 
 
 def test_a_stuck_import_is_stopped_a_slow_one_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(collect, "MODULE_TIMEOUT", 1.0)
+    monkeypatch.setattr(importing, "MODULE_TIMEOUT", 1.0)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     pkg = tmp_path / "watchpkg"
     pkg.mkdir()
@@ -24,9 +24,9 @@ def test_a_stuck_import_is_stopped_a_slow_one_is_not(tmp_path: Path, monkeypatch
         "    pass\ntime.sleep(0.75)\nDONE = True\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    files = collect.module_files("watchpkg", [str(pkg)], [])
+    files = importing.module_files("watchpkg", [str(pkg)], [])
     try:
-        ok, failed = collect._import_all("watchpkg", files, {})
+        ok, failed = importing.import_all("watchpkg", files, {})
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == "watchpkg"]:
             del sys.modules[name]

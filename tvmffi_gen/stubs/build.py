@@ -4,9 +4,12 @@
 files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the project files,
 ``project.py``):
 
-1. ``collection.take_collection`` imports PKG in a child process (``collect.py``) and gets back
-   what only the running process knows: which submodules import, the registry's types with the
-   Python class registered for each, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api`` filled.
+1. ``collection.take_collection`` imports PKG in a child process (``collect.py``: modules found
+   and imported by ``importing.py``, running objects read by ``running.py`` and
+   ``source_facts.py``, the registry by ``registry_facts.read_type``) and gets back what only the
+   running process knows, as a ``collected.Collection``: which submodules import, the registry's
+   types (``snapshot.TypeSnap``) with the Python class registered for each, what each module
+   binds at run time, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api`` filled.
 2. ``stubgen.PythonStubs`` runs mypy's stubgen over the modules that imported, reading their
    *sources* (``--no-import``): the package's own classes, functions, signatures and annotations
    as written. An extension module that ships its own ``.pyi`` keeps that file. It starts before
@@ -18,7 +21,9 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    leave unannotated becomes ``Incomplete`` so the stubs pass ``mypy --strict``; every default is
    written ``...``. What the running package says beyond its sources is followed too: a module's
    run-time ``__all__`` (and the submodules it lists), registered classes' metaclass,
-   read-only fields the sources declare as attributes (``frozen.frozen_attributes``).
+   read-only fields the sources declare as attributes (``frozen.frozen_attributes``), and what
+   each name is at run time (``followed.py``). What a package's C++ converts beyond its schemas
+   is data (``conversions.py``).
 4. ``selfcheck.silence_own_errors`` runs ``mypy --strict`` over the result and gives what the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``;
    the stubtest allowlist is made meanwhile, in this process.
@@ -30,15 +35,17 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 # the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
 # bench_stubs.py times the phases so); spelled in full, since ``from . import`` would name the
 # package's __init__, which imports this module
 import tvmffi_gen.stubs.cache as cache
 
+from .collected import Collection
 from .collection import modules_on_disk, take_collection
+from .conversions import load_conversions
 from .errors import StubsError
+from .progress import Progress
 from .project import render_project
 from .selfcheck import silence_own_errors
 from .stubgen import python_stubs
@@ -49,37 +56,50 @@ __all__ = ["StubResult", "build_stubs"]
 @dataclass
 class StubResult:
     files: dict[str, str]  # path relative to OUT -> text
-    data: dict[str, Any]
+    data: Collection
     warnings: list[str]
 
 
-def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: float, project: bool) -> StubResult:
-    """Everything ``--stubs-for`` writes, relative to OUT."""
+def build_stubs(
+    package: str,
+    exclude: list[str],
+    preload: list[str],
+    timeout: float,
+    project: bool,
+    progress: Progress | None = None,
+) -> StubResult:
+    """Everything ``--stubs-for`` writes, relative to OUT; ``progress`` shows the phases."""
+    show = progress or Progress(enabled=False)
+    conversions = load_conversions()  # a bad file is reported before the package is imported
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports
     try:
-        data = take_collection(package, exclude, preload, timeout)
+        show.show(f"importing {package}")
+        data = take_collection(package, exclude, preload, timeout, show)
     except BaseException:
         if early is not None:
             early.cancel()
         raise
-    if early is not None and set(data["modules"]) <= set(early.modules):
-        stubs = early.result(set(data["modules"]))
+    show.show(f"waiting for mypy's stubgen ({len(data.modules)} modules)")
+    if early is not None and set(data.modules) <= set(early.modules):
+        stubs = early.result(set(data.modules))
     else:
         if early is not None:
             early.cancel()
-        stubs = python_stubs(data["modules"])
-    final, warnings = cache.cached_augment(data, stubs)
+        stubs = python_stubs({m: f.path for m, f in data.modules.items()})
+    show.show(f"rewriting {len(stubs)} stubs with the registry's members")
+    final, warnings = cache.cached_augment(data, stubs, conversions)
     top = package.split(".")[0]
     root = f"{top}-stubs"
     files: dict[str, str] = {}
     for mod, text in final.items():
         parts = mod.split(".")
-        is_pkg = data["modules"][mod].endswith("__init__.py") or (mod == package and len(parts) == 1)
+        is_pkg = data.modules[mod].is_package or (mod == package and len(parts) == 1)
         rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
         files[rel] = text
     # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
     # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
+    show.show(f"checking the stubs with mypy --strict ({len(files)} files)")
     with ThreadPoolExecutor(max_workers=1) as pool:
         checked = pool.submit(silence_own_errors, files, root, top, cache.cached_mypy_errors)
         allowlist = cache.cached_allowlist(data, stubs, final)
@@ -87,7 +107,7 @@ def build_stubs(package: str, exclude: list[str], preload: list[str], timeout: f
             _ = checked.result()
         except RuntimeError as exc:
             raise StubsError(f"{package}: {exc}") from None
-    files[f"{root}/py.typed"] = "partial\n" if data["failed"] else ""
+    files[f"{root}/py.typed"] = "partial\n" if data.failed else ""
     files["stubtest-allowlist.txt"] = allowlist
     if project:
         files.update(render_project(data, root, files))

@@ -4,10 +4,10 @@ rewrite, the stubtest allowlist and the ``mypy --strict`` self-check.
 Each entry is stored under a SHA-256 of everything its result is made from, so a stale entry is
 never used: for stubgen, the contents (and paths) of every source file it reads, mypy's version,
 the Python version and this tool's version; for the rewrite (``augment``), the complete
-collected data and stubgen's stubs, libcst's version, the Python version and this tool's
-version; for the allowlist, the data, stubgen's stubs and the rewritten ones (it reads nothing
-else). "This tool's version" is its version string and a hash of every source file of the
-``tvmffi_gen`` package, so an edited checkout is a new version.
+collected data, stubgen's stubs and the conversions (``conversions.py``), libcst's version, the
+Python version and this tool's version; for the allowlist, the data, stubgen's stubs and the
+rewritten ones (it reads nothing else). "This tool's version" is its version string and a hash
+of every source file of the ``tvmffi_gen`` package, so an edited checkout is a new version.
 
 The self-check (``cached_mypy_errors``) also reads what is installed: typeshed (mypy's own),
 and the typed packages the stubs import (``tvm_ffi``, numpy), while an import of a package that
@@ -43,6 +43,8 @@ from typing import Any, cast
 import tvmffi_gen.stubs.selfcheck as selfcheck  # not ``from .``: that names the package, a cycle
 
 from .allowlist import stubtest_allowlist
+from .collected import Collection
+from .conversions import BUILTIN, Conversions
 from .frozen import frozen_attributes
 from .rewrite import augment
 from .stubgen import PythonStubs
@@ -190,25 +192,28 @@ class CachedPythonStubs(PythonStubs):
         return {m: t for m, t in everything.items() if m in keep}
 
 
-def cached_augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """``rewrite.augment``, from the cache when the data and stubs are the same."""
+def cached_augment(
+    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+) -> tuple[dict[str, str], list[str]]:
+    """``rewrite.augment``, from the cache when the data, stubs and conversions are the same."""
     from importlib.metadata import version
 
     if cache_dir() is None:
-        return augment(data, stubs)
-    key = _key("augment", version("libcst"), json.dumps(data, sort_keys=True), json.dumps(list(stubs.items())))
+        return augment(data, stubs, conversions)
+    parts = [version("libcst"), data.to_json(), json.dumps(list(stubs.items())), conversions.to_json()]
+    key = _key("augment", *parts)
     hit: object = _load("augment", key)
     if isinstance(hit, dict):
         entry = cast("dict[str, Any]", hit)
         final_items, warned = entry.get("final"), entry.get("warnings")
         if isinstance(final_items, list) and isinstance(warned, list):
             return dict(cast("list[tuple[str, str]]", final_items)), cast("list[str]", warned)
-    final, warnings = augment(data, stubs)
+    final, warnings = augment(data, stubs, conversions)
     _store("augment", key, {"final": list(final.items()), "warnings": warnings})
     return final, warnings
 
 
-def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[str, str]) -> str:
+def cached_allowlist(data: Collection, stubs: dict[str, str], final: dict[str, str]) -> str:
     """The stubtest allowlist (``allowlist.stubtest_allowlist`` of the final stubs, with the
     read-only attributes of stubgen's), from the cache when the data and both stubs are the
     same: it reads nothing else."""
@@ -216,7 +221,7 @@ def cached_allowlist(data: dict[str, Any], stubs: dict[str, str], final: dict[st
         return stubtest_allowlist(data, final, frozen_attributes(data, stubs))
     key = _key(
         "allowlist",
-        json.dumps(data, sort_keys=True),
+        data.to_json(),
         json.dumps(list(stubs.items())),
         json.dumps(list(final.items())),
     )

@@ -10,37 +10,34 @@ while the child imports.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
+from ..registry_facts import run_child
 from ..snapshot import summarise_failure
+from .collected import Collection
 from .errors import StubsError
+from .progress import Progress
 
 __all__ = ["take_collection", "modules_on_disk"]
 
 
-def take_collection(package: str, exclude: list[str], preload: list[str], timeout: float) -> dict[str, Any]:
+def take_collection(
+    package: str, exclude: list[str], preload: list[str], timeout: float, progress: Progress | None = None
+) -> Collection:
     """Run ``collect.py`` for ``package`` in a child process; StubsError names what went wrong."""
     if not all(part.isidentifier() for part in package.split(".")):
         raise StubsError(f"--stubs-for {package!r}: not a Python package name")
     for lib in preload:
         if not os.path.isfile(lib):
             raise StubsError(f"--preload {lib}: no such file")
-    cmd = [sys.executable, "-m", "tvmffi_gen.stubs.collect", package]
+    args = [package]
     for pat in exclude:
-        cmd += ["--exclude", pat]
+        args += ["--exclude", pat]
     for lib in preload:
-        cmd += ["--preload", lib]
-    env = dict(os.environ)
-    runtime_dir = str(Path(__file__).resolve().parents[2] / "runtime")
-    if os.path.isdir(os.path.join(runtime_dir, "tvmffi_runtime")):
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [runtime_dir, env.get("PYTHONPATH", "")]))
+        args += ["--preload", lib]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        proc = run_child("tvmffi_gen.stubs.collect", args, timeout, progress.child_line if progress else None)
     except subprocess.TimeoutExpired:
         raise StubsError(f"{package}: importing it did not finish within {timeout:g} s") from None
     if proc.returncode != 0:
@@ -55,9 +52,9 @@ def take_collection(package: str, exclude: list[str], preload: list[str], timeou
             )
         last = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         raise StubsError(f"{package}: {last[-1] if last else error}", proc.stderr)
-    data: dict[str, Any] = json.loads(proc.stdout)
-    own = [k for k, c in data["classes"].items() if c["module"] in data["modules"]]
-    if not own and not data["ffi_api"]:
+    data = Collection.from_json(proc.stdout)
+    own = [k for k, c in data.classes.items() if c.module in data.modules]
+    if not own and not data.ffi_api:
         raise StubsError(
             f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
             " to stub beyond its Python (use mypy's stubgen for that)"
@@ -69,7 +66,7 @@ def modules_on_disk(package: str, exclude: list[str]) -> dict[str, str] | None:
     """The package's modules found without importing it (None when it is not found)."""
     # not at the top: ``python -m tvmffi_gen.stubs.collect`` imports this package first, and runpy
     # warns when the module it runs is already imported
-    from .collect import module_files
+    from .importing import module_files
 
     try:
         spec = importlib.util.find_spec(package.split(".")[0])

@@ -32,10 +32,11 @@ from typing import Any
 import libcst as cst
 
 from ..typemap import SchemaError, function_sig
+from .collected import Forwarding
 from .resolve import StubContext
 from .transforms import ClassRewriter
 
-__all__ = ["forwarding", "widen_forwarded", "WidenForwarded", "union_text"]
+__all__ = ["forwarding", "registry_name", "resolve_dotted", "widen_forwarded", "WidenForwarded", "union_text"]
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -72,10 +73,14 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
-    """``({"global", "schema", "count", "params": {name: position}}, "forwards")`` when ``init``
-    (a class's ``__init__``) only forwards its parameters to a registry function; else
-    ``(None, why not)``."""
+def registry_name(func: object) -> str | None:
+    """The registry name of the ``tvm_ffi.Function`` ``func`` (None for one the registry lacks)."""
+    return _REGISTRY.name_of(func)
+
+
+def forwarding(init: object) -> tuple[Forwarding | None, str]:
+    """``(Forwarding(...), "forwards")`` when ``init`` (a class's ``__init__``) only forwards its
+    parameters to a registry function; else ``(None, why not)``."""
     import tvm_ffi
 
     from tvmffi_runtime import reflection as R
@@ -84,16 +89,9 @@ def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
         return None, "not a plain function"
     if hasattr(init, "__wrapped__"):
         return None, "decorated"
-    try:
-        source = textwrap.dedent(inspect.getsource(init))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError):
-        return None, "no source"
-    fdef = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(fdef, ast.FunctionDef):
-        return None, "no source"
-    if fdef.decorator_list:
-        return None, "decorated"
+    fdef = _function_source(init)
+    if isinstance(fdef, str):
+        return None, fdef
     a = fdef.args
     positional = [*a.posonlyargs, *a.args]
     if not positional:
@@ -131,14 +129,9 @@ def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
             return None, "a parameter passed twice"
         names.append(arg.id)
     scope: dict[str, Any] = init.__globals__
-    if callee[0] not in scope:
+    func = resolve_dotted(callee, scope)
+    if func is None:
         return None, "callee not found"
-    func: object = scope[callee[0]]
-    for attr in callee[1:]:
-        try:
-            func = getattr(func, attr)
-        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
-            return None, "callee not found"
     if not isinstance(func, tvm_ffi.Function):
         return None, "callee is not a tvm_ffi.Function"
     gname = _REGISTRY.name_of(func)
@@ -149,15 +142,40 @@ def forwarding(init: object) -> tuple[dict[str, Any] | None, str]:
         return None, "no schema"
     written = getattr(init, "__annotations__", {})
     named = {n: keys for n in names if n in written and (keys := _named_keys(written[n], scope))}
-    return {
-        "global": gname,
-        "schema": schema,
-        "count": len(names),
-        "params": {n: i for i, n in enumerate(names)},
-        "via": ".".join(callee),
+    return Forwarding(
+        global_name=gname,
+        schema=schema,
+        count=len(names),
+        params={n: i for i, n in enumerate(names)},
+        via=".".join(callee),
         # per parameter, the registered classes its annotation names as union members
-        "named": named,
-    }, "forwards"
+        named=named,
+    ), "forwards"
+
+
+def _function_source(init: Any) -> ast.FunctionDef | str:
+    """The parsed source of the function ``init`` (without decorators), or why there is none."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return "no source"
+    fdef = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(fdef, ast.FunctionDef):
+        return "no source"
+    return "decorated" if fdef.decorator_list else fdef
+
+
+def resolve_dotted(dotted: list[str], scope: dict[str, Any]) -> object | None:
+    """What the dotted name ``dotted`` is in ``scope`` (None when a part is missing)."""
+    if dotted[0] not in scope:
+        return None
+    obj: object = scope[dotted[0]]
+    for attr in dotted[1:]:
+        try:
+            obj = getattr(obj, attr)
+        except Exception:  # noqa: BLE001 - a module's __getattr__ may raise anything
+            return None
+    return obj
 
 
 def _named_keys(annotation: object, scope: dict[str, Any]) -> list[str]:
@@ -208,13 +226,13 @@ def _named_keys(annotation: object, scope: dict[str, Any]) -> list[str]:
     return keys
 
 
-def _schema_params(record: dict[str, Any]) -> list[Any] | None:
+def _schema_params(record: Forwarding) -> list[Any] | None:
     """The registry function's parameter types, when known and as many as the call passes."""
     try:
-        sig = function_sig(record["schema"])
+        sig = function_sig(record.schema)
     except SchemaError:
         return None
-    if sig.params is None or len(sig.params) != record["count"]:
+    if sig.params is None or len(sig.params) != record.count:
         return None
     return list(sig.params)
 
@@ -222,13 +240,13 @@ def _schema_params(record: dict[str, Any]) -> list[Any] | None:
 def widen_forwarded(ctx: StubContext, module: cst.Module, keys: list[str]) -> tuple[cst.Module, bool]:
     """``module`` with the forwarded ``__init__`` parameters of the classes of ``keys`` (type keys
     defined in it) widened, and whether any was."""
-    todo: dict[str, tuple[str, dict[str, Any], list[Any]]] = {}
+    todo: dict[str, tuple[str, Forwarding, list[Any]]] = {}
     for key in sorted(keys):
-        info = ctx.data["classes"][key]
-        record = info.get("forwards")
+        info = ctx.data.classes[key]
+        record = info.forwards
         types = _schema_params(record) if record else None
-        if record and types is not None and record["params"]:
-            todo[info["qualname"]] = (key, record, types)
+        if record and types is not None and record.params:
+            todo[info.qualname] = (key, record, types)
     if not todo:
         return module, False
     widen = WidenForwarded(ctx, todo)
@@ -303,7 +321,7 @@ class WidenForwarded(ClassRewriter):
     one ``__init__`` (overloads) is left as written. An import an annotation needed is kept only
     when the annotation was used."""
 
-    def __init__(self, ctx: StubContext, todo: dict[str, tuple[str, dict[str, Any], list[Any]]]) -> None:
+    def __init__(self, ctx: StubContext, todo: dict[str, tuple[str, Forwarding, list[Any]]]) -> None:
         super().__init__()
         self.ctx = ctx
         self.todo = todo
@@ -327,12 +345,12 @@ class WidenForwarded(ClassRewriter):
         ctx = self.ctx
 
         def widen(p: cst.Param) -> cst.Param:
-            pos = record["params"].get(p.name.value)
+            pos = record.params.get(p.name.value)
             if pos is None or p.annotation is None:
                 return p  # not forwarded, or unannotated (the fill rules apply)
             imports, warnings = set(ctx.imports), list(ctx.warnings)
             # the classes the package's annotation names, as the schema's annotation would name them
-            same = {t for k in record.get("named", {}).get(p.name.value, []) if (t := ctx.resolve(k))}
+            same = {t for k in record.named.get(p.name.value, []) if (t := ctx.resolve(k))}
             ctx.imports.intersection_update(imports)
             extra = ctx.annotate(types[pos], "param", f"{key}.__init__({p.name.value})")
             new = union_text(p.annotation.annotation, extra, same) if extra != "_t.Any" else None

@@ -7,14 +7,14 @@ those a Python base only annotates.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .collected import Collection
+from .registry_members import chain_of
 from .stubtext import class_attributes
 
 __all__ = ["frozen_attributes"]
 
 
-def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, set[str]]:
+def frozen_attributes(data: Collection, stubs: dict[str, str]) -> dict[str, set[str]]:
     """Per class ("module.qualname"), the attributes its stub declares (``span: Span``, without a
     value) that are read-only registry fields at run time, to be written as read-only properties
     of the type declared: in a registered class, a read-only field of its type or of an ancestor's;
@@ -24,18 +24,17 @@ def frozen_attributes(data: dict[str, Any], stubs: dict[str, str]) -> dict[str, 
     property too (a property cannot override an attribute)."""
     bare = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t, without_value=True).items()}
     declared = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()}
-    types = data["types"]
     fields: dict[str, tuple[set[str], set[str]]] = {}  # class path -> (read-only, writable) field names
     mro: dict[str, list[str]] = {}
     derived: dict[str, list[str]] = {}  # unregistered class path -> registered classes deriving from it
-    for key, info in data["classes"].items():
-        path = f"{info['module']}.{info['qualname']}"
-        all_fields = [f for k in [*types[key]["ancestors"], key] for f in types.get(k, {}).get("fields", [])]
+    for key, info in data.classes.items():
+        path = info.path
+        all_fields = [f for _, f in chain_of(data, key)]
         fields[path] = (
-            {f["name"] for f in all_fields if not f["writable"]},
-            {f["name"] for f in all_fields if f["writable"]},
+            {f.name for f in all_fields if not f.writable},
+            {f.name for f in all_fields if f.writable},
         )
-        bases = list(info.get("bases", []))
+        bases = list(info.bases)
         mro[path] = bases
         for i, b in enumerate(bases):
             derived.setdefault(b, []).append(path)

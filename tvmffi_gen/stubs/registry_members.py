@@ -13,7 +13,10 @@ import keyword
 from typing import Any
 
 from ..docparams import documented_param_names
+from ..registry_facts import auto_init_order, chain_fields
+from ..snapshot import FieldSnap
 from ..typemap import SchemaError, TypeRef, function_sig, parse_schema
+from .collected import Collection
 from .resolve import StubContext
 
 __all__ = [
@@ -22,8 +25,9 @@ __all__ = [
     "params_from_schema",
     "is_keyword",
     "own_fields",
-    "all_init_fields",
+    "auto_init_fields",
     "inherited_names",
+    "chain_of",
 ]
 
 
@@ -79,111 +83,123 @@ def is_keyword(name: str) -> bool:
     return keyword.iskeyword(name) or name in ("self",)
 
 
-def own_fields(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+def chain_of(data: Collection, key: str) -> list[tuple[str, FieldSnap]]:
+    """The fields of ``key`` and its ancestors, root first, as (owner, field)."""
+
+    def fields_of(k: str) -> list[FieldSnap]:
+        t = data.types.get(k)
+        return t.fields if t is not None else []
+
+    return chain_fields(key, fields_of, data.ancestors(key))
+
+
+def own_fields(data: Collection, key: str) -> list[FieldSnap]:
     """The fields a class for ``key`` declares: its own and those of ancestors with no Python
     class (which no other stub class carries)."""
-    types = data["types"]
-    out = list(types[key]["fields"])
-    for anc in reversed(types[key]["ancestors"]):
-        if anc in data["classes"]:
-            break
-        out = list(types.get(anc, {}).get("fields", [])) + out
-    return out
+    ancestors = data.ancestors(key)
+    first = next((i + 1 for i in reversed(range(len(ancestors))) if ancestors[i] in data.classes), 0)
+    return [f for owner, f in chain_of(data, key) if owner not in ancestors[:first]]
 
 
-def all_init_fields(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    types = data["types"]
-    out: list[dict[str, Any]] = []
-    for k in [*types[key]["ancestors"], key]:
-        out += [f for f in types.get(k, {}).get("fields", []) if f.get("init", True)]
-    return out
+def auto_init_fields(data: Collection, key: str) -> list[FieldSnap]:
+    """The fields the native auto-init of ``key`` takes, in its parameters' order."""
+    return [f for _, f in auto_init_order(data.types[key], chain_of(data, key))]
 
 
-def inherited_names(data: dict[str, Any], key: str, stub_members: dict[str, set[str]]) -> set[str]:
+def inherited_names(data: Collection, key: str, stub_members: dict[str, set[str]]) -> set[str]:
     """Names the Python classes of ``key``'s ancestors define in their stubs (a reflected method
     is attached only when the class does not already have one by that name)."""
-    out: set[str] = set(data["classes"][key].get("inherited", []))
-    for anc in data["types"][key]["ancestors"]:
+    out: set[str] = set(data.classes[key].inherited)
+    for anc in data.ancestors(key):
         out |= stub_members.get(anc, set())
     return out
 
 
 def class_members(ctx: StubContext, key: str, existing: set[str], inherited: set[str]) -> str:
     """Stub text for what the registry (and late attachment) adds to the class of ``key``."""
-    data = ctx.data
-    facts = data["types"][key]
-    info = data["classes"][key]
-    ind = "    "
-    parts: list[str] = []
+    facts, info = ctx.data.types[key], ctx.data.classes[key]
     taken = set(existing)
-    for f in own_fields(data, key):
-        name = f["name"]
-        if name in taken or name in inherited or not name.isidentifier() or is_keyword(name):
-            continue  # what the package declares for it (here or in a Python base) wins
-        taken.add(name)
-        where = f"{key}.{name}"
-        try:
-            ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
-        except SchemaError:
-            ref = TypeRef("Any")
-        base_attrs: set[str] = set[str]().union(
-            *(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set()) for b in info.get("bases", []))
-        )
-        if f["writable"] or name in base_attrs:  # a property cannot override a base's attribute
-            ann = ctx.annotate(ref, "return", where)
-            parts.append(f"{ind}{name}: {ann}\n" + (_doc(f["doc"], ind) if f["doc"] else ""))
-        else:
-            ann = ctx.annotate(ref, "return", where)
-            parts.append(def_text(name, "self", ann, f["doc"], ind, "@property"))
-    for m in facts["methods"]:
-        name = m["name"]
-        if name in taken or name in inherited or not name.isidentifier() or is_keyword(name):
-            continue
-        taken.add(name)
-        where = f"{key}.{name}"
-        params, ret = params_from_schema(ctx, m["schema"], m["doc"], where, skip_self=not m["is_static"])
-        parts.append(def_text(name, params, ret, m["doc"], ind, "" if not m["is_static"] else "@staticmethod"))
-    init = facts["init"]
-    if init is not None and not info["python_init"] and "__init__" not in taken:
+    parts = _field_lines(ctx, key, taken, inherited) + _method_lines(ctx, key, taken, inherited)
+    if facts.init is not None and not info.python_init and "__init__" not in taken:
         taken.add("__init__")
-        if init["kind"] == "method":
-            params, _ = params_from_schema(ctx, init["schema"], init.get("doc", ""), f"{key}.__init__", False)
-            params = "self" + (", " + params if params else "")
-        else:
-            pos: list[str] = []
-            kw: list[str] = []
-            defaulted = False
-            for f in all_init_fields(data, key):
-                if not f["name"].isidentifier() or is_keyword(f["name"]):
-                    continue
-                try:
-                    ref = parse_schema(f["schema"]) if f["schema"] is not None else TypeRef("Any")
-                except SchemaError:
-                    ref = TypeRef("Any")
-                text = f"{f['name']}: {ctx.annotate(ref, 'param', key + '.' + f['name'])}"
-                text += " = ..." if f["has_default"] else ""
-                if f["kw_only"] or (defaulted and not f["has_default"]):
-                    kw.append(text)
-                else:
-                    defaulted = defaulted or f["has_default"]
-                    pos.append(text)
-            params = ", ".join(["self", *pos, *(["*", *kw] if kw else [])])
-        parts.append(def_text("__init__", params, "None", init.get("doc", "") if init["kind"] == "method" else "", ind))
-    if ("__eq__" in existing or info.get("python_eq")) and "__hash__" not in existing and info.get("hashable"):
-        # a class body defining __eq__ alone is unhashable to a checker; at run time it is hashable
-        parts.append(def_text("__hash__", "self", "int", "", ind))
-    for name, late in sorted(info["late"].items()):
+        parts.append(_init_text(ctx, key))
+    if (
+        ("__eq__" in existing or info.python_eq) and "__hash__" not in existing and info.hashable
+    ):  # a class body defining __eq__ alone is unhashable to a checker; at run time it is hashable
+        parts.append(def_text("__hash__", "self", "int", "", _IND))
+    for name, late in sorted(info.late.items()):
         if name in taken or name in inherited:
             continue
         taken.add(name)
-        sig = late["sig"][1:-1]
-        params = ", ".join(_incomplete_param(p, i, late["kind"]) for i, p in enumerate(sig.split(", ")) if p)
-        if late["kind"] == "property":
-            parts.append(def_text(name, params, "Incomplete", "", ind, "@property"))
-        else:
-            deco = {"static": "@staticmethod", "class": "@classmethod"}.get(late["kind"], "")
-            parts.append(def_text(name, params, "Incomplete", "", ind, deco))
+        sig = late.sig[1:-1]
+        params = ", ".join(_incomplete_param(p, i, late.kind) for i, p in enumerate(sig.split(", ")) if p)
+        deco = {"static": "@staticmethod", "class": "@classmethod", "property": "@property"}.get(late.kind, "")
+        parts.append(def_text(name, params, "Incomplete", "", _IND, deco))
     return "".join(parts)
+
+
+_IND = "    "
+
+
+def _declarable(name: str, taken: set[str], inherited: set[str]) -> bool:
+    """Whether a registry member ``name`` gets a declaration: a name the package declares for it
+    (here or in a Python base) wins, and a name no stub can declare is left out."""
+    return name not in taken and name not in inherited and name.isidentifier() and not is_keyword(name)
+
+
+def _field_ref(f: FieldSnap) -> TypeRef:
+    try:
+        return parse_schema(f.schema) if f.schema is not None else TypeRef("Any")
+    except SchemaError:
+        return TypeRef("Any")
+
+
+def _field_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[str]) -> list[str]:
+    """A field as an attribute (writable, or a base declares it as one: a property cannot
+    override a base's attribute) or as a read-only property."""
+    info = ctx.data.classes[key]
+    base_attrs: set[str] = set[str]().union(
+        *(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set()) for b in info.bases)
+    )
+    parts: list[str] = []
+    for f in own_fields(ctx.data, key):
+        if not _declarable(f.name, taken, inherited):
+            continue
+        taken.add(f.name)
+        ann = ctx.annotate(_field_ref(f), "return", f"{key}.{f.name}")
+        if f.writable or f.name in base_attrs:
+            parts.append(f"{_IND}{f.name}: {ann}\n" + (_doc(f.doc, _IND) if f.doc else ""))
+        else:
+            parts.append(def_text(f.name, "self", ann, f.doc, _IND, "@property"))
+    return parts
+
+
+def _method_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[str]) -> list[str]:
+    parts: list[str] = []
+    for m in ctx.data.types[key].methods:
+        if not _declarable(m.name, taken, inherited):
+            continue
+        taken.add(m.name)
+        params, ret = params_from_schema(ctx, m.schema, m.doc, f"{key}.{m.name}", skip_self=not m.is_static)
+        parts.append(def_text(m.name, params, ret, m.doc, _IND, "@staticmethod" if m.is_static else ""))
+    return parts
+
+
+def _init_text(ctx: StubContext, key: str) -> str:
+    """The ``__init__`` of a class without a Python one: the ``__ffi_init__`` method's schema,
+    or the native auto-init's parameters from the fields."""
+    t = ctx.data.types[key]
+    if t.init == "method":
+        params, _ = params_from_schema(ctx, t.init_schema, t.init_doc, f"{key}.__init__", False)
+        return def_text("__init__", "self" + (", " + params if params else ""), "None", t.init_doc, _IND)
+    pos: list[str] = []
+    kw: list[str] = []
+    for f in auto_init_fields(ctx.data, key):
+        if not f.name.isidentifier() or is_keyword(f.name):
+            continue
+        text = f"{f.name}: {ctx.annotate(_field_ref(f), 'param', key + '.' + f.name)}"
+        (kw if f.kw_only else pos).append(text + (" = ..." if f.has_default else ""))
+    return def_text("__init__", ", ".join(["self", *pos, *(["*", *kw] if kw else [])]), "None", "", _IND)
 
 
 def _incomplete_param(p: str, i: int, kind: str) -> str:

@@ -11,11 +11,15 @@ names no stub defines (``missing_imports``).
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ..typemap import SchemaError, function_sig
+from .collected import Collection, ReturnSource
+from .conversions import BUILTIN, Conversions
 from .fill_annotations import FillAnnotations, stdlib_generic_names
+from .followed import AddBases, InferredReturns, TypedAliases, rebind_shadowed
 from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
@@ -28,13 +32,54 @@ from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly,
 __all__ = ["augment"]
 
 
-def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+@dataclass
+class _Package:
+    """What the rewrite of every module reads: the collection, stubgen's stubs and what is
+    derived from them once."""
+
+    data: Collection
+    stubs: dict[str, str]
+    exports: dict[str, set[str]]
+    public: dict[str, str]  # type key -> public path of its class
+    by_module: dict[str, list[str]]  # module -> type keys of the classes it defines
+    parsed: dict[str, cst.Module]
+    stub_members: dict[str, set[str]]  # type key -> names its stub class's body defines
+    attribute_names: dict[str, set[str]]
+    frozen: dict[str, set[str]]
+    conversions: Conversions
+
+
+@dataclass
+class _Module:
+    """One module's rewrite in progress."""
+
+    name: str
+    tree: cst.Module
+    ctx: StubContext
+    typed_members: bool = False  # registry members or ffi functions added: the header imports
+    needs_incomplete: bool = False
+    extra_body: list[str] = field(default_factory=list)
+
+
+def augment(
+    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+) -> tuple[dict[str, str], list[str]]:
     """The final stub text per module, and the warnings (schemas typed as Any)."""
+    pkg = _package(data, stubs, conversions)
+    out: dict[str, str] = {}
+    warnings: list[str] = []
+    for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
+        out[mod], found = _rewrite_module(pkg, mod)
+        warnings += found
+    drop_missing_imports(out, {m for m, f in data.modules.items() if f.is_package})
+    return out, sorted(set(warnings))
+
+
+def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) -> _Package:
     exports = {m: exported_names(t) for m, t in stubs.items()}
-    public = {key: public_path(info, exports) for key, info in data["classes"].items()}
     by_module: dict[str, list[str]] = {}
-    for key, info in data["classes"].items():
-        by_module.setdefault(info["module"], []).append(key)
+    for key, info in data.classes.items():
+        by_module.setdefault(info.module, []).append(key)
     parsed: dict[str, cst.Module] = {}
     stub_members: dict[str, set[str]] = {}
     for mod, keys in by_module.items():
@@ -43,128 +88,200 @@ def augment(data: dict[str, Any], stubs: dict[str, str]) -> tuple[dict[str, str]
         parsed[mod] = cst.parse_module(stubs[mod])
         index = class_index(parsed[mod])
         for key in keys:
-            c = index.get(data["classes"][key]["qualname"])
+            c = index.get(data.classes[key].qualname)
             if c is not None:
                 stub_members[key] = body_names(c)
-    out: dict[str, str] = {}
-    warnings: list[str] = []
-    attribute_names = {f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()}
-    frozen_all = frozen_attributes(data, stubs)
-    for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
-        ctx = StubContext(data, public, mod, attribute_names=attribute_names, frozen=frozen_all)
-        module = parsed.get(mod) or cst.parse_module(stubs[mod])
-        index = class_index(module)
-        additions: dict[str, str] = {}
-        for key in sorted(by_module.get(mod, [])):
-            q = data["classes"][key]["qualname"]
-            if q not in index:
-                continue
-            inherited = inherited_names(data, key, stub_members)
-            text = class_members(ctx, key, stub_members.get(key, set()), inherited)
-            if text:
-                additions[q] = text
-        read_only = {q: frozen_all[f"{mod}.{q}"] for q in index if f"{mod}.{q}" in frozen_all}
-        if additions or read_only:
-            module = module.visit(AddMembers(additions, read_only))
-        module, widened = widen_forwarded(ctx, module, by_module.get(mod, []))
-        funcs = data["ffi_api"].get(mod, [])
-        if funcs:
-            defined = exports[mod]
-            extra: list[str] = []
-            for f in funcs:
-                name = f["name"]
-                if name in defined or not name.isidentifier() or is_keyword(name):
-                    continue
-                params, ret = params_from_schema(ctx, f["schema"], f["doc"], f["global"], False)
-                extra.append(
-                    def_text(name, params, ret, f["doc"] or f"The registry's global function ``{f['global']}``.", "")
-                )
-            module = module.with_changes(body=[*module.body, *cst.parse_module("".join(extra)).body])
-        have = exports[mod] | {f["name"] for f in funcs}
-        made = [
-            n
-            for n in data.get("runtime_names", {}).get(mod, [])
-            if n not in have and n.isidentifier() and not is_keyword(n) and not defines(stubs[mod], n)
-        ]
-        star_import = re.search(r"^from \S+ import \*", stubs[mod], re.M) is not None
-        if star_import:
-            made = []  # what a star import brings is not known here
-        renamed = data.get("aliases", {}).get(mod, {})
-        imports: list[str] = []
-        for n, path in sorted(renamed.items()):
-            where, qual = path.split(":")
-            if n in have or n in made or defines(stubs[mod], n) or star_import:
-                continue
-            if where.split(".")[0] in (data["package"].split(".")[0], "tvm_ffi"):  # modules with types
-                # an alias assignment, which a stub exports (an import under another name is private)
-                imports.append(f"from {where} import {qual} as _{n}_alias\n{n} = _{n}_alias")
-        if imports:  # a class the module imports under another name
-            module = module.with_changes(body=[*cst.parse_module("\n".join(imports) + "\n").body, *module.body])
-        if made:  # made at run time (a loop, a factory, setattr): known to exist, type unknown
-            extra_names = "".join(f"{n}: Incomplete  # made at run time\n" for n in made)
-            module = module.with_changes(body=[*module.body, *cst.parse_module(extra_names).body])
-            filler_needs_incomplete = True
-        else:
-            filler_needs_incomplete = False
-        subs = [m for m in data.get("submodules", {}).get(mod, []) if f"{mod}.{m}" in stubs and m not in exports[mod]]
-        runtime_all = data.get("all_names", {}).get(mod)
-        if runtime_all is not None:  # the stub's __all__ is the module's at run time
-            is_pkg = data["modules"][mod].endswith("__init__.py")
-            starred = star_exports(mod, stubs, is_pkg, data.get("all_names", {}))
-            # a submodule it lists is bound on it (``from pkg import *`` gets it; a lazy package's
-            # module __getattr__ imports it)
-            subs += [m for m in runtime_all if f"{mod}.{m}" in stubs and m not in subs and not binds(stubs[mod], m)]
-            unbound = [
-                n
-                for n in dict.fromkeys(runtime_all)
-                if n.isidentifier()
-                and not is_keyword(n)
-                and f"{mod}.{n}" not in stubs
-                and n not in made
-                and n not in starred
-                and not binds(stubs[mod], n)
-            ]
-            if unbound:  # listed, made at run time (a loop, a module __getattr__): type unknown
-                module = module.with_changes(
-                    body=[
-                        *module.body,
-                        *cst.parse_module(
-                            "".join(f"{n}: Incomplete  # in __all__, made at run time\n" for n in unbound)
-                        ).body,
-                    ]
-                )
-                filler_needs_incomplete = True
-            module = module.visit(SetAll(list(dict.fromkeys(runtime_all))))
-        if subs:  # what ``import pkg`` binds on it: submodules its own import imported
-            line = "from . import " + ", ".join(f"{m} as {m}" for m in subs)
-            module = module.with_changes(body=[cst.parse_statement(line), *module.body])
-        metaclass = DeclaredMetaclass(set(data.get("private_metaclass", {}).get(mod, [])))
-        if metaclass.names:
-            module = module.visit(metaclass)
-        nones = set(data.get("none_names", {}).get(mod, []))
-        if nones:
-            module = module.visit(NoneDefs(nones))
-        packed = set(data.get("packed", {}).get(mod, [])) - {f["name"] for f in funcs}
-        if packed:
-            module = module.visit(PositionalOnly(packed))
-        filler = FillAnnotations(stdlib_generic_names(stubs[mod]))
-        module = module.visit(filler)
-        head = [STUB_HEADER]
-        head += (
-            [
-                "import typing as _t\n",
-                "import collections.abc as _abc\n",
-                "import ctypes as _ctypes\n",
-                "import tvm_ffi as _tvm_ffi\n",
-            ]
-            if (additions or funcs or widened)
-            else []
-        )
-        head += [line + "\n" for line in sorted(ctx.imports)]
-        code = module.code
-        if (filler.used or filler_needs_incomplete) and "from _typeshed import Incomplete" not in code:
-            head.append("from _typeshed import Incomplete\n")
-        out[mod] = "".join(head) + ("\n" if len(head) > 1 else "") + code
-        warnings += ctx.warnings
-    drop_missing_imports(out, {m for m, p in data["modules"].items() if p.endswith("__init__.py")})
-    return out, sorted(set(warnings))
+    return _Package(
+        data=data,
+        stubs=stubs,
+        exports=exports,
+        public={key: public_path(info, exports) for key, info in data.classes.items()},
+        by_module=by_module,
+        parsed=parsed,
+        stub_members=stub_members,
+        attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
+        frozen=frozen_attributes(data, stubs),
+        conversions=conversions,
+    )
+
+
+def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
+    """The final text of stub module ``mod`` and its warnings."""
+    ctx = StubContext(
+        pkg.data, pkg.public, mod, attribute_names=pkg.attribute_names, frozen=pkg.frozen, conversions=pkg.conversions
+    )
+    m = _Module(mod, pkg.parsed.get(mod) or cst.parse_module(pkg.stubs[mod]), ctx)
+    _add_registry_members(pkg, m)
+    m.tree, widened = widen_forwarded(ctx, m.tree, pkg.by_module.get(mod, []))
+    m.typed_members |= widened
+    ffi_names = _add_ffi_functions(pkg, m)
+    made = _add_made_names(pkg, m, ffi_names)
+    subs = _follow_runtime_all(pkg, m, made)
+    if subs:  # what ``import pkg`` binds on it: submodules its own import imported
+        line = "from . import " + ", ".join(f"{s} as {s}" for s in subs)
+        m.tree = m.tree.with_changes(body=[cst.parse_statement(line), *m.tree.body])
+    _follow_running_objects(pkg, m, ffi_names)
+    _follow_runtime_kinds(pkg, m)
+    filler = FillAnnotations(stdlib_generic_names(pkg.stubs[mod]))
+    m.tree = m.tree.visit(filler)
+    head = [STUB_HEADER]
+    if m.typed_members:
+        head += ["import typing as _t\n", "import collections.abc as _abc\n"]
+        head += ["import ctypes as _ctypes\n", "import tvm_ffi as _tvm_ffi\n"]
+    head += [line + "\n" for line in sorted(ctx.imports)]
+    code = m.tree.code
+    if (filler.used or m.needs_incomplete) and "from _typeshed import Incomplete" not in code:
+        head.append("from _typeshed import Incomplete\n")
+    return "".join(head) + ("\n" if len(head) > 1 else "") + code, ctx.warnings
+
+
+def _add_registry_members(pkg: _Package, m: _Module) -> None:
+    """Registry members appended to the classes of the module's type keys, and the read-only
+    fields its stub declares as attributes made properties."""
+    index = class_index(m.tree)
+    additions: dict[str, str] = {}
+    for key in sorted(pkg.by_module.get(m.name, [])):
+        q = pkg.data.classes[key].qualname
+        if q not in index:
+            continue
+        inherited = inherited_names(pkg.data, key, pkg.stub_members)
+        text = class_members(m.ctx, key, pkg.stub_members.get(key, set()), inherited)
+        if text:
+            additions[q] = text
+    read_only = {q: pkg.frozen[f"{m.name}.{q}"] for q in index if f"{m.name}.{q}" in pkg.frozen}
+    if additions or read_only:
+        m.tree = m.tree.visit(AddMembers(additions, read_only))
+    m.typed_members |= bool(additions)
+
+
+def _add_ffi_functions(pkg: _Package, m: _Module) -> set[str]:
+    """The functions ``init_ffi_api`` put into the module that its stub lacks; returns the names
+    of all it put there."""
+    funcs = pkg.data.ffi_api.get(m.name, [])
+    extra: list[str] = []
+    for f in funcs:
+        if f.name in pkg.exports[m.name] or not f.name.isidentifier() or is_keyword(f.name):
+            continue
+        params, ret = params_from_schema(m.ctx, f.schema, f.doc, f.global_name, False)
+        doc = f.doc or f"The registry's global function ``{f.global_name}``."
+        extra.append(def_text(f.name, params, ret, doc, ""))
+    if funcs:
+        m.tree = m.tree.with_changes(body=[*m.tree.body, *cst.parse_module("".join(extra)).body])
+        m.typed_members = True
+    return {f.name for f in funcs}
+
+
+def _append(m: _Module, text: str) -> None:
+    m.tree = m.tree.with_changes(body=[*m.tree.body, *cst.parse_module(text).body])
+
+
+def _add_made_names(pkg: _Package, m: _Module, ffi_names: set[str]) -> list[str]:
+    """Names the module made at run time that its stub lacks (``Incomplete``), and the classes it
+    imports under another name (an alias assignment); returns the names made."""
+    text, facts = pkg.stubs[m.name], pkg.data.module(m.name)
+    have = pkg.exports[m.name] | ffi_names
+    star_import = re.search(r"^from \S+ import \*", text, re.M) is not None
+    made = [
+        n
+        for n in facts.runtime_names
+        if n not in have and n.isidentifier() and not is_keyword(n) and not defines(text, n) and not star_import
+    ]  # (what a star import brings is not known here)
+    imports: list[str] = []
+    for n, path in sorted(facts.renamed_imports.items()):
+        where, qual = path.split(":")
+        if n in have or n in made or defines(text, n) or star_import:
+            continue
+        if where.split(".")[0] in (pkg.data.package.split(".")[0], "tvm_ffi"):  # modules with types
+            # an alias assignment, which a stub exports (an import under another name is private)
+            imports.append(f"from {where} import {qual} as _{n}_alias\n{n} = _{n}_alias")
+    if imports:  # a class the module imports under another name
+        m.tree = m.tree.with_changes(body=[*cst.parse_module("\n".join(imports) + "\n").body, *m.tree.body])
+    if made:  # made at run time (a loop, a factory, setattr): known to exist, type unknown
+        _append(m, "".join(f"{n}: Incomplete  # made at run time\n" for n in made))
+        m.needs_incomplete = True
+    return made
+
+
+def _follow_runtime_all(pkg: _Package, m: _Module, made: list[str]) -> list[str]:
+    """The stub's ``__all__`` made the module's at run time (what it lists that the stub does not
+    bind becomes ``Incomplete``); returns the submodules to bind on it."""
+    text, facts, stubs = pkg.stubs[m.name], pkg.data.module(m.name), pkg.stubs
+    subs = [s for s in facts.bound_submodules if f"{m.name}.{s}" in stubs and s not in pkg.exports[m.name]]
+    runtime_all = facts.runtime_all
+    if runtime_all is None:
+        return subs
+    all_names = {n: f.runtime_all for n, f in pkg.data.modules.items() if f.runtime_all is not None}
+    starred = star_exports(m.name, stubs, facts.is_package, all_names)
+    # a submodule it lists is bound on it (``from pkg import *`` gets it; a lazy package's module
+    # __getattr__ imports it)
+    subs += [s for s in runtime_all if f"{m.name}.{s}" in stubs and s not in subs and not binds(text, s)]
+    unbound = [
+        n
+        for n in dict.fromkeys(runtime_all)
+        if n.isidentifier()
+        and not is_keyword(n)
+        and f"{m.name}.{n}" not in stubs
+        and n not in made
+        and n not in starred
+        and not binds(text, n)
+    ]
+    if unbound:  # listed, made at run time (a loop, a module __getattr__): type unknown
+        _append(m, "".join(f"{n}: Incomplete  # in __all__, made at run time\n" for n in unbound))
+        m.needs_incomplete = True
+    m.tree = m.tree.visit(SetAll(list(dict.fromkeys(runtime_all))))
+    return subs
+
+
+def _follow_running_objects(pkg: _Package, m: _Module, ffi_names: set[str]) -> None:
+    """Classes declared with their explicit metaclass, functions bound to None declared so, and
+    functions replaced by a packed one made positional-only."""
+    facts = pkg.data.module(m.name)
+    metaclass = DeclaredMetaclass(set(facts.private_metaclass))
+    if metaclass.names:
+        m.tree = m.tree.visit(metaclass)
+    if facts.none_names:
+        m.tree = m.tree.visit(NoneDefs(set(facts.none_names)))
+    packed = set(facts.packed) - ffi_names
+    if packed:
+        m.tree = m.tree.visit(PositionalOnly(packed))
+
+
+def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
+    """What a name is at run time, where stubgen's reading of the source says otherwise
+    (``followed.py``): a package's name rebinding a submodule's, a class a decorator made
+    another kind of, an alias with forward references, a result the source determines."""
+    facts = pkg.data.module(m.name)
+    text = pkg.stubs[m.name]
+    shadowed = {n: p for n, p in facts.shadowed_submodules.items() if not binds(text, n)}
+    m.tree = rebind_shadowed(m.tree, shadowed)  # (one the stub binds explicitly is bound so)
+    bases = {q: [b] for q, keys in facts.replaced_bases.items() if (b := m.ctx.resolve(keys[0]))}
+    if bases:
+        m.tree = m.tree.visit(AddBases(bases))
+    if facts.string_aliases:
+        aliases = TypedAliases(facts.string_aliases)
+        m.tree = m.tree.visit(aliases)
+        m.typed_members |= aliases.used
+    returns = {q: t for q, r in sorted(facts.returns.items()) if (t := _return_text(m, q, r))}
+    if returns:
+        inferred = InferredReturns(returns)
+        m.tree = m.tree.visit(inferred)
+        m.typed_members |= inferred.used > 0
+
+
+def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:
+    """The annotation of what ``r`` says a function returns (None when nothing more than Any)."""
+    if r.kind == "key":
+        return m.ctx.resolve(r.target)
+    if r.kind == "class":
+        module, qual = r.target.split(":")
+        if module in (m.name, "builtins"):
+            return qual
+        alias = "_" + module.replace(".", "_")
+        m.ctx.imports.add(f"import {module} as {alias}")
+        return f"{alias}.{qual}"
+    try:
+        sig = function_sig(r.schema)
+    except SchemaError:
+        return None
+    text = m.ctx.annotate(sig.ret, "return", f"{m.name}.{where}")
+    return None if text == "_t.Any" else text

@@ -1,0 +1,225 @@
+"""``--stubs-for``: each name of a stub denotes what the running module's does (issue 30, 1-4).
+
+The fixture package ``kindpkg`` (over the tinyir fixture library) has each of tvm's cases in
+small: a package binding a submodule's name to a function a later star import brings (tvm's
+``relax.frontend.nn.extern``), a class a decorator replaces by a subclass of a registered class
+(``@module_pass``), a type alias with string forward references (``nn.spec.ArgSpecType``), and
+unannotated functions returning a registry function's call or a class's construction
+(``tvm.cpu()``). Checked through ``reveal_type`` with mypy and basedpyright from a user's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import build_shared
+from stubs_for_run import run_tvmffi_gen, stubs_for_env
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+PACKAGE = {
+    "__init__.py": """
+        import ctypes
+
+        import tvm_ffi  # noqa: F401
+
+        _LIB = ctypes.CDLL(@LIB@, ctypes.RTLD_GLOBAL)
+
+        from . import _ffi_api, helpers, nn, nodes, passes, spec
+    """,
+    "_ffi_api.py": """
+        import tvm_ffi
+
+        tvm_ffi.init_ffi_api("tinyir", __name__)
+    """,
+    "nodes.py": """
+        import tvm_ffi
+
+
+        @tvm_ffi.register_object("tinyir.Node")
+        class Node(tvm_ffi.Object):
+            def __call__(self, other: "Node") -> "Node":
+                return other
+
+
+        @tvm_ffi.register_object("tinyir.Pair")
+        class Pair(Node):
+            pass
+    """,
+    "nn/__init__.py": """
+        from .extern import ExternModule
+        from .op import *
+    """,
+    "nn/extern.py": """
+        class ExternModule:
+            pass
+    """,
+    "nn/op.py": """
+        def extern(name: str) -> int:
+            return len(name)
+    """,
+    "passes.py": """
+        from .nodes import Node
+
+
+        def node_pass(cls):
+            class Wrapped(Node):  # what the running name is: a subclass of a registered class
+                def __init__(self, *args):
+                    self.inst = cls(*args)
+
+            return Wrapped
+
+
+        @node_pass
+        class Simplify:
+            def __init__(self, level: int) -> None:
+                self.level = level
+    """,
+    "spec.py": """
+        import typing
+
+
+        class Int:
+            pass
+
+
+        class Tensor:
+            pass
+
+
+        ArgSpecType = typing.Union["Int", "Tensor"]
+        Mode = typing.Literal["a", "b"]
+    """,
+    "helpers.py": """
+        from . import _ffi_api
+
+
+        class Device:
+            def __init__(self, index):
+                self.index = index
+
+
+        def cpu(index=0):
+            return Device(index)
+
+
+        def negate(flag):
+            return _ffi_api.negate(flag)
+
+
+        def pair(a, b):
+            if a is None:
+                raise ValueError("a")
+            return _ffi_api.pair(a, b)
+
+
+        def either(flag):
+            if flag:
+                return Device(0)
+            return _ffi_api.negate(flag)  # two kinds of result: left unannotated
+    """,
+}
+
+USER = """
+from kindpkg import helpers, nn, nodes, passes, spec
+
+reveal_type(nn.extern("x"))
+reveal_type(helpers.cpu())
+reveal_type(helpers.negate(True))
+reveal_type(helpers.pair)
+def spec_of(arg: spec.ArgSpecType) -> None:
+    reveal_type(arg)
+simplify = passes.Simplify(2)
+reveal_type(simplify)
+def apply(node: nodes.Node) -> nodes.Node:
+    return simplify(node)
+"""
+
+
+@pytest.fixture(scope="module")
+def kind_stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the package's folder, OUT) after ``--stubs-for kindpkg``."""
+    lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
+    base = tmp_path_factory.mktemp("kinds")
+    src = base / "src"
+    for rel, text in PACKAGE.items():
+        path = src / "kindpkg" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip().replace("@LIB@", repr(str(lib))))
+    out = base / "out"
+    env = {**stubs_for_env([src]), "TVMFFI_GEN_NO_CACHE": "1"}
+    proc = run_tvmffi_gen(["--stubs-for", "kindpkg", "-o", str(out)], env, base)
+    assert proc.returncode == 0, proc.stderr
+    return src, out
+
+
+def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]) -> None:
+    _, out = kind_stubs
+    root = out / "kindpkg-stubs"
+    nn = (root / "nn" / "__init__.pyi").read_text()
+    # the star import's function, bound after the import that binds the submodule's name
+    assert nn.rstrip().endswith("from kindpkg.nn.op import extern as extern  # bound so at run time"), nn
+    passes = (root / "passes.pyi").read_text()
+    assert "class Simplify(_kindpkg_nodes.Node, metaclass=type):" in passes, passes
+    spec = (root / "spec.pyi").read_text()
+    assert "ArgSpecType: _t.TypeAlias = Int | Tensor\n" in spec, spec
+    assert "Mode: Incomplete" in spec or "Mode = " in spec  # a Literal's strings are values: not this rule
+    helpers = (root / "helpers.pyi").read_text()
+    assert "def cpu(index: int = ...) -> Device: ..." in helpers, helpers
+    assert "def negate(flag: Incomplete) -> bool: ..." in helpers, helpers
+    assert "def pair(a: Incomplete, b: Incomplete) -> _kindpkg_nodes.Pair: ..." in helpers, helpers
+    assert "def either(flag: Incomplete) -> Incomplete: ..." in helpers, helpers
+
+
+def _user_folder(src: Path, out: Path, where: Path) -> dict[str, str]:
+    shutil.copytree(out / "kindpkg-stubs", where / "stubs" / "kindpkg")
+    (where / "user.py").write_text(textwrap.dedent(USER).lstrip())
+    return stubs_for_env([where / "stubs", src])
+
+
+def test_mypy_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], tmp_path: Path) -> None:
+    src, out = kind_stubs
+    env = _user_folder(src, out, tmp_path)
+    env["MYPYPATH"] = str(tmp_path / "stubs")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "user.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    revealed = [ln.split("Revealed type is ")[1] for ln in proc.stdout.splitlines() if "Revealed type is" in ln]
+    assert revealed == [
+        '"int"',
+        '"kindpkg.helpers.Device"',
+        '"bool"',
+        '"def (a: Any, b: Any) -> kindpkg.nodes.Pair"',
+        '"kindpkg.spec.Int | kindpkg.spec.Tensor"',
+        '"kindpkg.passes.Simplify"',
+    ], proc.stdout
+    assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("basedpyright") is None, reason="basedpyright is not installed")
+def test_basedpyright_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], tmp_path: Path) -> None:
+    src, out = kind_stubs
+    env = _user_folder(src, out, tmp_path)
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps({"stubPath": "stubs", "extraPaths": [str(src)]}))
+    proc = subprocess.run(["basedpyright", "user.py"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    revealed = [ln.split('Type of "')[1].split('" is ')[1] for ln in proc.stdout.splitlines() if 'Type of "' in ln]
+    assert revealed == [
+        '"int"',
+        '"Device"',
+        '"bool"',
+        '"(a: Any, b: Any) -> Pair"',
+        '"Int | Tensor"',
+        '"Simplify"',
+    ], proc.stdout
+    assert " - error" not in proc.stdout, proc.stdout

@@ -1,0 +1,198 @@
+"""What a module's source says that stubgen drops, resolved against the running module: read in
+``--stubs-for``'s child (``collect.py``) from the module's file with ``ast``.
+
+* ``string_aliases``: module-level type aliases written with string forward references
+  (``ArgSpecType = typing.Union["Int", "Tensor"]``), which stubgen writes as ``Incomplete``: the
+  alias as a stub can spell it (``Int | Tensor``: the strings unquoted, ``Union`` and ``Optional``
+  as ``|``).
+* ``inferred_returns``: functions without a return annotation whose every ``return`` (and the
+  body's last statement) is a call of one thing the running module resolves: a registry function
+  (``return _ffi_api.X(...)``: the schema's result), a class (``return Device(...)``: that class)
+  or a function annotated as returning a class (``tvm.cpu``'s ``return device(...)``, which
+  ``tvm_ffi`` annotates ``-> Device``).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from types import ModuleType
+from typing import Any
+
+from .collected import ReturnSource
+from .forwarders import resolve_dotted
+
+__all__ = ["source_tree", "string_aliases", "inferred_returns"]
+
+_UNION_HEADS = {"Union", "Optional"}
+
+
+def source_tree(path: str) -> ast.Module | None:
+    """The module's source parsed (None for a file that is not Python source or does not parse)."""
+    if not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _head(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+class _Unquote(ast.NodeTransformer):
+    """String constants parsed as the expressions they spell (not a ``Literal``'s);
+    ``Union[a, b]`` as ``a | b``. ``unquoted``: whether it met a forward reference."""
+
+    def __init__(self) -> None:
+        self.unquoted = False
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if isinstance(node.value, str):
+            self.unquoted = True
+            parsed: ast.AST = self.visit(ast.parse(node.value, mode="eval").body)
+            return parsed
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if _head(node.value) in ("Literal", "Annotated"):
+            return node  # its strings are values
+        self.generic_visit(node)
+        if _head(node.value) not in _UNION_HEADS:
+            return node
+        members = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if _head(node.value) == "Optional":
+            members.append(ast.Constant(None))
+        out = members[0]
+        for m in members[1:]:
+            out = ast.BinOp(out, ast.BitOr(), m)
+        return out
+
+
+def _type_shaped(node: ast.expr) -> bool:
+    """Whether ``node`` is shaped like a type: a name, a subscript, None, or ``|`` of such (not a
+    set, a call or a string of its own: ``_COMMON | {"a", "b"}`` is a set)."""
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.BitOr) and _type_shaped(node.left) and _type_shaped(node.right)
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) or (
+        isinstance(node, ast.Constant) and node.value is None
+    )
+
+
+def string_aliases(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``Name = Generic[...]`` (or a ``|`` of such) holding a string forward
+    reference: name -> the alias as a stub spells it."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        if not isinstance(value, (ast.Subscript, ast.BinOp)) or not _type_shaped(value):
+            continue
+        unquote = _Unquote()
+        try:
+            text = ast.unparse(unquote.visit(value))
+        except SyntaxError:
+            continue  # a string that is not an expression
+        if unquote.unquoted:
+            out[node.targets[0].id] = text
+    return out
+
+
+def _returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return] | None:
+    """The ``return`` statements of ``fn``'s own body, when its last statement is one (or a raise)."""
+    if not fn.body or not isinstance(fn.body[-1], (ast.Return, ast.Raise)):
+        return None
+    found: list[ast.Return] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else None
+
+
+def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> ReturnSource | None:
+    """What the call ``call`` makes, when its callee resolves to a registry function or a class."""
+    import tvm_ffi
+
+    from tvmffi_runtime import reflection as R
+
+    names = _dotted(call.func) if isinstance(call, ast.Call) else None
+    obj = resolve_dotted(names, scope) if names else None
+    if isinstance(obj, tvm_ffi.Function):
+        gname = registry_name(obj)
+        schema = R.global_function_metadata(gname).get("type_schema") if gname else None
+        return ReturnSource("global", gname, schema) if schema is not None else None
+    if inspect.isfunction(obj):
+        obj = _annotated_class(obj)  # a function whose annotation says it returns a class
+    if isinstance(obj, type) and "<locals>" not in obj.__qualname__:
+        info = obj.__dict__.get("__tvm_ffi_type_info__")
+        key = getattr(info, "type_key", None)
+        if isinstance(key, str):
+            return ReturnSource("key", key)
+        return ReturnSource("class", f"{_public_module(obj)}:{obj.__qualname__}")
+    return None
+
+
+def _public_module(cls: type) -> str:
+    """The shortest module path without a private part that has ``cls`` under its own name
+    (``tvm_ffi`` for ``tvm_ffi.core.Device``), else where it is defined."""
+    import sys
+
+    parts = cls.__module__.split(".")
+    for i in range(1, len(parts) + 1):
+        name = ".".join(parts[:i])
+        if any(p.startswith("_") for p in parts[:i]):
+            break
+        if getattr(sys.modules.get(name), cls.__qualname__, None) is cls:
+            return name
+    return cls.__module__
+
+
+def _annotated_class(func: Any) -> type | None:
+    """The class ``func``'s return annotation names (None when it names something else, or
+    cannot be evaluated)."""
+    import typing
+
+    if "return" not in getattr(func, "__annotations__", {}):
+        return None
+    try:
+        ret = typing.get_type_hints(func).get("return")
+    except Exception:  # noqa: BLE001 - an annotation naming what its module does not have
+        return None
+    return ret if isinstance(ret, type) else None
+
+
+def inferred_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> dict[str, ReturnSource]:
+    """Per function without a return annotation (``name`` or ``Class.name`` of a module-level
+    class), what every one of its returns makes, when that is one registry function's result or
+    one class."""
+    scope = dict(vars(mod))
+    out: dict[str, ReturnSource] = {}
+    todo: list[tuple[str, ast.stmt]] = [("", n) for n in tree.body]
+    for prefix, node in todo:
+        if isinstance(node, ast.ClassDef) and not prefix:
+            todo += [(node.name + ".", n) for n in node.body]
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.returns is not None:
+            continue
+        returns = _returns(node)
+        if not returns or any(r.value is None for r in returns):
+            continue
+        sources = [_source_of(r.value, scope, registry_name) for r in returns if r.value is not None]
+        first = sources[0]
+        if first is not None and all(s == first for s in sources):
+            out[prefix + node.name] = first
+    return out
