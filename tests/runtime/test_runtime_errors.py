@@ -10,6 +10,7 @@ reruns this file on pure ctypes.
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import subprocess
@@ -58,7 +59,10 @@ def apply(testing_lib):
         ("KeyError", KeyError),
         ("AttributeError", AttributeError),
         ("RuntimeError", RuntimeError),
-        ("NotImplementedError", NotImplementedError),
+        ("AssertionError", AssertionError),
+        ("MemoryError", MemoryError),
+        ("NotImplementedError", NotImplementedError),  # tvm_ffi's RuntimeError, and its own class
+        ("RecursionError", RecursionError),
     ],
 )
 def test_native_errors_become_the_matching_python_class(raise_error, kind, cls):
@@ -72,12 +76,13 @@ def test_native_errors_become_the_matching_python_class(raise_error, kind, cls):
     assert not isinstance(exc, rt.Error)
 
 
-@pytest.mark.parametrize("kind", ["CustomKind", "Some Kind With Spaces", "my.dotted.Kind"])
+@pytest.mark.parametrize("kind", ["CustomKind", "Some Kind With Spaces", "my.dotted.Kind", "InternalError"])
 def test_unknown_kinds_become_error_subclasses(raise_error, kind):
     with pytest.raises(rt.Error) as info:
         raise_error(kind, "unusual")
     exc = info.value
     assert type(exc) is not rt.Error and issubclass(type(exc), rt.Error)
+    assert isinstance(exc, RuntimeError)  # as tvm_ffi raises a kind it has no class for
     assert exc.kind == kind
     assert exc.message == "unusual" and str(exc) == "unusual"
     assert isinstance(exc.backtrace, str) and "TestRaiseError" in exc.backtrace
@@ -90,6 +95,26 @@ def test_error_subclass_is_named_after_an_identifier_kind(raise_error):
     with pytest.raises(rt.Error) as info:
         raise_error("DeviceLostError", "gone")
     assert type(info.value).__name__ == "DeviceLostError"
+
+
+@pytest.mark.parametrize("kind", ["ZeroDivisionError", "OSError", "StopIteration", "KeyboardInterrupt"])
+def test_other_builtin_kinds_are_runtime_errors_of_their_own_class(raise_error, kind):
+    """tvm_ffi raises these as RuntimeError; ours is one too, and the builtin of the kind's name."""
+    with pytest.raises(RuntimeError) as info:
+        raise_error(kind, "builtin name")
+    exc = info.value
+    assert isinstance(exc, getattr(builtins, kind)) and isinstance(exc, rt.Error)
+    assert type(exc).__name__ == kind and str(exc) == "builtin name" and exc.kind == kind
+
+
+def test_a_builtin_class_that_crossed_does_not_change_its_kind(raise_error, apply):
+    """A Python ZeroDivisionError returned through native code comes back as the kind's class,
+    which a library's ZeroDivisionError is raised as afterwards too."""
+    value = apply(lambda: ZeroDivisionError("from Python"))
+    assert isinstance(value, ZeroDivisionError) and str(value) == "from Python"
+    with pytest.raises(RuntimeError) as info:
+        raise_error("ZeroDivisionError", "from C++")
+    assert type(info.value) is type(value)
 
 
 def test_native_backtrace_is_attached_as_a_note(raise_error):
