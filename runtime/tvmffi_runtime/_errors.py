@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE
+from ._native_traceback import format_frames, library_frames, native_traceback
 
 __all__ = [
     "BACKEND_ERRORS",
@@ -66,7 +67,8 @@ class Error(RuntimeError):
     ``RuntimeError``. This class is that ``RuntimeError``; each other kind gets a subclass named
     after it (which also derives from the builtin class of that name, if there is one, as the
     kind's own class), unless a class was registered for it (:func:`register_error`). Every
-    native error has ``kind`` and ``backtrace`` attributes, and the backtrace as a note.
+    native error has ``kind`` and ``backtrace`` attributes, and the library's frames of the
+    backtrace in its traceback.
     """
 
     kind: str
@@ -137,6 +139,9 @@ def _error_class(kind: str) -> type[BaseException]:
 
 
 def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
+    """The Python exception for a native error, its library frames woven into its traceback."""
+    frames = library_frames(backtrace)
+    backtrace = format_frames(frames)
     cls = _error_class(kind)
     exc: BaseException
     try:
@@ -148,9 +153,7 @@ def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
         exc.backtrace = backtrace  # type: ignore[attr-defined]
     except AttributeError:
         pass
-    if backtrace and hasattr(exc, "add_note"):
-        exc.add_note("native backtrace:\n" + backtrace.rstrip())
-    return exc
+    return exc.with_traceback(native_traceback(frames))
 
 
 # Python exceptions raised into native code, kept by error handle so the same exception object

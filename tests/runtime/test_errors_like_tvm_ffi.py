@@ -1,5 +1,5 @@
 """A library's error is raised as ``tvm_ffi`` raises it: the same builtin class, the same
-message. Each kind is thrown once through ``tvm_ffi``
+message, the same library frames in the traceback. Each kind is thrown once through ``tvm_ffi``
 and once through our runtime in the same child interpreter, on both runtime paths (see
 ``with_tvm_ffi.py``).
 """
@@ -7,6 +7,7 @@ and once through our runtime in the same child interpreter, on both runtime path
 from __future__ import annotations
 
 import builtins
+import traceback
 from typing import Any
 
 import pytest
@@ -43,6 +44,12 @@ def _raised(fn: Any, kind: str) -> BaseException:
     raise AssertionError(f"{kind}: nothing raised")
 
 
+def _library_frames(exc: BaseException) -> list[tuple[str, int | None, str]]:
+    """The frames of ``exc``'s traceback that are not Python's (the native ones woven in)."""
+    summary = traceback.extract_tb(exc.__traceback__)
+    return [(f.filename, f.lineno, f.name) for f in summary if not f.filename.endswith((".py", ".pxi"))]
+
+
 @child_only
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_is_an_instance_of_the_class_tvm_ffi_raises(kind: str, testing_lib: Any) -> None:
@@ -56,3 +63,13 @@ def test_every_kind_is_an_instance_of_the_class_tvm_ffi_raises(kind: str, testin
         assert isinstance(ours, own)  # the kind's own class too
     if type(ours).__module__ != "builtins":
         assert isinstance(ours, rt.Error)  # a class the runtime made for the kind
+
+
+@child_only
+@pytest.mark.parametrize("kind", ["ValueError", "UndefinedException"])
+def test_traceback_holds_the_library_frames_tvm_ffi_shows(kind: str, testing_lib: Any) -> None:
+    theirs = _raised(tvm_ffi.get_global_func("testing.test_raise_error"), kind)
+    ours = _raised(rt.get_global_func("testing.test_raise_error"), kind)
+    frames = _library_frames(ours)
+    assert frames == _library_frames(theirs)
+    assert [name for _, _, name in frames] == ["void tvm::ffi::TestRaiseError(String, String)"]

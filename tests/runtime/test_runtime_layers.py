@@ -70,9 +70,9 @@ def test_no_import_cycle() -> None:
 def test_core_layers_import_only_lower_layers() -> None:
     # the pure backend sits as low as the compiled one: it takes what it needs from the layers
     # above by name from _backend_hooks at init, as _accel.c does
-    order = ["_platform", "_lib", "_errors", "_values", "_pure.objects", "_pure.calls", "_pure.lazy_function",
-             "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object", "_convert", "_call",
-             "_callback", "_backend_hooks", "_env"]  # fmt: skip
+    order = ["_platform", "_lib", "_native_traceback", "_errors", "_values", "_pure.objects", "_pure.calls",
+             "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object",
+             "_convert", "_call", "_callback", "_backend_hooks", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
