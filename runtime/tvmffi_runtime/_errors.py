@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE
-from ._native_traceback import format_frames, library_frames, native_traceback
+from ._native_traceback import library_part, native_traceback
 
 __all__ = [
     "BACKEND_ERRORS",
@@ -140,8 +140,7 @@ def _error_class(kind: str) -> type[BaseException]:
 
 def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
     """The Python exception for a native error, its library frames woven into its traceback."""
-    frames = library_frames(backtrace)
-    backtrace = format_frames(frames)
+    backtrace, frames = library_part(backtrace)
     cls = _error_class(kind)
     exc: BaseException
     try:

@@ -24,7 +24,7 @@ import types
 from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["NativeFrame", "format_frames", "library_frames", "native_traceback"]
+__all__ = ["NativeFrame", "library_part", "native_traceback"]
 
 
 class NativeFrame(NamedTuple):
@@ -48,24 +48,20 @@ def _is_binding_frame(frame: NativeFrame) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)  # a library raises from few places: most backtraces recur
-def library_frames(backtrace: str) -> tuple[NativeFrame, ...]:
-    """The frames of ``backtrace`` (innermost first) above the first of the binding's own."""
+def library_part(backtrace: str) -> tuple[str, tuple[NativeFrame, ...]]:
+    """``backtrace`` up to the first of the binding's frames, as text (other lines kept as they
+    are) and as the frames it lists (innermost first)."""
     frames: list[NativeFrame] = []
-    for text in backtrace.splitlines():
-        match = _FRAME_LINE.fullmatch(text)
+    lines = backtrace.splitlines(keepends=True)
+    for i, text in enumerate(lines):
+        match = _FRAME_LINE.fullmatch(text.rstrip("\r\n"))
         if match is None:
             continue
         frame = NativeFrame(match[1], int(match[2]), match[3])
         if _is_binding_frame(frame):
-            break
+            return "".join(lines[:i]), tuple(frames)
         frames.append(frame)
-    return tuple(frames)
-
-
-@functools.lru_cache(maxsize=1024)
-def format_frames(frames: tuple[NativeFrame, ...]) -> str:
-    """``frames`` as backtrace text, in the order and form libtvm_ffi writes it."""
-    return "".join(f'  File "{f.filename}", line {f.line}, in {f.function}\n' for f in frames)
+    return backtrace, tuple(frames)
 
 
 def _never_started() -> Iterator[None]:

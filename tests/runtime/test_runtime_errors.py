@@ -135,9 +135,10 @@ PURE_BACKTRACE = """\
 
 @pytest.mark.parametrize("backtrace", [COMPILED_BACKTRACE, PURE_BACKTRACE], ids=["compiled", "ctypes"])
 def test_backtrace_is_cut_at_the_binding(backtrace):
-    frames = _native_traceback.library_frames(backtrace)
+    text, frames = _native_traceback.library_part(backtrace)
     assert frames == (("/project/src/ffi/testing/testing.cc", 521, "void tvm::ffi::TestRaiseError(String, String)"),)
-    assert _native_traceback.format_frames(frames) == backtrace.splitlines(keepends=True)[0]
+    assert text == backtrace.splitlines(keepends=True)[0]
+    assert _native_traceback.library_part("no frame here\n") == ("no frame here\n", ())
 
 
 def _native_frames(exc: BaseException) -> list[traceback.FrameSummary]:
@@ -152,9 +153,7 @@ def test_traceback_ends_in_the_library_frames_without_the_bindings(raise_error):
     assert [f.name for f in native] == ["void tvm::ffi::TestRaiseError(String, String)"]
     assert native[0].filename.endswith("testing.cc") and native[0].lineno
     assert traceback.extract_tb(exc.__traceback__)[-1].name == native[0].name  # innermost
-    assert exc.backtrace == _native_traceback.format_frames(
-        (_native_traceback.NativeFrame(native[0].filename, native[0].lineno, native[0].name),)
-    )
+    assert exc.backtrace == f'  File "{native[0].filename}", line {native[0].lineno}, in {native[0].name}\n'
     assert not getattr(exc, "__notes__", None)
     shown = "".join(traceback.format_exception(exc))
     for binding in ("_accel", "calls.h", "methodobject.c", "_ctypes", "ffi_call"):
