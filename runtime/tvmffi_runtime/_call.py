@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, overload
 
 from . import _lib
 from ._backend import backend
-from ._convert import set_container_builder, view_from_buffer
+from ._convert import view_from_buffer
 from ._errors import (
     ReleasedObjectError,
     _check,
@@ -29,7 +29,6 @@ from ._object import (
     _type_key_of_index,
     _wrap,
     register_class,
-    set_object_service,
     type_key_to_index,
 )
 from ._values import CallbackMode, TypeIndex
@@ -338,7 +337,7 @@ def _repr(obj: Object) -> str:
 
 #: ``ffi_call(handle, args, name="")``: call the Function at ``handle`` (an address or a
 #: ``c_void_p``) with Python arguments; ``name`` (a string, or the Function) words argument
-#: errors. The backend's call (``_backend_hooks`` hands it the Python fallbacks before any call).
+#: errors. The backend's call (``_wiring`` hands it the Python fallbacks before any call).
 ffi_call: Callable[..., Any] = backend.call
 _backend_call = backend.call
 
@@ -374,6 +373,3 @@ if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "auto":
     set_release_gil("auto")
 
 register_class(TypeIndex.FUNCTION, Function)
-set_object_service("construct", _construct)
-set_object_service("repr", _repr)
-set_container_builder(_new_container)

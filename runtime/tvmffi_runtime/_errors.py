@@ -271,7 +271,7 @@ class ReleasedObjectError(ValueError):
 # The messages both backends raise, defined once
 # =============================================================================================
 # The ctypes path raises these where it fails; the compiled path (``_accel.c``) gets the
-# builders at init (``_backend_hooks.errors``: ``BACKEND_ERRORS``, by name) and calls them on its error
+# builders at init (``_wiring.BACKEND_HELPERS['errors']``: ``BACKEND_ERRORS``) and calls them on its error
 # paths, so neither words a message of its own.
 _E = TypeVar("_E", bound=BaseException)
 

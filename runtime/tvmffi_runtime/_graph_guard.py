@@ -25,7 +25,7 @@ from typing import Any, cast
 from . import _lib, _object
 from ._backend import backend
 from ._call import _repr as _printer_repr
-from ._object import Object, set_object_service
+from ._object import Object
 from ._pure.graph import GETTER as _GETTER
 from ._pure.graph import LEAVES as _LEAVES
 from ._pure.graph import MAP_CELL as _MAP_CELL
@@ -380,9 +380,6 @@ def _guarded_repr(obj: Object) -> str:
     then shows its short ``<type at address>`` form."""
     check_graph(obj, "repr", cycles=False)
     return _printer_repr(obj)
-
-
-set_object_service("repr", _guarded_repr)
 
 
 # =============================================================================================

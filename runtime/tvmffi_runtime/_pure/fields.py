@@ -44,13 +44,13 @@ def _not_connected(*args: Any) -> Any:
     raise RuntimeError("tvmffi_runtime: the pure backend is used before init() (import tvmffi_runtime)")
 
 
-# What init() hands over from the layers above (the names of _backend_hooks)
+# What init() hands over from the layers above (the names of _wiring.BACKEND_HELPERS)
 _wrap: Callable[[int, int], Any] = _not_connected
 _view: Callable[[Any, int], Any] = _not_connected
 
 
 def connect(hooks: Any) -> None:
-    """Take the Python helpers this part calls from ``_backend_hooks``."""
+    """Take the Python helpers this part calls from ``_wiring.BACKEND_HELPERS``."""
     global _wrap, _view
     _wrap, _view = hooks.wrap, hooks.view_from_buffer
 

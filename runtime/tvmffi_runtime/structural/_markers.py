@@ -182,8 +182,5 @@ def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     _convert._pack_uint(buf, off, TypeIndex.OBJECT_RVALUE_REF, 0, ctypes.addressof(ref.cell))
 
 
-_convert.register_packer(Moved, _pack_moved)
-
-
 def _unmove(root: Any) -> Any:
     return root.obj if isinstance(root, Moved) else root

@@ -253,9 +253,6 @@ def _write_walk_at(value: Any, addr: int) -> None:
     _write_walk(ctypes.cast(addr, _P64), value)
 
 
-_callback.set_walk_result(_write_walk_at)
-
-
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
     """(mode, callable) for the compiled trampoline doing what ``trampoline`` does with
     ``payload`` (for ``CallbackMode.HOOK`` a (hook, frame, check, objects_ok) tuple instead of a
