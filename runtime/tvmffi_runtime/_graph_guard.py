@@ -25,15 +25,15 @@ from typing import Any, cast
 from . import _lib, _object
 from ._backend import backend
 from ._call import _repr as _printer_repr
+from ._graph_layout import GETTER as _GETTER
+from ._graph_layout import LEAVES as _LEAVES
+from ._graph_layout import MAP_CELL as _MAP_CELL
+from ._graph_layout import MAPS as _MAPS
+from ._graph_layout import PAIR as _PAIR
+from ._graph_layout import SEQ_CELL as _SEQ_CELL
+from ._graph_layout import SEQS as _SEQS
+from ._graph_layout import SMALL_MAP as _SMALL_MAP
 from ._object import Object
-from ._pure.graph import GETTER as _GETTER
-from ._pure.graph import LEAVES as _LEAVES
-from ._pure.graph import MAP_CELL as _MAP_CELL
-from ._pure.graph import MAPS as _MAPS
-from ._pure.graph import PAIR as _PAIR
-from ._pure.graph import SEQ_CELL as _SEQ_CELL
-from ._pure.graph import SEQS as _SEQS
-from ._pure.graph import SMALL_MAP as _SMALL_MAP
 from ._values import TypeIndex
 
 __all__ = [
