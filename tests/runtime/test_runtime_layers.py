@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, accel_source
 
 PACKAGE = ROOT / "runtime" / "tvmffi_runtime"
@@ -113,9 +115,9 @@ def test_no_import_cycle() -> None:
 
 def test_core_layers_import_only_lower_layers() -> None:
     # the pure backend sits as low as the compiled one: what it calls above it is handed to it
-    order = ["_platform", "_lib", "_native_traceback", "_errors", "_values", "_pure.objects", "_pure.calls",
-             "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph", "_pure", "_backend", "_object",
-             "_convert", "_call", "_callback", "_env"]  # fmt: skip
+    order = ["_platform", "_field_kinds", "_lib", "_native_traceback", "_errors", "_values", "_graph_layout",
+             "_pure.objects", "_pure.calls", "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph",
+             "_pure", "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
@@ -149,16 +151,29 @@ def test_the_package_wires_the_runtime_first_in_one_place() -> None:
 
 def test_the_backend_is_chosen_in_one_place() -> None:
     """Only ``_backend`` imports a backend as a whole (``_accel``, or the ``_pure`` package);
-    every other layer calls ``_backend.backend``. (Higher layers may read the pure backend's
-    shared tables from its parts: the field kinds, the graph layouts, its callback table.)"""
+    every other layer calls ``_backend.backend``. The tables both backends share are layers of
+    their own below them (``_field_kinds``, ``_graph_layout``), so no layer above reads the pure
+    backend's parts, but the structural engines (see the skipped test below)."""
     graph = _graph()
     source = {p: p.read_text() for p in PACKAGE.rglob("*.py")}
     compiled = re.compile(r"from \.+ import _accel\b|from \.+_accel import|tvmffi_runtime\._accel\b")
     assert {_module_name(p) for p, text in source.items() if compiled.search(text)} == {"_backend"}
     assert {m for m, deps in graph.items() if "_pure" in deps} == {"_backend"}
+    parts = {m for m, deps in graph.items() if not m.startswith("_pure") and any(d.startswith("_pure.") for d in deps)}
+    assert parts == {"structural._native"}
     asking = sorted(_module_name(p) for p, text in source.items() if "accelerated()" in text)
-    # the structural engines' raw and hook callback modes are the compiled backend's own
     assert asking == ["_backend", "structural._native"]
+
+
+@pytest.mark.skip(
+    reason="known gap: structural._native still branches on accelerated() and builds the pure path's"
+    " engine callbacks from _pure.callbacks' table and trampoline; the pure backend's function_create"
+    " would have to run the raw and hook callback modes for the engines to go through backend alone"
+)
+def test_structural_engines_go_only_through_the_backend() -> None:
+    graph = _graph()
+    assert not any(d.startswith("_pure") for d in graph["structural._native"])
+    assert "accelerated()" not in (PACKAGE / "structural" / "_native.py").read_text()
 
 
 def test_callback_modes_match_the_compiled_backend() -> None:
@@ -181,24 +196,28 @@ def test_callback_modes_match_the_compiled_backend() -> None:
 
 
 def test_one_table_of_field_kinds() -> None:
-    """The runtime's FIELD_KINDS is the one table of field layouts: the compiled path's table
-    (indexed by its F_* enum) and the generator's layout rules must agree with it."""
+    """``_field_kinds`` is the one table of field layouts: the compiled backend includes the
+    header ``setup.py`` writes from it and defines no kind of its own; the pure backend's
+    descriptors and the generator's layout rules are its tables."""
     from tvmffi_gen import members
-    from tvmffi_runtime import _fields
+    from tvmffi_gen.runtime_files import field_kinds
+    from tvmffi_runtime import _field_kinds, _fields
 
-    source = accel_source()
-    table = re.search(r"static const char\* field_kinds\[\] = \{([^}]*)\};", source)
-    enum = re.search(r"enum \{ (F_I64[^}]*)\};", source)
-    assert table is not None and enum is not None
-    c_kinds = tuple(k.strip().strip('"') for k in table.group(1).split(",") if k.strip() != "NULL")
-    assert c_kinds == _fields.FIELD_KINDS
-    assert [e.strip() for e in enum.group(1).split(",")] == [f"F_{k.upper()}" for k in _fields.FIELD_KINDS]
-    in_place = re.search(r"setter == Py_True && (k != F_\w+(?: && k != F_\w+)*)", source)
-    assert in_place is not None
-    c_in_place = tuple(m.lower() for m in re.findall(r"k != F_(\w+)", in_place.group(1)))
-    assert c_in_place == _fields.IN_PLACE_FIELD_KINDS
-    assert members.IN_PLACE_KINDS == _fields.IN_PLACE_FIELD_KINDS
-    assert set(members.POD_KINDS.values()) | {"object", "any"} == set(_fields.FIELD_KINDS)
+    fields_h = (PACKAGE / "_accel_parts" / "fields.h").read_text()
+    assert '#include "field_kinds.h"' in fields_h
+    assert not re.search(r"enum \{ F_|field_kinds\[\] =|k != F_", fields_h)
+    assert _field_kinds.c_header().splitlines()[2:] == [
+        "enum { F_I64, F_I32, F_F64, F_F32, F_BOOL, F_OBJECT, F_ANY };",
+        'static const char* field_kinds[] = {"i64", "i32", "f64", "f32", "bool", "object", "any", NULL};',
+        "static const char field_kind_in_place[] = {1, 0, 1, 0, 1, 0, 0};",
+    ]
+    header = PACKAGE / "_accel_parts" / "field_kinds.h"
+    if header.is_file():  # written by every build of the compiled backend
+        assert header.read_text() == _field_kinds.c_header()
+    assert _fields.FIELD_KINDS is _field_kinds.FIELD_KINDS
+    table = field_kinds()  # the same file, loaded without the runtime
+    assert members.POD_KINDS is table.POD_LAYOUTS and members.IN_PLACE_KINDS is table.IN_PLACE_FIELD_KINDS
+    assert (table.FIELD_KINDS, table.POD_LAYOUTS) == (_field_kinds.FIELD_KINDS, _field_kinds.POD_LAYOUTS)
 
 
 def test_every_subpackage_is_in_the_distribution() -> None:
