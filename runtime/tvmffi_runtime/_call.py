@@ -34,6 +34,9 @@ from ._object import (
 from ._values import CallbackMode, TypeIndex
 
 __all__ = [
+    "construct_object",
+    "new_container",
+    "printer_repr",
     "Function",
     "argument_error",
     "ffi_init",
@@ -314,12 +317,12 @@ def _kwargs_marker() -> Any:
     return _KWARGS[0]
 
 
-def _new_container(ctor: str, items: Any) -> int:
+def new_container(ctor: str, items: Any) -> int:
     """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
     return _release_into(ffi_call(global_func(ctor).c_handle, list(items), ctor))
 
 
-def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def construct_object(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """``Object.__init__``: make the object with its type's ``__ffi_init__`` and take it over."""
     cls = type(obj)
     type_key = cls._type_key
@@ -331,7 +334,7 @@ def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
     backend.construct(obj, entry[0], args, entry[1], type_key)
 
 
-def _repr(obj: Object) -> str:
+def printer_repr(obj: Object) -> str:
     return str(global_func("ffi.ReprPrint")(obj))
 
 

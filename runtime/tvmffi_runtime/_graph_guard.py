@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from . import _lib, _object
 from ._backend import backend
-from ._call import _repr as _printer_repr
+from ._call import printer_repr
 from ._graph_layout import GETTER as _GETTER
 from ._graph_layout import LEAVES as _LEAVES
 from ._graph_layout import MAP_CELL as _MAP_CELL
@@ -37,6 +37,7 @@ from ._object import Object
 from ._values import TypeIndex
 
 __all__ = [
+    "guarded_repr",
     "DEFAULT_MAX_DEPTH",
     "GraphTooDeepError",
     "ReferenceCycleError",
@@ -373,13 +374,13 @@ def _pairs(mapping: Any) -> list[Any]:
     return list(mapping.items())
 
 
-def _guarded_repr(obj: Object) -> str:
+def guarded_repr(obj: Object) -> str:
     """The repr service: ``ffi.ReprPrint`` marks cycles itself (``...``) and keeps its own
     stack, but its time and memory grow with the square of the depth (a 100 000-deep chain
     exhausts memory), so a graph deeper than the bound is refused first; ``Object.__repr__``
     then shows its short ``<type at address>`` form."""
     check_graph(obj, "repr", cycles=False)
-    return _printer_repr(obj)
+    return printer_repr(obj)
 
 
 # =============================================================================================

@@ -22,8 +22,8 @@ from . import _call, _callback, _convert, _graph_guard, _lib, _object, _typed, c
 from ._backend import backend
 from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, RECURSION_IN_CALLBACK, _fetch_error, _raise_into_native
 from ._values import UNCHANGED
-from .structural._markers import Moved, _pack_moved
-from .structural._native import _write_walk_at
+from .structural._markers import Moved, pack_moved
+from .structural._native import write_walk_at
 
 __all__ = ["BACKEND_HELPERS"]
 
@@ -105,14 +105,14 @@ BACKEND_HELPERS: dict[str, Any] = {
 backend.init(_addresses(), BACKEND_HELPERS)
 backend.set_unchanged(UNCHANGED)  # the compiled backend returns it for kTVMFFIUnchanged itself
 
-_object.set_object_service("construct", _call._construct)
-_object.set_object_service("repr", _graph_guard._guarded_repr)
+_object.set_object_service("construct", _call.construct_object)
+_object.set_object_service("repr", _graph_guard.guarded_repr)
 _object.set_object_service("copy", copying.shallow_copy)
 _object.set_object_service("deepcopy", copying.deep_copy)
 _object.set_object_service("reduce", copying.reduce_object)
 _object.set_object_service("to_tvm_ffi", interop.to_tvm_ffi)
-_convert.set_container_builder(_call._new_container)
+_convert.set_container_builder(_call.new_container)
 _convert.set_dlpack_importer(tensor.tensor_handle_from_dlpack)
-_convert.register_packer(Moved, _pack_moved)
+_convert.register_packer(Moved, pack_moved)
 _call.set_typed_adapter(_typed.typed_adapter)
-_callback.set_walk_result(_write_walk_at)
+_callback.set_walk_result(write_walk_at)

@@ -17,6 +17,7 @@ from .._object import Object, _adopt
 from .._values import UNCHANGED, TypeIndex, Unchanged
 
 __all__ = [
+    "pack_moved",
     "DefRegionKind",
     "InplaceMode",
     "UNCHANGED",
@@ -171,7 +172,7 @@ class _StolenRef:
                 pass
 
 
-def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
+def pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     obj = v.obj
     h = obj._h
     if not h:
