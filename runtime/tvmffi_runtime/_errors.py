@@ -13,8 +13,9 @@ from __future__ import annotations
 import builtins
 import ctypes
 import threading
-import traceback
 from collections.abc import Callable
+from traceback import walk_tb
+from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _lib
@@ -218,6 +219,13 @@ def _check(rc: int) -> None:
         raise _fetch_error()
 
 
+def _backtrace_text(tb: TracebackType | None) -> str:
+    """A Python traceback as native backtrace text: one ``File`` line a frame, the innermost
+    first, as libtvm_ffi writes its own frames (so they are woven back in Python's order)."""
+    lines = [f'  File "{f.f_code.co_filename}", line {line}, in {f.f_code.co_name}\n' for f, line in walk_tb(tb)]
+    return "".join(reversed(lines))
+
+
 def _new_error_handle(exc: BaseException) -> int:
     """Create a native Error object (owned handle) describing a Python exception."""
     if isinstance(exc, Error):
@@ -241,7 +249,7 @@ def _new_error_handle(exc: BaseException) -> int:
             message = str(exc)
         bt = ""
     if exc.__traceback__ is not None:
-        bt = "".join(traceback.format_tb(exc.__traceback__)) + bt
+        bt = _backtrace_text(exc.__traceback__) + bt
     parts = [s.encode("utf-8", "replace") for s in (kind, message, bt)]
     out = _c_void_p()
     arrays = [_lib.byte_array(p) for p in parts]
