@@ -7,6 +7,7 @@ portable C11 (no compiler extensions), built with each compiler's own spelling o
 gcc and clang (Linux, macOS) get ``-O2 -std=c11``, MSVC (Windows) ``/O2 /std:c11``.
 """
 
+import importlib.util
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -22,10 +23,25 @@ FLAGS = {
 }
 
 
+def write_field_kinds_header() -> None:
+    """``_accel_parts/field_kinds.h`` from the one table of field layouts (``_field_kinds.py``,
+    standard library only: loaded by its path, without importing the runtime package)."""
+    spec = importlib.util.spec_from_file_location("_field_kinds", Path("tvmffi_runtime", "_field_kinds.py"))
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    header = Path("tvmffi_runtime", "_accel_parts", "field_kinds.h")
+    text = table.c_header()
+    if not header.is_file() or header.read_text() != text:
+        header.write_text(text)
+
+
 class BuildExt(build_ext):
-    """Gives the extension the flags of the compiler setuptools chose."""
+    """Writes the generated header, and gives the extension the flags of the compiler
+    setuptools chose."""
 
     def build_extensions(self) -> None:
+        write_field_kinds_header()
         flags = FLAGS.get(self.compiler.compiler_type, FLAGS["unix"])
         for ext in self.extensions:
             ext.extra_compile_args = list(flags)

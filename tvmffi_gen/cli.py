@@ -54,7 +54,7 @@ def library_shipped_with(package: str, filename: str) -> Path | None:
 def default_library(platform: Any = None) -> str:
     """apache-tvm-ffi's testing library, named as on this platform (``libtvm_ffi_testing.so``,
     ``libtvm_ffi_testing.dylib``, ``tvm_ffi_testing.dll``): the embedded default."""
-    from .platforms import platform_module
+    from .runtime_files import platform_module
 
     plat = platform or platform_module().CURRENT
     names = plat.library_names("tvm_ffi_testing")

@@ -12,6 +12,7 @@ from .layout import item_doc
 from .model import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
 from .naming import RESERVED_CLASS, RESERVED_ENUM, Scope, py_name
 from .signatures import params
+from .runtime_files import field_kinds
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
 from .typemap import ANY_ANNOTATION, Annotator, FunctionSig, TypeRef
 
@@ -28,20 +29,12 @@ __all__ = [
     "replace_model",
 ]
 
-# Fields read straight from object memory by a runtime descriptor (``_bind.field``), by layout:
-# POD fields by (static type index, size, schema); an ObjectRef is one pointer; String, Bytes
-# and Any are laid out as a TVMFFIAny.
-POD_KINDS: dict[tuple[int, int, str], FieldKind] = {
-    (1, 8, "int"): "i64",
-    (1, 4, "int"): "i32",
-    (3, 8, "float"): "f64",
-    (3, 4, "float"): "f32",
-    (2, 1, "bool"): "bool",
-}
-# written in memory by the runtime (others: through the registry); the runtime's
-# tvmffi_runtime._fields.IN_PLACE_FIELD_KINDS, checked equal by tests/runtime/test_runtime_layers.py (the
-# generator does not import the runtime, which would load libtvm_ffi)
-IN_PLACE_KINDS: tuple[FieldKind, ...] = ("i64", "f64", "bool")
+# Fields read straight from object memory by a runtime descriptor (``_bind.field``), by layout,
+# from the runtime's one table (``tvmffi_runtime._field_kinds``): POD fields by (static type
+# index, size, schema); an ObjectRef is one pointer; String, Bytes and Any are laid out as a
+# TVMFFIAny. IN_PLACE_KINDS are written in memory by the runtime (others: through the registry).
+POD_KINDS: dict[tuple[int, int, str], FieldKind] = field_kinds().POD_LAYOUTS
+IN_PLACE_KINDS: tuple[FieldKind, ...] = field_kinds().IN_PLACE_FIELD_KINDS
 SETTER_IS_FUNCTION = 1 << 11
 
 

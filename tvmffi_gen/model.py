@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import __version__
 from .naming import Scope
+from .runtime_files import field_kinds
 from .typemap import ANY, Annotation, TypeRef
 from .uses import UsedPackage
 
@@ -53,10 +54,12 @@ ParamKind = Literal["posonly", "normal", "kwonly", "varargs"]
 InitKind = Literal["method", "auto", "none"]
 #: How a writable field is written: in object memory, or through the registry's setter.
 FieldWrite = Literal["in_place", "registry"]
-#: How ``_bind.field`` reads a field from object memory (the runtime's ``FIELD_KINDS``): a POD
-#: (``i64``, ``i32``, ``f64``, ``f32``, ``bool``), an ObjectRef (``object``: one pointer) or a
-#: value laid out as a TVMFFIAny (``any``).
-FieldKind = Literal["i64", "i32", "f64", "f32", "bool", "object", "any"]
+#: How ``_bind.field`` reads a field from object memory: the runtime's one table of field
+#: layouts (``tvmffi_runtime._field_kinds``), loaded without the runtime.
+if TYPE_CHECKING:
+    from tvmffi_runtime._field_kinds import FieldKind
+else:
+    FieldKind = field_kinds().FieldKind
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ def _child_main(argv: list[str]) -> int:
 
 def _other_platforms_library(path: str) -> str | None:
     """Why ``path`` cannot load here because it is another platform's library (by its first bytes), or None."""
-    from .platforms import platform_module
+    from .runtime_files import platform_module
 
     problem: str | None = platform_module().CURRENT.wrong_platform(path)
     return problem

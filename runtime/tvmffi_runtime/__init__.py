@@ -10,21 +10,19 @@ Public names: ``Object``, ``Function``, ``Module``, ``Tensor``, ``Array``, ``Lis
 
 from __future__ import annotations
 
-# The value core's one ordering need: the layers (_lib ... _callback, see runtime/README.md) are
-# imported by whoever uses them, but the backend is connected only when ``_backend_hooks`` runs
-# ``backend.init`` (after every layer it reads exists), and ``_env`` registers the signal-check
-# and GIL hooks. Importing both first here, before any higher module, does both before anything
-# can call native code. Conventions of the core: an argument is packed as a borrowed view into a
-# reusable buffer of TVMFFIAny slots (a temporary owned object it needs goes on a ``temps`` list
-# released after the call); a result is an owned Any whose wrapper takes over the reference; every
-# Object wrapper owns exactly one reference, released once (or handed over by
+# The package's one ordering need: ``_env`` registers the signal-check and GIL hooks, and
+# ``_wiring`` imports every layer and hands each lower layer, once, what it calls in the higher
+# ones (the backend first, ``backend.init``); importing both first here, before anything else,
+# connects the runtime before any native call. Conventions of the core: an argument is packed as a
+# borrowed view into a reusable buffer of TVMFFIAny slots (a temporary owned object it needs goes
+# on a ``temps`` list released after the call); a result is an owned Any whose wrapper takes over
+# the reference; every Object wrapper owns exactly one reference, released once (or handed over by
 # ``_object._release_into`` / ``_adopt``).
-from . import _backend_hooks as _backend_hooks  # connects the backend (backend.init)
 from . import _env as _env  # registers the env hooks
 from . import _lib
-from . import _typed as _typed  # installs Function.from_typed
-from . import copying as copying  # installs copy, deepcopy, pickle
-from . import interop as interop  # installs Object.__tvm_ffi_object__
+from . import _wiring as _wiring  # connects the backend and every layer's helpers
+from . import copying as copying
+from . import interop as interop
 from ._call import Function, get_global_func, set_release_gil
 from ._errors import Error, ReleasedObjectError, register_error
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth

@@ -153,18 +153,12 @@ static int take_hook(PyObject* dict, const char* name, PyObject** out) {
   return 0;
 }
 
-/* The module whose plain names are the Python side C calls (_backend_hooks.py). */
-#define HOOKS_MODULE "tvmffi_runtime._backend_hooks"
-
-/* init(addresses: dict[str, int]): the hooks are read from HOOKS_MODULE's namespace */
+/* init(addresses: dict[str, int], helpers: dict[str, object]): the Python side C calls, handed
+   over by the runtime's wiring point (_wiring.py: BACKEND_HELPERS); C keeps a reference to each. */
 static PyObject* accel_init(PyObject* mod, PyObject* args) {
   static PyObject* errors; /* name -> builder of that error (see error_names) */
   PyObject *addrs, *hooks;
-  if (!PyArg_ParseTuple(args, "O!:init", &PyDict_Type, &addrs)) return NULL;
-  PyObject* hooks_module = PyImport_ImportModule(HOOKS_MODULE); /* importing it calls init */
-  if (hooks_module == NULL) return NULL;
-  hooks = PyModule_GetDict(hooks_module); /* borrowed; the module stays in sys.modules */
-  Py_DECREF(hooks_module);
+  if (!PyArg_ParseTuple(args, "O!O!:init", &PyDict_Type, &addrs, &PyDict_Type, &hooks)) return NULL;
   if (take_address(addrs, "TVMFFIFunctionCall", (void**)&ffi_call) < 0 ||
       take_address(addrs, "TVMFFIObjectIncRef", (void**)&ffi_incref) < 0 ||
       take_address(addrs, "TVMFFIObjectDecRef", (void**)&ffi_decref) < 0 ||
@@ -207,7 +201,7 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
 }
 
 static PyMethodDef accel_methods[] = {
-    {"init", accel_init, METH_VARARGS, "init(addresses): connect to libtvm_ffi and to the Python runtime (" HOOKS_MODULE ")."},
+    {"init", accel_init, METH_VARARGS, "init(addresses, helpers): connect to libtvm_ffi and to the Python runtime."},
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
     {"construct", (PyCFunction)(void (*)(void))accel_construct, METH_FASTCALL,
      "construct(self, handle, args, name, type_key): self owns what __ffi_init__ returns"},

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, overload
 
 from . import _lib
 from ._backend import backend
-from ._convert import set_container_builder, view_from_buffer
+from ._convert import view_from_buffer
 from ._errors import (
     ReleasedObjectError,
     _check,
@@ -29,12 +29,14 @@ from ._object import (
     _type_key_of_index,
     _wrap,
     register_class,
-    set_object_service,
     type_key_to_index,
 )
 from ._values import CallbackMode, TypeIndex
 
 __all__ = [
+    "construct_object",
+    "new_container",
+    "printer_repr",
     "Function",
     "argument_error",
     "ffi_init",
@@ -315,12 +317,12 @@ def _kwargs_marker() -> Any:
     return _KWARGS[0]
 
 
-def _new_container(ctor: str, items: Any) -> int:
+def new_container(ctor: str, items: Any) -> int:
     """Owned handle of a new Array/Map/List/Dict built by the library's constructor function."""
     return _release_into(ffi_call(global_func(ctor).c_handle, list(items), ctor))
 
 
-def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def construct_object(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """``Object.__init__``: make the object with its type's ``__ffi_init__`` and take it over."""
     cls = type(obj)
     type_key = cls._type_key
@@ -332,13 +334,13 @@ def _construct(obj: Object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> No
     backend.construct(obj, entry[0], args, entry[1], type_key)
 
 
-def _repr(obj: Object) -> str:
+def printer_repr(obj: Object) -> str:
     return str(global_func("ffi.ReprPrint")(obj))
 
 
 #: ``ffi_call(handle, args, name="")``: call the Function at ``handle`` (an address or a
 #: ``c_void_p``) with Python arguments; ``name`` (a string, or the Function) words argument
-#: errors. The backend's call (``_backend_hooks`` hands it the Python fallbacks before any call).
+#: errors. The backend's call (``_wiring`` hands it the Python fallbacks before any call).
 ffi_call: Callable[..., Any] = backend.call
 _backend_call = backend.call
 
@@ -374,6 +376,3 @@ if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "auto":
     set_release_gil("auto")
 
 register_class(TypeIndex.FUNCTION, Function)
-set_object_service("construct", _construct)
-set_object_service("repr", _repr)
-set_container_builder(_new_container)

@@ -1,6 +1,6 @@
 """What crosses back from a Python callback called by native code: its result as an owned Any
 (:func:`to_owned_any`), a walk handler's result (written by the hook :func:`set_walk_result`
-installs), both read by the backends from ``_backend_hooks``; and Functions made in a callback
+installs), both handed to the backends by ``_wiring``; and Functions made in a callback
 mode given by number (:func:`function_in_mode`). The Functions themselves are the backend's
 (``backend.callback_function`` / ``function_create``: ``_accel_parts/callbacks.h``, or
 ``_pure/callbacks.py`` with its table of live callbacks and its ctypes trampoline); the modes

@@ -418,6 +418,3 @@ def _pod_from(buf: Any, off: int, tindex: int, small_len: int, v: int) -> Any:
     if read is None:
         raise TypeError(f"cannot convert a TVM FFI value of type index {tindex} to Python")
     return read(buf, off, small_len, v)
-
-
-backend.set_unchanged(UNCHANGED)  # the compiled backend returns it for kTVMFFIUnchanged itself

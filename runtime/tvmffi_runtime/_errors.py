@@ -13,12 +13,14 @@ from __future__ import annotations
 import builtins
 import ctypes
 import threading
-import traceback
 from collections.abc import Callable
+from traceback import walk_tb
+from types import TracebackType
 from typing import Any, TypeVar
 
 from . import _lib
 from ._lib import OBJECT_HEADER_SIZE
+from ._native_traceback import library_part, native_traceback
 
 __all__ = [
     "BACKEND_ERRORS",
@@ -27,6 +29,7 @@ __all__ = [
     "FIELD_ACCEPTS",
     "Error",
     "ReleasedObjectError",
+    "TVM_FFI_KINDS",
     "arity_error",
     "conversion_failed",
     "field_delete_error",
@@ -56,12 +59,17 @@ _byref = ctypes.byref
 _DecRef = _lib.ObjectDecRef
 
 
-class Error(Exception):
-    """An error of a kind Python has no class for, or one created to raise into native code.
+class Error(RuntimeError):
+    """A native error of a kind Python has no class for, or one created to raise into native code.
 
-    ``Error(kind, message, backtrace)``; native errors of a kind that names a Python exception
-    class (``ValueError``, ``KeyError``, ...) are raised as that class instead, with ``kind`` and
-    ``backtrace`` attributes and the native backtrace as a note.
+    ``Error(kind, message, backtrace)``. A native error is raised as an instance of the class
+    ``tvm_ffi`` raises it as, so code written against either binding catches the same errors:
+    the builtin class of its name for the kinds ``tvm_ffi`` knows (``TVM_FFI_KINDS``), else a
+    ``RuntimeError``. This class is that ``RuntimeError``; each other kind gets a subclass named
+    after it (which also derives from the builtin class of that name, if there is one, as the
+    kind's own class), unless a class was registered for it (:func:`register_error`). Every
+    native error has ``kind`` and ``backtrace`` attributes, and the library's frames of the
+    backtrace in its traceback.
     """
 
     kind: str
@@ -81,8 +89,15 @@ class Error(Exception):
         return f"Error({self.kind!r}, {self.message!r})"
 
 
+#: The kinds ``tvm_ffi`` raises as the builtin class of the same name (its ``error.py`` registers
+#: these); it raises every other kind as a ``RuntimeError``.
+TVM_FFI_KINDS = (
+    "RuntimeError", "ValueError", "TypeError", "AttributeError", "KeyError", "IndexError",
+    "AssertionError", "MemoryError",
+)  # fmt: skip
+
 _ERROR_KINDS: dict[str, type[BaseException]] = {}
-_ERROR_SUBCLASSES: dict[str, type[Error]] = {}
+_ERROR_SUBCLASSES: dict[str, type[BaseException]] = {}
 
 
 def register_error(kind: str, cls: type[BaseException]) -> None:
@@ -90,15 +105,8 @@ def register_error(kind: str, cls: type[BaseException]) -> None:
     _ERROR_KINDS[kind] = cls
 
 
-for _name in (
-    "ValueError", "TypeError", "IndexError", "KeyError", "AttributeError", "RuntimeError",
-    "NotImplementedError", "AssertionError", "MemoryError", "KeyboardInterrupt", "OSError",
-    "ZeroDivisionError", "OverflowError", "StopIteration", "ImportError", "LookupError",
-    "ArithmeticError", "RecursionError", "FileNotFoundError", "PermissionError", "TimeoutError",
-    "UnicodeError", "SystemExit", "BufferError", "EOFError", "NameError",
-):  # fmt: skip
+for _name in TVM_FFI_KINDS:
     register_error(_name, getattr(builtins, _name))
-register_error("InternalError", RuntimeError)
 
 
 def _error_kind_of_class(cls: type[BaseException]) -> str:
@@ -110,36 +118,42 @@ def _error_kind_of_class(cls: type[BaseException]) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _kind_class(kind: str) -> type[BaseException]:
+    """The class of a kind nothing registered: a builtin ``RuntimeError`` of that name itself
+    (``NotImplementedError``, ``RecursionError``), else an ``Error`` subclass named after the kind,
+    deriving from the builtin exception class of that name too if there is one."""
+    builtin: object = getattr(builtins, kind, None)
+    bases: tuple[type[BaseException], ...] = (Error,)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        if issubclass(builtin, RuntimeError):
+            return builtin
+        bases = (Error, builtin)
+    name = kind if kind.isidentifier() else "NativeError"
+    return type(name, bases, {"__module__": "tvmffi_runtime"})
+
+
 def _error_class(kind: str) -> type[BaseException]:
-    cls = _ERROR_KINDS.get(kind)
-    if cls is not None:
-        return cls
-    sub = _ERROR_SUBCLASSES.get(kind)
-    if sub is None:
-        name = kind if kind.isidentifier() else "NativeError"
-        sub = type(name, (Error,), {"__module__": "tvmffi_runtime"})
-        _ERROR_SUBCLASSES[kind] = sub
-    return sub
+    cls = _ERROR_KINDS.get(kind) or _ERROR_SUBCLASSES.get(kind)
+    if cls is None:
+        cls = _ERROR_SUBCLASSES[kind] = _kind_class(kind)
+    return cls
 
 
 def _make_exception(kind: str, message: str, backtrace: str) -> BaseException:
+    """The Python exception for a native error, its library frames woven into its traceback."""
+    backtrace, frames = library_part(backtrace)
     cls = _error_class(kind)
     exc: BaseException
-    if issubclass(cls, Error):
-        exc = cls(kind, message, backtrace)
-    else:
-        try:
-            exc = cls(message)
-        except Exception:  # noqa: BLE001 - a registered class may refuse the message: fall back to Error
-            exc = Error(kind, message, backtrace)
-        try:
-            exc.kind = kind  # type: ignore[attr-defined]
-            exc.backtrace = backtrace  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
-    if backtrace and hasattr(exc, "add_note"):
-        exc.add_note("native backtrace:\n" + backtrace.rstrip())
-    return exc
+    try:
+        exc = cls(kind, message, backtrace) if issubclass(cls, Error) else cls(message)
+    except Exception:  # noqa: BLE001 - a class may refuse the message (ExceptionGroup): fall back to Error
+        exc = Error(kind, message, backtrace)
+    try:
+        exc.kind = kind  # type: ignore[attr-defined]
+        exc.backtrace = backtrace  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    return exc.with_traceback(native_traceback(frames))
 
 
 # Python exceptions raised into native code, kept by error handle so the same exception object
@@ -205,6 +219,13 @@ def _check(rc: int) -> None:
         raise _fetch_error()
 
 
+def _backtrace_text(tb: TracebackType | None) -> str:
+    """A Python traceback as native backtrace text: one ``File`` line a frame, the innermost
+    first, as libtvm_ffi writes its own frames (so they are woven back in Python's order)."""
+    lines = [f'  File "{f.f_code.co_filename}", line {line}, in {f.f_code.co_name}\n' for f, line in walk_tb(tb)]
+    return "".join(reversed(lines))
+
+
 def _new_error_handle(exc: BaseException) -> int:
     """Create a native Error object (owned handle) describing a Python exception."""
     if isinstance(exc, Error):
@@ -215,7 +236,10 @@ def _new_error_handle(exc: BaseException) -> int:
         registered = _ERROR_KINDS.get(own_kind)
         # Register the class under its own kind; replace only a class of the same qualified name
         # (a module reloaded, a class defined anew), never one registered under it explicitly.
-        if registered is not cls and (registered is None or _error_kind_of_class(registered) == own_kind):
+        # Not a builtin class: a builtin kind keeps the class ``_kind_class`` gives it, so what a
+        # library's error of that kind is raised as does not depend on what crossed before.
+        learn = cls.__module__ != "builtins" and registered is not cls
+        if learn and (registered is None or _error_kind_of_class(registered) == own_kind):
             register_error(own_kind, cls)
         given = getattr(exc, "kind", None)  # set on exceptions that came from native code
         kind = given if isinstance(given, str) and given else own_kind
@@ -225,7 +249,7 @@ def _new_error_handle(exc: BaseException) -> int:
             message = str(exc)
         bt = ""
     if exc.__traceback__ is not None:
-        bt = "".join(traceback.format_tb(exc.__traceback__)) + bt
+        bt = _backtrace_text(exc.__traceback__) + bt
     parts = [s.encode("utf-8", "replace") for s in (kind, message, bt)]
     out = _c_void_p()
     arrays = [_lib.byte_array(p) for p in parts]
@@ -255,7 +279,7 @@ class ReleasedObjectError(ValueError):
 # The messages both backends raise, defined once
 # =============================================================================================
 # The ctypes path raises these where it fails; the compiled path (``_accel.c``) gets the
-# builders at init (``_backend_hooks.errors``: ``BACKEND_ERRORS``, by name) and calls them on its error
+# builders at init (``_wiring.BACKEND_HELPERS['errors']``: ``BACKEND_ERRORS``) and calls them on its error
 # paths, so neither words a message of its own.
 _E = TypeVar("_E", bound=BaseException)
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 from . import _errors
 from ._backend import backend
 from ._errors import field_delete_error, field_read_only_error, naming_field
+from ._field_kinds import FIELD_KINDS, IN_PLACE_FIELD_KINDS
 from ._object import Object
-from ._pure.fields import FIELD_KINDS, IN_PLACE_FIELD_KINDS
 
 __all__ = [
     "FIELD_KINDS",

@@ -24,19 +24,20 @@ from typing import Any, cast
 
 from . import _lib, _object
 from ._backend import backend
-from ._call import _repr as _printer_repr
-from ._object import Object, set_object_service
-from ._pure.graph import GETTER as _GETTER
-from ._pure.graph import LEAVES as _LEAVES
-from ._pure.graph import MAP_CELL as _MAP_CELL
-from ._pure.graph import MAPS as _MAPS
-from ._pure.graph import PAIR as _PAIR
-from ._pure.graph import SEQ_CELL as _SEQ_CELL
-from ._pure.graph import SEQS as _SEQS
-from ._pure.graph import SMALL_MAP as _SMALL_MAP
+from ._call import printer_repr
+from ._graph_layout import GETTER as _GETTER
+from ._graph_layout import LEAVES as _LEAVES
+from ._graph_layout import MAP_CELL as _MAP_CELL
+from ._graph_layout import MAPS as _MAPS
+from ._graph_layout import PAIR as _PAIR
+from ._graph_layout import SEQ_CELL as _SEQ_CELL
+from ._graph_layout import SEQS as _SEQS
+from ._graph_layout import SMALL_MAP as _SMALL_MAP
+from ._object import Object
 from ._values import TypeIndex
 
 __all__ = [
+    "guarded_repr",
     "DEFAULT_MAX_DEPTH",
     "GraphTooDeepError",
     "ReferenceCycleError",
@@ -373,16 +374,13 @@ def _pairs(mapping: Any) -> list[Any]:
     return list(mapping.items())
 
 
-def _guarded_repr(obj: Object) -> str:
+def guarded_repr(obj: Object) -> str:
     """The repr service: ``ffi.ReprPrint`` marks cycles itself (``...``) and keeps its own
     stack, but its time and memory grow with the square of the depth (a 100 000-deep chain
     exhausts memory), so a graph deeper than the bound is refused first; ``Object.__repr__``
     then shows its short ``<type at address>`` form."""
     check_graph(obj, "repr", cycles=False)
-    return _printer_repr(obj)
-
-
-set_object_service("repr", _guarded_repr)
+    return printer_repr(obj)
 
 
 # =============================================================================================

@@ -9,7 +9,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, cast
 
-from ._call import set_typed_adapter
 from .containers import Array, Dict, List, Map
 
 __all__ = ["typed_adapter", "checker_for"]
@@ -157,6 +156,3 @@ def typed_adapter(f: Callable[..., Any]) -> Callable[..., Any]:
         return f(*converted)
 
     return adapter
-
-
-set_typed_adapter(typed_adapter)

@@ -25,7 +25,7 @@ from operator import index as _index  # a TypeError, like list, for a non-intege
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 from ._backend import backend
-from ._call import _new_container, ffi_call, global_handle
+from ._call import ffi_call, global_handle, new_container
 from ._convert import view_from_buffer
 from ._lib import OBJECT_HEADER_SIZE
 from ._object import Object, _adopt, _wrap, register_object
@@ -129,7 +129,7 @@ class Array(_SeqBase[T], Sequence[T]):
     __slots__ = ()
 
     def __init__(self, items: Iterable[T] = ()) -> None:
-        self._h = _new_container("ffi.Array", list(items))
+        self._h = new_container("ffi.Array", list(items))
         self._t = TypeIndex.ARRAY
 
 
@@ -140,7 +140,7 @@ class List(_SeqBase[T], MutableSequence[T]):
     __slots__ = ()
 
     def __init__(self, items: Iterable[T] = ()) -> None:
-        self._h = _new_container("ffi.List", list(items))
+        self._h = new_container("ffi.List", list(items))
         self._t = TypeIndex.LIST
 
     @overload
@@ -354,7 +354,7 @@ class Map(_MapBase[K, V], Mapping[K, V]):
     _prefix: ClassVar[str] = "ffi.Map"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
-        self._h = _new_container("ffi.Map", _flat_pairs(items))
+        self._h = new_container("ffi.Map", _flat_pairs(items))
         self._t = TypeIndex.MAP
 
 
@@ -366,7 +366,7 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
     _prefix: ClassVar[str] = "ffi.Dict"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
-        self._h = _new_container("ffi.Dict", _flat_pairs(items))
+        self._h = new_container("ffi.Dict", _flat_pairs(items))
         self._t = TypeIndex.DICT
 
     def __setitem__(self, key: K, value: V) -> None:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from ._call import Function, get_global_func, type_attr_value
 from ._graph_guard import check_graph
-from ._object import Object, set_object_service
+from ._object import Object
 from ._values import TypeIndex
 
 __all__ = ["deep_copy", "from_json_graph", "reduce_object", "shallow_copy", "to_json_graph"]
@@ -107,8 +107,3 @@ def reduce_object(obj: Object) -> tuple[Callable[[str], Any], tuple[str]]:
 def from_json_graph(text: str) -> Any:
     """The object a JSON graph string describes (what pickled objects are rebuilt by)."""
     return _global("ffi.FromJSONGraphString")(text)
-
-
-set_object_service("copy", shallow_copy)
-set_object_service("deepcopy", deep_copy)
-set_object_service("reduce", reduce_object)

@@ -23,7 +23,7 @@ from typing import Any
 from . import _lib
 from ._call import Function
 from ._errors import _released_object_error
-from ._object import Object, set_object_service
+from ._object import Object
 
 __all__ = ["HANDOFF_FUNCTION", "to_tvm_ffi"]
 
@@ -80,6 +80,3 @@ def to_tvm_ffi(obj: Object) -> Any:
         return fetch()
     finally:
         _pending.obj = previous
-
-
-set_object_service("to_tvm_ffi", to_tvm_ffi)

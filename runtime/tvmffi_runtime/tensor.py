@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _lib, _object
-from ._convert import set_dlpack_importer
 from ._errors import _check
 from ._lib import OBJECT_HEADER_SIZE
 from ._object import Object
@@ -415,6 +414,3 @@ def _numpy_dtype(name: str) -> Any:
         return np.dtype(name)
     except TypeError:
         raise TypeError(f"numpy has no dtype for TVM FFI dtype {name!r}") from None
-
-
-set_dlpack_importer(tensor_handle_from_dlpack)

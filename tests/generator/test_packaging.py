@@ -86,7 +86,7 @@ def _metadata(wheel: Path) -> str:
 def test_runtime_wheel_holds_the_runtime_only(wheels):
     names = _names(wheels["runtime"])
     sources = sorted(p.name for p in (ROOT / "runtime" / "tvmffi_runtime").glob("*.py"))
-    assert "__init__.py" in sources and "_backend_hooks.py" in sources
+    assert "__init__.py" in sources and "_wiring.py" in sources
     missing = [n for n in sources if f"tvmffi_runtime/{n}" not in names]
     assert not missing, f"runtime modules missing from the runtime wheel: {missing}"
     assert {"tvmffi_runtime/py.typed", "tvmffi_runtime/_accel.pyi"} <= names

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tvmffi_gen.cli import default_library
-from tvmffi_gen.platforms import platform_module
+from tvmffi_gen.runtime_files import platform_module
 from tvmffi_gen.snapshot import SnapshotError
 
 P = platform_module()

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import traceback
 import types
 from pathlib import Path
 from typing import Any
@@ -281,6 +282,26 @@ def test_same_named_classes_raised_without_the_original(
         assert info.value.kind == f"{cls.__module__}.MyError"  # type: ignore[attr-defined]
 
 
+def test_exception_rebuilt_from_its_native_error_keeps_its_frames_in_order(
+    apply: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Python exception that comes back rebuilt (not the same object) has its Python frames,
+    which crossed as native backtrace text, woven back in Python's order: the raising one last."""
+    monkeypatch.setattr(_errors, "_PY_ERRORS", _ForgetfulErrors())
+
+    def inner() -> None:
+        raise LookupError("rebuilt")
+
+    def outer() -> None:
+        inner()
+
+    with pytest.raises(RuntimeError) as info:  # LookupError is a kind tvm_ffi raises as RuntimeError
+        apply(outer)
+    names = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert isinstance(info.value, LookupError)
+    assert names[-2:] == ["outer", "inner"]
+
+
 def test_qualified_kind_raised_natively_maps_back(apply: Any, two_my_errors: Any, testing_lib: Any) -> None:
     a_cls, b_cls = two_my_errors
     raise_error = rt.get_global_func("testing.test_raise_error")
@@ -306,7 +327,7 @@ def test_redefined_class_replaces_the_stale_one(apply: Any) -> None:
 def test_builtin_classes_keep_their_bare_name(apply: Any) -> None:
     for exc in (ValueError("v"), ConnectionError("c"), KeyError("k")):
         value = apply(lambda: exc)  # noqa: B023 - called within this iteration
-        assert type(value) is type(exc)
+        assert isinstance(value, type(exc))  # ConnectionError: also a RuntimeError, as tvm_ffi's
         assert value.kind == type(exc).__name__
 
 

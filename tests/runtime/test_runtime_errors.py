@@ -10,18 +10,20 @@ reruns this file on pure ctypes.
 
 from __future__ import annotations
 
+import builtins
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_runtime import _call, _callback, _errors, _fields, _lib
+from tvmffi_runtime import _call, _callback, _errors, _fields, _lib, _native_traceback
 from tvmffi_runtime._values import CallbackMode
 from tvmffi_runtime.structural import move, structural_mutate, structural_walk
 
@@ -58,7 +60,10 @@ def apply(testing_lib):
         ("KeyError", KeyError),
         ("AttributeError", AttributeError),
         ("RuntimeError", RuntimeError),
-        ("NotImplementedError", NotImplementedError),
+        ("AssertionError", AssertionError),
+        ("MemoryError", MemoryError),
+        ("NotImplementedError", NotImplementedError),  # tvm_ffi's RuntimeError, and its own class
+        ("RecursionError", RecursionError),
     ],
 )
 def test_native_errors_become_the_matching_python_class(raise_error, kind, cls):
@@ -72,12 +77,13 @@ def test_native_errors_become_the_matching_python_class(raise_error, kind, cls):
     assert not isinstance(exc, rt.Error)
 
 
-@pytest.mark.parametrize("kind", ["CustomKind", "Some Kind With Spaces", "my.dotted.Kind"])
+@pytest.mark.parametrize("kind", ["CustomKind", "Some Kind With Spaces", "my.dotted.Kind", "InternalError"])
 def test_unknown_kinds_become_error_subclasses(raise_error, kind):
     with pytest.raises(rt.Error) as info:
         raise_error(kind, "unusual")
     exc = info.value
     assert type(exc) is not rt.Error and issubclass(type(exc), rt.Error)
+    assert isinstance(exc, RuntimeError)  # as tvm_ffi raises a kind it has no class for
     assert exc.kind == kind
     assert exc.message == "unusual" and str(exc) == "unusual"
     assert isinstance(exc.backtrace, str) and "TestRaiseError" in exc.backtrace
@@ -92,11 +98,85 @@ def test_error_subclass_is_named_after_an_identifier_kind(raise_error):
     assert type(info.value).__name__ == "DeviceLostError"
 
 
-def test_native_backtrace_is_attached_as_a_note(raise_error):
+@pytest.mark.parametrize("kind", ["ZeroDivisionError", "OSError", "StopIteration", "KeyboardInterrupt"])
+def test_other_builtin_kinds_are_runtime_errors_of_their_own_class(raise_error, kind):
+    """tvm_ffi raises these as RuntimeError; ours is one too, and the builtin of the kind's name."""
+    with pytest.raises(RuntimeError) as info:
+        raise_error(kind, "builtin name")
+    exc = info.value
+    assert isinstance(exc, getattr(builtins, kind)) and isinstance(exc, rt.Error)
+    assert type(exc).__name__ == kind and str(exc) == "builtin name" and exc.kind == kind
+
+
+def test_a_builtin_class_that_crossed_does_not_change_its_kind(raise_error, apply):
+    """A Python ZeroDivisionError returned through native code comes back as the kind's class,
+    which a library's ZeroDivisionError is raised as afterwards too."""
+    value = apply(lambda: ZeroDivisionError("from Python"))
+    assert isinstance(value, ZeroDivisionError) and str(value) == "from Python"
+    with pytest.raises(RuntimeError) as info:
+        raise_error("ZeroDivisionError", "from C++")
+    assert type(info.value) is type(value)
+
+
+# What the library's backtrace looks like on each path: the library's frame, then the binding's.
+COMPILED_BACKTRACE = """\
+  File "/project/src/ffi/testing/testing.cc", line 521, in void tvm::ffi::TestRaiseError(String, String)
+  File "tvmffi_runtime/_accel_parts/calls.h", line 199, in call_raw
+  File "tvmffi_runtime/_accel_parts/calls.h", line 230, in call_packed
+  File "Objects/methodobject.c", line 427, in cfunction_vectorcall_FASTCALL
+"""
+PURE_BACKTRACE = """\
+  File "/project/src/ffi/testing/testing.cc", line 521, in void tvm::ffi::TestRaiseError(String, String)
+  File "<unknown>", line 0, in ffi_call
+  File "/tmp/python-build/Python-3.11.7/Modules/_ctypes/callproc.c", line 923, in _call_function_pointer
+  File "/tmp/python-build/Python-3.11.7/Modules/_ctypes/_ctypes.c", line 4201, in PyCFuncPtr_call
+"""
+
+
+@pytest.mark.parametrize("backtrace", [COMPILED_BACKTRACE, PURE_BACKTRACE], ids=["compiled", "ctypes"])
+def test_backtrace_is_cut_at_the_binding(backtrace):
+    text, frames = _native_traceback.library_part(backtrace)
+    assert frames == (("/project/src/ffi/testing/testing.cc", 521, "void tvm::ffi::TestRaiseError(String, String)"),)
+    assert text == backtrace.splitlines(keepends=True)[0]
+    assert _native_traceback.library_part("no frame here\n") == ("no frame here\n", ())
+
+
+def _native_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(".py")]
+
+
+def test_traceback_ends_in_the_library_frames_without_the_bindings(raise_error):
     with pytest.raises(ValueError) as info:
-        raise_error("ValueError", "with note")
-    notes = getattr(info.value, "__notes__", [])
-    assert any("TestRaiseError" in note for note in notes)
+        raise_error("ValueError", "in the traceback")
+    exc = info.value
+    native = _native_frames(exc)
+    assert [f.name for f in native] == ["void tvm::ffi::TestRaiseError(String, String)"]
+    assert native[0].filename.endswith("testing.cc") and native[0].lineno
+    assert traceback.extract_tb(exc.__traceback__)[-1].name == native[0].name  # innermost
+    assert exc.backtrace == f'  File "{native[0].filename}", line {native[0].lineno}, in {native[0].name}\n'
+    assert not getattr(exc, "__notes__", None)
+    shown = "".join(traceback.format_exception(exc))
+    for binding in ("_accel", "calls.h", "methodobject.c", "_ctypes", "ffi_call"):
+        assert binding not in shown
+
+
+def test_library_frames_hold_no_caller_frames(raise_error):
+    """The frames woven in belong to no call stack: they keep no caller (nor its locals) alive."""
+    with pytest.raises(ValueError) as info:
+        raise_error("ValueError", "x")
+    tb = info.value.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code.co_name.endswith("TestRaiseError(String, String)")
+    assert tb.tb_frame.f_back is None and tb.tb_frame.f_locals == {}
+
+
+def test_library_frames_of_an_error_raised_under_a_callback(raise_error, apply):
+    with pytest.raises(KeyError) as info:
+        apply(lambda: raise_error("KeyError", "inner"))
+    names = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert names[-1] == "void tvm::ffi::TestRaiseError(String, String)"
+    assert "<lambda>" in names  # the callback's frame, above the library's
 
 
 def test_errors_leave_the_runtime_usable(raise_error, testing_lib):

@@ -7,8 +7,9 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Field: a descriptor reading (and writing) one field in object memory                       */
 /* ---------------------------------------------------------------------------------------- */
-enum { F_I64, F_I32, F_F64, F_F32, F_BOOL, F_OBJECT, F_ANY };
-static const char* field_kinds[] = {"i64", "i32", "f64", "f32", "bool", "object", "any", NULL};
+/* F_I64 ... F_ANY, field_kinds[] (their names) and field_kind_in_place[]: written at build time
+   from the one table of field layouts, tvmffi_runtime/_field_kinds.py */
+#include "field_kinds.h"
 
 typedef struct {
   PyObject_HEAD
@@ -132,7 +133,7 @@ static PyObject* field_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   int k = 0;
   while (field_kinds[k] != NULL && strcmp(field_kinds[k], kind) != 0) ++k;
   int which = field_kinds[k] == NULL ? E_FIELD_KIND : E_FIELD_IN_PLACE;
-  if (field_kinds[k] == NULL || (setter == Py_True && k != F_I64 && k != F_F64 && k != F_BOOL)) {
+  if (field_kinds[k] == NULL || (setter == Py_True && !field_kind_in_place[k])) {
     PyObject* kind_str = PyUnicode_FromString(kind);
     if (kind_str != NULL) {
       RAISE_ERROR(which, qualname, kind_str);

@@ -6,13 +6,13 @@ check).
 
 It sits as low as ``_accel`` (it imports only ``_lib``, ``_errors`` and ``_values``): what it
 needs from the layers above (the packers, the unpack table, wrapping, callback results) it
-takes in :func:`init`, by name from ``tvmffi_runtime._backend_hooks``, as the compiled backend
-does.
+is handed in :func:`init` by ``tvmffi_runtime._wiring``, as the compiled backend is.
 """
 
 from __future__ import annotations
 
-import importlib
+from types import SimpleNamespace
+from typing import Any
 
 from . import callbacks as _callbacks
 from . import calls as _calls
@@ -41,10 +41,10 @@ __all__ = [
 ]
 
 
-def init(addresses: dict[str, int]) -> None:
-    """Connect to the Python runtime: each part takes its helpers from ``_backend_hooks``
-    (imported by name, as ``_accel.c`` imports it). ``addresses`` (the library's entry points
-    the compiled backend calls) are the ctypes prototypes' own here."""
-    hooks = importlib.import_module("tvmffi_runtime._backend_hooks")
+def init(addresses: dict[str, int], helpers: dict[str, Any]) -> None:
+    """Connect to the Python runtime: each part takes the helpers it calls from ``helpers``
+    (``_wiring.BACKEND_HELPERS``, as ``_accel.c`` does). ``addresses`` (the library's entry
+    points the compiled backend calls) are the ctypes prototypes' own here."""
+    hooks = SimpleNamespace(**helpers)
     for part in (_calls, _callbacks, _fields):
         part.connect(hooks)

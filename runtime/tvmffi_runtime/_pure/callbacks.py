@@ -39,7 +39,7 @@ def _not_connected(*args: Any) -> Any:
     raise RuntimeError("tvmffi_runtime: the pure backend is used before init() (import tvmffi_runtime)")
 
 
-# What init() hands over from the layers above (the names of _backend_hooks)
+# What init() hands over from the layers above (the names of _wiring.BACKEND_HELPERS)
 _view: Callable[[Any, int], Any] = _not_connected
 _to_owned: Callable[[Any, int], None] = _not_connected
 _walk_result: Callable[[Any, int], None] = _not_connected
@@ -47,7 +47,7 @@ _ref_counts: Callable[[int], tuple[int, int]] = _not_connected
 
 
 def connect(hooks: Any) -> None:
-    """Take the Python helpers this part calls from ``_backend_hooks``."""
+    """Take the Python helpers this part calls from ``_wiring.BACKEND_HELPERS``."""
     global _view, _to_owned, _walk_result, _ref_counts
     _view, _to_owned, _walk_result, _ref_counts = (
         hooks.view_from_buffer,

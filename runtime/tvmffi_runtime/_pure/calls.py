@@ -2,7 +2,7 @@
 sequence's items as values (the twin of ``_accel_parts/calls.h``).
 
 The packers, the unpack table and the wrapping of objects live in the layers above; ``init``
-hands them over (``connect``) by the names ``_backend_hooks`` gives them, as the compiled
+hands them over (``connect``) by the names ``_wiring.BACKEND_HELPERS`` gives them, as the compiled
 backend reads them.
 """
 
@@ -36,7 +36,7 @@ def _not_connected(*args: Any) -> Any:
     raise RuntimeError("tvmffi_runtime: the pure backend is used before init() (import tvmffi_runtime)")
 
 
-# What init() hands over from the layers above (the names of _backend_hooks)
+# What init() hands over from the layers above (the names of _wiring.BACKEND_HELPERS)
 _packers: dict[type, Callable[[Any, int, Any, list[Any]], None]] = {}
 _resolve_packer: Callable[[type[Any]], Any] = _not_connected
 _pod_from: Callable[[Any, int, int, int, int], Any] = _not_connected
@@ -47,7 +47,7 @@ _pack_error: Callable[[Any, Any, int, BaseException], BaseException] = _not_conn
 
 
 def connect(hooks: Any) -> None:
-    """Take the Python helpers this part calls from ``_backend_hooks``."""
+    """Take the Python helpers this part calls from ``_wiring.BACKEND_HELPERS``."""
     global _packers, _resolve_packer, _pod_from, _wrap, _view, _release_temps, _pack_error
     _packers, _resolve_packer, _pod_from = hooks.packers, hooks.resolve_packer, hooks.pod_from
     _wrap, _view = hooks.wrap, hooks.view_from_buffer

@@ -1,6 +1,6 @@
 """_pure/fields.py: the field descriptor of generated classes, reading and writing object
 memory at a reflected offset, and the memory readers and writers it uses (the twin of
-``_accel_parts/fields.h``; ``_fields.FIELD_KINDS`` is the one table of the kinds)."""
+``_accel_parts/fields.h``; ``_field_kinds`` is the one table of the kinds)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from .._errors import (
     naming_field,
     value_type_error,
 )
+from .._field_kinds import FIELD_KINDS, IN_PLACE_FIELD_KINDS
 from .._values import TypeIndex
 from .objects import ObjectBase
 
-__all__ = ["FIELD_KINDS", "IN_PLACE_FIELD_KINDS", "Field", "connect", "read_any", "read_object", "write_bool",
-           "write_f64", "write_i64"]  # fmt: skip
+__all__ = ["Field", "connect", "read_any", "read_object", "write_bool", "write_f64", "write_i64"]
 
 _c_void_p = ctypes.c_void_p
 _IncRef = _lib.ObjectIncRef
@@ -44,13 +44,13 @@ def _not_connected(*args: Any) -> Any:
     raise RuntimeError("tvmffi_runtime: the pure backend is used before init() (import tvmffi_runtime)")
 
 
-# What init() hands over from the layers above (the names of _backend_hooks)
+# What init() hands over from the layers above (the names of _wiring.BACKEND_HELPERS)
 _wrap: Callable[[int, int], Any] = _not_connected
 _view: Callable[[Any, int], Any] = _not_connected
 
 
 def connect(hooks: Any) -> None:
-    """Take the Python helpers this part calls from ``_backend_hooks``."""
+    """Take the Python helpers this part calls from ``_wiring.BACKEND_HELPERS``."""
     global _wrap, _view
     _wrap, _view = hooks.wrap, hooks.view_from_buffer
 
@@ -134,21 +134,12 @@ def _read_bool(addr: int) -> bool:
     return _bool_at(addr).value
 
 
-#: How a field read from memory is laid out: int64, int32, double, float, bool, an ObjectRef
-#: pointer, or a TVMFFIAny (Any, String, Bytes). The one table of field kinds: the generator's
-#: layout rules and ``_accel.c``'s table (same order) are checked against it by
-#: tests/runtime/test_runtime_layers.py.
-FIELD_KINDS = ("i64", "i32", "f64", "f32", "bool", "object", "any")
-#: The kinds a descriptor writes in place (what the registry setter would do); others go
-#: through the registry setter.
-IN_PLACE_FIELD_KINDS = ("i64", "f64", "bool")
-
-_READERS: dict[str, Callable[[int], Any]] = dict(
-    zip(FIELD_KINDS, (_read_i64, _read_i32, _read_f64, _read_f32, _read_bool, read_object, read_any), strict=True)
-)
-_WRITERS: dict[str, Callable[[int, Any], None]] = dict(
-    zip(IN_PLACE_FIELD_KINDS, (write_i64, write_f64, write_bool), strict=True)
-)
+_READERS: dict[str, Callable[[int], Any]] = {
+    "i64": _read_i64, "i32": _read_i32, "f64": _read_f64, "f32": _read_f32, "bool": _read_bool,
+    "object": read_object, "any": read_any,
+}  # fmt: skip
+_WRITERS: dict[str, Callable[[int, Any], None]] = {"i64": write_i64, "f64": write_f64, "bool": write_bool}
+assert tuple(_READERS) == FIELD_KINDS and tuple(_WRITERS) == IN_PLACE_FIELD_KINDS, "_field_kinds changed"
 
 
 class Field:

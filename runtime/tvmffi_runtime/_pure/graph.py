@@ -10,27 +10,15 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _lib
+from .._graph_layout import GETTER, LEAVES, MAP_CELL, MAPS, PAIR, SEQ_CELL, SEQS, SMALL_MAP
 from .._values import TypeIndex
 
-__all__ = ["GETTER", "LEAVES", "MAPS", "MAP_CELL", "PAIR", "SEQS", "SEQ_CELL", "SMALL_MAP", "graph_check"]
+__all__ = ["graph_check"]
 
-#: Object types the routines never recurse into (no object-typed contents); the layouts the walk
-#: reads (``_graph_guard`` reads them too, for the edges' labels).
-LEAVES = frozenset(
-    {TypeIndex.STR, TypeIndex.BYTES, TypeIndex.ERROR, TypeIndex.FUNCTION, TypeIndex.SHAPE,
-     TypeIndex.TENSOR, TypeIndex.MODULE, TypeIndex.OPAQUE_PY_OBJECT, TypeIndex.BIG_INT}
-)  # fmt: skip
-SEQS = frozenset({TypeIndex.ARRAY, TypeIndex.LIST})
-MAPS = frozenset({TypeIndex.MAP, TypeIndex.DICT})
 _HEADER = _lib.OBJECT_HEADER_SIZE
 _ANY = _lib.ANY_INT  # (type index, zero padding / small length, payload)
-SEQ_CELL = struct.Struct("=Qq")  # TVMFFISeqCell: data pointer, size
-MAP_CELL = struct.Struct("=QQQ")  # MapBaseObj after the header: data_, size_, slots_
-SMALL_MAP = 1 << 63  # slots_ bit of the small (inline pairs) layout
-PAIR = struct.Struct("=iIqiIq")  # a (key, value) pair of Any cells in the small layout
 _I32 = struct.Struct("=i")
 _Any16 = ctypes.c_char * 16
-GETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 _OBJECT = TypeIndex.OBJECT
 #: The process's memory as one byte view: ``struct.unpack_from(_MEMORY, address)`` reads object
 #: memory with no foreign call (a ctypes read costs 3-5 times more). Only addresses of live

@@ -32,4 +32,4 @@ class ObjectBase:
 
 def set_unchanged(obj: Any) -> None:
     """What stands for ``kTVMFFIUnchanged``: this backend unpacks every value with ``_convert``'s
-    table, which ``_convert.set_unchanged`` fills itself, so there is nothing more to hold."""
+    table, which ``_convert`` fills itself, so there is nothing more to hold."""

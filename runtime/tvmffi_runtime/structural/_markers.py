@@ -17,6 +17,7 @@ from .._object import Object, _adopt
 from .._values import UNCHANGED, TypeIndex, Unchanged
 
 __all__ = [
+    "pack_moved",
     "DefRegionKind",
     "InplaceMode",
     "UNCHANGED",
@@ -171,7 +172,7 @@ class _StolenRef:
                 pass
 
 
-def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
+def pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     obj = v.obj
     h = obj._h
     if not h:
@@ -180,9 +181,6 @@ def _pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
     ref = _StolenRef(h)
     temps.append(ref)  # dropped after the call: releases the handle if the callee did not take it
     _convert._pack_uint(buf, off, TypeIndex.OBJECT_RVALUE_REF, 0, ctypes.addressof(ref.cell))
-
-
-_convert.register_packer(Moved, _pack_moved)
 
 
 def _unmove(root: Any) -> Any:

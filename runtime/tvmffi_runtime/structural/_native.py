@@ -23,6 +23,7 @@ from ._markers import _KINDS, _MODES, UNCHANGED, DefRegionKind, InplaceMode, Vis
 from ._match import _Entry, _overlap
 
 __all__ = [
+    "write_walk_at",
     "_T_MAP_KIND",
     "_T_MAP_PLAIN",
     "_T_MUTATE",
@@ -249,11 +250,8 @@ _ADDR = {
 }
 
 
-def _write_walk_at(value: Any, addr: int) -> None:
+def write_walk_at(value: Any, addr: int) -> None:
     _write_walk(ctypes.cast(addr, _P64), value)
-
-
-_callback.set_walk_result(_write_walk_at)
 
 
 def _compiled_callback(trampoline: Any, payload: Any) -> tuple[int, Any]:
