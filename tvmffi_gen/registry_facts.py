@@ -131,7 +131,8 @@ def type_snap_from_dict(t: dict[str, Any]) -> TypeSnap:
     and MethodSnap."""
     fields = [FieldSnap(**f) for f in t.get("fields", [])]
     methods = [MethodSnap(**m) for m in t.get("methods", [])]
-    return TypeSnap(**{**t, "fields": fields, "methods": methods})
+    data: dict[str, Any] = {**t, "fields": fields, "methods": methods}
+    return TypeSnap(**data)
 
 
 def chain_fields(

@@ -191,12 +191,12 @@ class Collection:
 
 def _module_facts(d: dict[str, Any]) -> ModuleFacts:
     returns = {n: ReturnSource(**r) for n, r in d.get("returns", {}).items()}
-    return ModuleFacts(**{**d, "returns": returns})
+    data: dict[str, Any] = {**d, "returns": returns}
+    return ModuleFacts(**data)
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:
     forwards = d.get("forwards")
     late = {n: LateMember(**m) for n, m in d.get("late", {}).items()}
-    return RegisteredClass(
-        **{**d, "forwards": Forwarding(**forwards) if forwards else None, "late": late},
-    )
+    data: dict[str, Any] = {**d, "forwards": Forwarding(**forwards) if forwards else None, "late": late}
+    return RegisteredClass(**data)
