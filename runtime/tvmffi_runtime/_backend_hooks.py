@@ -108,6 +108,10 @@ def _addresses() -> dict[str, int]:
             "TVMFFIFunctionCreate",
             "TVMFFIErrorMoveFromRaised",
             "TVMFFIErrorSetRaisedFromCStr",
+            "TVMFFITensorFromDLPack",
+            "TVMFFITensorFromDLPackVersioned",
+            "TVMFFITensorToDLPack",
+            "TVMFFITensorToDLPackVersioned",
         )
     }
 
