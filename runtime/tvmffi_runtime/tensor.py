@@ -90,6 +90,15 @@ def tensor_handle_from_dlpack(obj: DLPackExporter) -> int:
     return backend.tensor_from_dlpack(cast("npt.NDArray[Any]", obj).view(np.uint16), _BF16)
 
 
+def _bfloat16_fallback(obj: Any, exc: BaseException) -> Tensor | None:
+    """``Tensor.from_dlpack`` after a BufferError: a numpy bfloat16 array viewed through its bit
+    pattern (None: not one, the error stands)."""
+    if not _is_np_bfloat16(obj):
+        return None
+    t: Tensor = _object._wrap(tensor_handle_from_dlpack(obj), TypeIndex.TENSOR)
+    return t
+
+
 class _Relabelled:
     """A DLPack producer exporting a Tensor under another dtype (same bits, same layout)."""
 
@@ -131,10 +140,14 @@ class Tensor(Object):
         self._h = tensor_handle_from_dlpack(source)
         self._t = TypeIndex.TENSOR
 
-    @staticmethod
-    def from_dlpack(source: DLPackExporter) -> Tensor:
-        """A Tensor viewing ``source`` (anything with ``__dlpack__``) without copying."""
-        return Tensor(source)
+    if TYPE_CHECKING:
+
+        @staticmethod
+        def from_dlpack(source: DLPackExporter) -> Tensor:
+            """A Tensor viewing ``source`` (anything with ``__dlpack__``) without copying."""
+            ...
+    else:
+        from_dlpack = staticmethod(backend.tensor_of_dlpack)
 
     @staticmethod
     def from_sequence(data: Sequence[Any], shape: Sequence[int], dtype: str) -> Tensor:
@@ -264,3 +277,4 @@ def _numpy_dtype(name: str) -> Any:
 
 
 set_dlpack_importer(tensor_handle_from_dlpack)
+backend.set_dlpack_fallback(_bfloat16_fallback)

@@ -206,17 +206,24 @@ static int tensor_from_producer(PyObject* obj, PyObject* kind, PyObject* dtype, 
   return rc;
 }
 
-/* The argument packer's turn: 1 when ``v`` is no DLPack producer, 0 packed (the new handle in
-   *made), -1 failed. A BufferError goes back to the Python packer (which handles numpy's
-   bfloat16 and words the error the same way). */
-static int pack_dlpack(PyObject* v, void** made) {
-  PyObject* kind = dlpack_kind(Py_TYPE(v));
+/* An owned Tensor handle viewing ``obj`` (our own Tensor: another reference to it), ``dtype``
+   NULL or a (code, bits, lanes) relabelling; -1 with an exception set. */
+static int tensor_handle_of(PyObject* obj, PyObject* dtype, void** out) {
+  if (is_object(obj) && ((ObjectBase*)obj)->t == TI_TENSOR && ((ObjectBase*)obj)->h != NULL && dtype == NULL) {
+    *out = ((ObjectBase*)obj)->h;
+    ffi_incref(*out);
+    return 0;
+  }
+  PyObject* kind = dlpack_kind(Py_TYPE(obj));
   if (kind == NULL) return -1;
-  if (kind == Py_False) return 1;
-  if (tensor_from_producer(v, kind, NULL, made) == 0) return 0;
-  if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
-  PyErr_Clear();
-  return 1;
+  if (kind == Py_False && !PyObject_HasAttr(obj, str_dlpack)) {
+    PyErr_Format(PyExc_TypeError,
+                 "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
+                 "Tensor.from_sequence)",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  return tensor_from_producer(obj, kind, dtype, out);
 }
 
 /* tensor_from_dlpack(obj, dtype=None) -> owned handle of a Tensor viewing obj; ``dtype`` a
@@ -226,27 +233,65 @@ static PyObject* accel_tensor_from_dlpack(PyObject* mod, PyObject* const* args, 
     PyErr_SetString(PyExc_TypeError, "tensor_from_dlpack(obj, dtype=None)");
     return NULL;
   }
-  PyObject* obj = args[0];
-  PyObject* dtype = nargs == 2 && args[1] != Py_None ? args[1] : NULL;
-  if (is_object(obj) && ((ObjectBase*)obj)->t == TI_TENSOR && ((ObjectBase*)obj)->h != NULL && dtype == NULL) {
-    ffi_incref(((ObjectBase*)obj)->h);
-    return PyLong_FromVoidPtr(((ObjectBase*)obj)->h);
-  }
-  if (dlpack_strings() < 0) return NULL;
-  PyObject* kind = dlpack_kind(Py_TYPE(obj));
-  if (kind == NULL) return NULL;
-  if (kind == Py_False && !PyObject_HasAttr(obj, str_dlpack)) {
-    PyErr_Format(PyExc_TypeError,
-                 "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
-                 "Tensor.from_sequence)",
-                 Py_TYPE(obj)->tp_name);
-    return NULL;
-  }
   void* h = NULL;
-  if (tensor_from_producer(obj, kind, dtype, &h) < 0) return NULL;
+  if (tensor_handle_of(args[0], nargs == 2 && args[1] != Py_None ? args[1] : NULL, &h) < 0) return NULL;
   PyObject* r = PyLong_FromVoidPtr(h);
   if (r == NULL) ffi_decref(h);
   return r;
+}
+
+/* What Tensor.from_dlpack does after a BufferError: fallback(obj, exc) returns a Tensor, or None
+   to raise exc (tensor.py: numpy's bfloat16 arrays, exported as their bit pattern). */
+static PyObject* dlpack_fallback;
+
+static PyObject* accel_set_dlpack_fallback(PyObject* mod, PyObject* fn) {
+  Py_XSETREF(dlpack_fallback, Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
+/* After a conversion of ``obj`` failed: the fallback's Tensor for a BufferError, else NULL with
+   the error kept. */
+static PyObject* fallback_tensor(PyObject* obj) {
+  if (dlpack_fallback == NULL || !PyErr_ExceptionMatches(PyExc_BufferError)) return NULL;
+  PyObject *type, *exc, *tb;
+  PyErr_Fetch(&type, &exc, &tb);
+  PyErr_NormalizeException(&type, &exc, &tb);
+  PyObject* r = PyObject_CallFunctionObjArgs(dlpack_fallback, obj, exc, NULL);
+  if (r == Py_None) {
+    Py_DECREF(r);
+    PyErr_Restore(type, exc, tb);
+    return NULL;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(exc);
+  Py_XDECREF(tb);
+  if (r != NULL && !(is_object(r) && ((ObjectBase*)r)->t == TI_TENSOR && ((ObjectBase*)r)->h != NULL)) {
+    PyErr_SetString(PyExc_TypeError, "the DLPack fallback returned no Tensor");
+    Py_CLEAR(r);
+  }
+  return r;
+}
+
+/* tensor_of_dlpack(obj) -> a Tensor viewing obj: Tensor.from_dlpack itself */
+static PyObject* accel_tensor_of_dlpack(PyObject* mod, PyObject* obj) {
+  void* h = NULL;
+  if (tensor_handle_of(obj, NULL, &h) == 0) return wrap_owned(h, TI_TENSOR);
+  return fallback_tensor(obj);
+}
+
+/* The argument packer's turn: 1 when ``v`` is no DLPack producer, 0 packed (the new handle in
+   *made), -1 failed (a BufferError after the fallback was asked, as Tensor.from_dlpack). */
+static int pack_dlpack(PyObject* v, void** made) {
+  PyObject* kind = dlpack_kind(Py_TYPE(v));
+  if (kind == NULL) return -1;
+  if (kind == Py_False) return 1;
+  if (tensor_from_producer(v, kind, NULL, made) == 0) return 0;
+  PyObject* t = fallback_tensor(v);
+  if (t == NULL) return -1;
+  *made = ((ObjectBase*)t)->h;
+  ffi_incref(*made);
+  Py_DECREF(t);
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -274,9 +319,19 @@ static void capsule_release_l(PyObject* capsule) {
   if (m != NULL && m->deleter != NULL) m->deleter(m);
 }
 
+/* (device type, device id): the tuple made last is kept and returned again for the same device */
 static PyObject* device_tuple(PyObject* self) {
+  static PyObject* last;
+  static DLDev last_device;
   const DLDev d = dltensor_of(self)->device;
-  return Py_BuildValue("(ii)", d.device_type, d.device_id);
+  if (last != NULL && d.device_type == last_device.device_type && d.device_id == last_device.device_id)
+    return Py_NewRef(last);
+  PyObject* made = Py_BuildValue("(ii)", d.device_type, d.device_id);
+  if (made != NULL) {
+    Py_XSETREF(last, Py_NewRef(made));
+    last_device = d;
+  }
+  return made;
 }
 
 static PyObject* tensor_dlpack_device(PyObject* self, PyObject* unused) {

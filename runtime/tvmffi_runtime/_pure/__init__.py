@@ -20,7 +20,15 @@ from . import dlpack as _dlpack
 from . import fields as _fields
 from .callbacks import callback_function, function_create, live_callbacks
 from .calls import call, construct, set_gil_auto, view_items
-from .dlpack import live_tensor_views, tensor_dlpack, tensor_dlpack_device, tensor_from_dlpack, view_dltensor
+from .dlpack import (
+    live_tensor_views,
+    set_dlpack_fallback,
+    tensor_dlpack,
+    tensor_dlpack_device,
+    tensor_from_dlpack,
+    tensor_of_dlpack,
+    view_dltensor,
+)
 from .fields import Field
 from .graph import graph_check
 from .lazy_function import LazyFunction
@@ -38,11 +46,13 @@ __all__ = [
     "init",
     "live_callbacks",
     "live_tensor_views",
+    "set_dlpack_fallback",
     "set_gil_auto",
     "set_unchanged",
     "tensor_dlpack",
     "tensor_dlpack_device",
     "tensor_from_dlpack",
+    "tensor_of_dlpack",
     "view_dltensor",
     "view_items",
 ]

@@ -29,7 +29,8 @@ from .._values import TypeIndex
 from .objects import ObjectBase
 
 __all__ = [
-    "connect", "live_tensor_views", "tensor_dlpack", "tensor_dlpack_device", "tensor_from_dlpack", "view_dltensor",
+    "connect", "live_tensor_views", "set_dlpack_fallback", "tensor_dlpack", "tensor_dlpack_device",
+    "tensor_from_dlpack", "tensor_of_dlpack", "view_dltensor",
 ]  # fmt: skip
 
 _api = ctypes.pythonapi
@@ -185,6 +186,27 @@ def tensor_from_dlpack(obj: Any, dtype: tuple[int, int, int] | None = None) -> i
     if kind is not True and kind is not False and dtype is None:
         return _from_exchange_api(obj, kind)
     return _from_capsule(obj, _capsule_of(obj, kind), dtype)
+
+
+_fallback: Callable[[Any, BaseException], Any] | None = None
+
+
+def set_dlpack_fallback(fallback: Callable[[Any, BaseException], Any]) -> None:
+    """What :func:`tensor_of_dlpack` asks after a BufferError: ``fallback(obj, exc)`` returns a
+    Tensor, or None to raise ``exc`` (tensor.py: numpy's bfloat16 arrays)."""
+    global _fallback
+    _fallback = fallback
+
+
+def tensor_of_dlpack(obj: Any) -> Any:
+    """A Tensor viewing ``obj`` (``Tensor.from_dlpack`` itself)."""
+    try:
+        return _wrap(tensor_from_dlpack(obj), _TENSOR)
+    except BufferError as exc:
+        made = _fallback(obj, exc) if _fallback is not None else None
+        if made is None:
+            raise
+        return made
 
 
 # =============================================================================================
