@@ -66,8 +66,10 @@ static int (*ffi_tensor_to_dlpack_versioned)(void*, DLManagedV**);
 static const char NAME_V[] = "dltensor_versioned", USED_V[] = "used_dltensor_versioned";
 static const char NAME_L[] = "dltensor", USED_L[] = "used_dltensor";
 
-/* What a class offers, found once per class (types are kept alive as the dict's keys):
-   an int (the exchange API's address) or True (__dlpack__ only) or False (neither). */
+/* What a class offers, found once per class (types are kept alive as the dict's keys): an int
+   (the exchange API's address), True (__dlpack__, asked with max_version first), None
+   (__dlpack__ without max_version: a pre-1.0 producer, found on its first refusal) or False
+   (neither). */
 static PyObject* dlpack_kinds;
 static PyObject* str_dlpack;          /* "__dlpack__" */
 static PyObject* kw_max_version;      /* ("max_version",) */
@@ -161,13 +163,17 @@ static int tensor_from_exchange_api(PyObject* obj, const DLExchangeAPI* api, voi
   return rc;
 }
 
-/* ``obj.__dlpack__`` asked for a versioned capsule, then (TypeError) for the legacy one. */
-static PyObject* call_dlpack(PyObject* obj) {
+/* ``obj.__dlpack__`` asked for a versioned capsule, then (TypeError) for the legacy one, which
+   is all a class found to refuse max_version is asked for from then on. */
+static PyObject* call_dlpack(PyObject* obj, PyObject* kind) {
   PyObject* args[2] = {obj, max_version_arg};
-  PyObject* capsule = PyObject_VectorcallMethod(str_dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_max_version);
+  const size_t nargs = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
+  if (kind == Py_None) return PyObject_VectorcallMethod(str_dlpack, args, nargs, NULL);
+  PyObject* capsule = PyObject_VectorcallMethod(str_dlpack, args, nargs, kw_max_version);
   if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear(); /* a pre-1.0 producer: no max_version keyword */
-    capsule = PyObject_VectorcallMethod(str_dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    capsule = PyObject_VectorcallMethod(str_dlpack, args, nargs, NULL);
+    if (capsule != NULL && PyDict_SetItem(dlpack_kinds, (PyObject*)Py_TYPE(obj), Py_None) < 0) Py_CLEAR(capsule);
   }
   return capsule;
 }
@@ -199,7 +205,7 @@ static int tensor_from_capsule(PyObject* obj, PyObject* capsule, PyObject* dtype
 /* An owned Tensor handle viewing ``obj`` (kind: its dlpack_kind); -1 with an exception set. */
 static int tensor_from_producer(PyObject* obj, PyObject* kind, PyObject* dtype, void** out) {
   if (PyLong_CheckExact(kind) && dtype == NULL) return tensor_from_exchange_api(obj, (DLExchangeAPI*)PyLong_AsVoidPtr(kind), out);
-  PyObject* capsule = call_dlpack(obj);
+  PyObject* capsule = call_dlpack(obj, kind);
   if (capsule == NULL) return -1;
   int rc = tensor_from_capsule(obj, capsule, dtype, out);
   Py_DECREF(capsule);

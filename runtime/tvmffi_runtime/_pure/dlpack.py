@@ -59,6 +59,12 @@ _u64_at = ctypes.c_uint64.from_address
 _FLAGS_AT = _ManagedV.flags.offset
 _byref = ctypes.byref
 _c_void_p = ctypes.c_void_p
+#: Tensor from a versioned managed tensor, keeping the GIL (PyDLL): it only allocates.
+_FromDLPackVersioned = _lib._proto_gil(
+    "TVMFFITensorFromDLPackVersioned",
+    ctypes.c_int,
+    [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)],
+)
 #: Called with the GIL held (PYFUNCTYPE): deleters only drop references.
 _DELETER = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
 #: dlpack.h's DLPackManagedTensorFromPyObjectNoSync, called with the GIL held.
@@ -148,32 +154,42 @@ def _capsule_of(obj: Any, kind: Any) -> Any:
         return capsule
 
 
-def _relabel(dl: Any, dtype: tuple[int, int, int] | None) -> None:
-    if dtype is not None:
-        dl.dtype.code, dl.dtype.bits, dl.dtype.lanes = dtype
+def _relabel(dl: Any, dtype: tuple[int, int, int]) -> None:
+    dl.dtype.code, dl.dtype.bits, dl.dtype.lanes = dtype
 
 
 def _from_capsule(obj: Any, capsule: Any, dtype: tuple[int, int, int] | None) -> int:
+    # the fewest foreign calls: the pointer asked for by the versioned name, a ValueError (a
+    # legacy capsule, or none) costing only the rarer forms
     out = _c_void_p()
-    if _CapsuleIsValid(capsule, _NAME_V):
+    try:
         ptr = _CapsuleGetPointer(capsule, _NAME_V)
-        if _u32_at(ptr).value != 1:
-            raise BufferError(
-                f"{type(obj).__name__}.__dlpack__ returned DLPack {_u32_at(ptr).value}.{_u32_at(ptr + 4).value};"
-                " only 1.x is supported"
-            )
-        if _u64_at(ptr + _FLAGS_AT).value & _FLAG_READ_ONLY:
-            raise _read_only(obj)  # not consumed: the producer's capsule destructor frees it
+    except ValueError:
+        return _from_legacy_capsule(obj, capsule, dtype)
+    if _u32_at(ptr).value != 1:
+        raise BufferError(
+            f"{type(obj).__name__}.__dlpack__ returned DLPack {_u32_at(ptr).value}.{_u32_at(ptr + 4).value};"
+            " only 1.x is supported"
+        )
+    if _u64_at(ptr + _FLAGS_AT).value & _FLAG_READ_ONLY:
+        raise _read_only(obj)  # not consumed: the producer's capsule destructor frees it
+    if dtype is not None:
         _relabel(_ManagedV.from_address(ptr).dl_tensor, dtype)
-        _check(_lib.TensorFromDLPackVersioned(ptr, 0, 0, _byref(out)))
-        _CapsuleSetName(capsule, _USED_V)
-    elif _CapsuleIsValid(capsule, _NAME):
-        ptr = _CapsuleGetPointer(capsule, _NAME)
-        _relabel(_Managed.from_address(ptr).dl_tensor, dtype)
-        _check(_lib.TensorFromDLPack(ptr, 0, 0, _byref(out)))
-        _CapsuleSetName(capsule, _USED)
-    else:
+    if _FromDLPackVersioned(ptr, 0, 0, _byref(out)):
+        raise _fetch_error()
+    _CapsuleSetName(capsule, _USED_V)
+    return out.value or 0
+
+
+def _from_legacy_capsule(obj: Any, capsule: Any, dtype: tuple[int, int, int] | None) -> int:
+    if not _CapsuleIsValid(capsule, _NAME):
         raise TypeError(f"{type(obj).__name__}.__dlpack__() returned no DLPack capsule")
+    ptr = _CapsuleGetPointer(capsule, _NAME)
+    if dtype is not None:
+        _relabel(_Managed.from_address(ptr).dl_tensor, dtype)
+    out = _c_void_p()
+    _check(_lib.TensorFromDLPack(ptr, 0, 0, _byref(out)))
+    _CapsuleSetName(capsule, _USED)
     return out.value or 0
 
 
