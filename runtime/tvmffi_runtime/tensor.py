@@ -146,8 +146,8 @@ class Tensor(Object):
         def from_dlpack(source: DLPackExporter) -> Tensor:
             """A Tensor viewing ``source`` (anything with ``__dlpack__``) without copying."""
             ...
-    else:
-        from_dlpack = staticmethod(backend.tensor_of_dlpack)
+    else:  # not wrapped in staticmethod: a class attribute lookup of a plain callable is cheaper
+        from_dlpack = backend.tensor_of_dlpack
 
     @staticmethod
     def from_sequence(data: Sequence[Any], shape: Sequence[int], dtype: str) -> Tensor:

@@ -215,19 +215,21 @@ static int tensor_from_producer(PyObject* obj, PyObject* kind, PyObject* dtype, 
 /* An owned Tensor handle viewing ``obj`` (our own Tensor: another reference to it), ``dtype``
    NULL or a (code, bits, lanes) relabelling; -1 with an exception set. */
 static int tensor_handle_of(PyObject* obj, PyObject* dtype, void** out) {
-  if (is_object(obj) && ((ObjectBase*)obj)->t == TI_TENSOR && ((ObjectBase*)obj)->h != NULL && dtype == NULL) {
-    *out = ((ObjectBase*)obj)->h;
-    ffi_incref(*out);
-    return 0;
-  }
-  PyObject* kind = dlpack_kind(Py_TYPE(obj));
+  PyObject* kind = dlpack_kind(Py_TYPE(obj)); /* first: the common case is a producer */
   if (kind == NULL) return -1;
-  if (kind == Py_False && !PyObject_HasAttr(obj, str_dlpack)) {
-    PyErr_Format(PyExc_TypeError,
-                 "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
-                 "Tensor.from_sequence)",
-                 Py_TYPE(obj)->tp_name);
-    return -1;
+  if (kind == Py_False) {
+    if (is_object(obj) && ((ObjectBase*)obj)->t == TI_TENSOR && ((ObjectBase*)obj)->h != NULL && dtype == NULL) {
+      *out = ((ObjectBase*)obj)->h;
+      ffi_incref(*out);
+      return 0;
+    }
+    if (!PyObject_HasAttr(obj, str_dlpack)) {
+      PyErr_Format(PyExc_TypeError,
+                   "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
+                   "Tensor.from_sequence)",
+                   Py_TYPE(obj)->tp_name);
+      return -1;
+    }
   }
   return tensor_from_producer(obj, kind, dtype, out);
 }
@@ -278,10 +280,35 @@ static PyObject* fallback_tensor(PyObject* obj) {
   return r;
 }
 
+/* An owned Tensor handle in its class: wrap_owned's work for the one type index whose class
+   is always registered (tensor.py) and never a converted value, so only its class is looked up. */
+static PyObject* wrap_tensor(void* h) {
+  static PyObject* key;
+  if (key == NULL && (key = PyLong_FromLong(TI_TENSOR)) == NULL) {
+    ffi_decref(h);
+    return NULL;
+  }
+  PyObject* cls = PyDict_GetItemWithError(class_cache, key);
+  if (cls == NULL && PyErr_Occurred()) {
+    ffi_decref(h);
+    return NULL;
+  }
+  if (cls == NULL || !PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType))
+    return wrap_owned(h, TI_TENSOR); /* not registered yet, or an error: its own words */
+  PyObject* o = ((PyTypeObject*)cls)->tp_alloc((PyTypeObject*)cls, 0);
+  if (o == NULL) {
+    ffi_decref(h);
+    return NULL;
+  }
+  ((ObjectBase*)o)->h = h;
+  ((ObjectBase*)o)->t = TI_TENSOR;
+  return o;
+}
+
 /* tensor_of_dlpack(obj) -> a Tensor viewing obj: Tensor.from_dlpack itself */
 static PyObject* accel_tensor_of_dlpack(PyObject* mod, PyObject* obj) {
   void* h = NULL;
-  if (tensor_handle_of(obj, NULL, &h) == 0) return wrap_owned(h, TI_TENSOR);
+  if (tensor_handle_of(obj, NULL, &h) == 0) return wrap_tensor(h);
   return fallback_tensor(obj);
 }
 
@@ -459,7 +486,7 @@ static PyObject* view_of_dltensor(const DLTensorC* src) {
     view_deleter(m);
     return raise_native_error();
   }
-  return wrap_owned(h, TI_TENSOR);
+  return wrap_tensor(h);
 }
 
 static PyObject* accel_live_tensor_views(PyObject* mod, PyObject* unused) {

@@ -214,7 +214,7 @@ def set_dlpack_fallback(fallback: Callable[[Any, BaseException], Any]) -> None:
     _fallback = fallback
 
 
-def tensor_of_dlpack(obj: Any) -> Any:
+def _tensor_of_dlpack(obj: Any) -> Any:
     """A Tensor viewing ``obj`` (``Tensor.from_dlpack`` itself)."""
     try:
         return _wrap(tensor_from_dlpack(obj), _TENSOR)
@@ -223,6 +223,11 @@ def tensor_of_dlpack(obj: Any) -> Any:
         if made is None:
             raise
         return made
+
+
+#: A staticmethod object (callable as a function): the Tensor class stores it as
+#: ``from_dlpack`` unbound, as it stores the compiled backend's builtin.
+tensor_of_dlpack = staticmethod(_tensor_of_dlpack)
 
 
 # =============================================================================================
