@@ -180,6 +180,45 @@ def cases() -> list[Case]:
     ]
 
 
+def tensor_cases() -> list[Case]:
+    """DLPack on the kernel-call path: ``add_one_cpu(x, y)`` from ``examples/add_one`` (built into
+    ``benchmarks/build/``) with numpy arrays and, when torch imports, torch tensors; and the
+    conversions each way. Ours go through the generated ``add_one_pkg``, theirs through
+    ``tvm_ffi.load_module``."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("add_one_build", ROOT / "examples" / "add_one" / "build.py")
+    assert spec is not None and spec.loader is not None
+    build_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_module)
+    library = build_module.build(ROOT / "benchmarks" / "build" / "add_one")
+    os.environ["ADD_ONE_PKG_LIBRARY"] = str(library)
+    sys.path.insert(0, str(ROOT / "examples" / "add_one"))
+    import add_one_pkg
+
+    o_add, c_add = add_one_pkg.add_one_cpu, tvm_ffi.load_module(str(library)).add_one_cpu
+    x, y = np.arange(16, dtype=np.float32), np.empty(16, dtype=np.float32)
+    o_t, c_t = rt.Tensor.from_dlpack(x), tvm_ffi.from_dlpack(x)
+    rows: list[Case] = [
+        ("add_one_cpu(x, y), numpy arrays", lambda: o_add(x, y), lambda: c_add(x, y), False),
+        ("Tensor.from_dlpack(numpy)", lambda: rt.Tensor.from_dlpack(x), lambda: tvm_ffi.from_dlpack(x), False),
+        ("np.from_dlpack(tensor)", lambda: np.from_dlpack(o_t), lambda: np.from_dlpack(c_t), False),
+    ]
+    try:
+        import torch
+    except ImportError:
+        return rows
+    tx, ty = torch.arange(16, dtype=torch.float32), torch.empty(16, dtype=torch.float32)
+    return [
+        *rows,
+        ("add_one_cpu(x, y), torch tensors", lambda: o_add(tx, ty), lambda: c_add(tx, ty), False),
+        ("Tensor.from_dlpack(torch)", lambda: rt.Tensor.from_dlpack(tx), lambda: tvm_ffi.from_dlpack(tx), False),
+        ("torch.from_dlpack(tensor)", lambda: torch.from_dlpack(o_t), lambda: torch.from_dlpack(c_t), False),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
@@ -191,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-pure", action="store_true", help="add a pure-ctypes column (second process)")
     args = parser.parse_args(argv)
     print(f"runtime path: {'compiled' if rt._backend.accelerated() else 'pure ctypes'}")
-    selected = [c for c in cases() if not args.only or args.only in c[0]]
+    selected = [c for c in [*cases(), *tensor_cases()] if not args.only or args.only in c[0]]
     for _, ours, theirs, _ in selected:
         assert_same = ours(), theirs()  # warm up both (and resolve lazy lookups)
         del assert_same

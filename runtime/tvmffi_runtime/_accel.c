@@ -49,7 +49,8 @@ typedef struct {
 
 enum {
   TI_NONE = 0, TI_INT = 1, TI_BOOL = 2, TI_FLOAT = 3, TI_RAW_STR = 8, TI_SMALL_STR = 11,
-  TI_SMALL_BYTES = 12, TI_OBJECT_BEGIN = 64, TI_STR = 65, TI_BYTES = 66, TI_FUNCTION = 68
+  TI_DL_TENSOR_PTR = 7, TI_SMALL_BYTES = 12, TI_OBJECT_BEGIN = 64, TI_STR = 65, TI_BYTES = 66, TI_FUNCTION = 68,
+  TI_TENSOR = 70
 };
 #define STACK_ARGS 8 /* arguments packed (and callback arguments converted) on the C stack */
 
@@ -122,6 +123,7 @@ static int raise_error(int which, PyObject* const* args, size_t n) {
 
 /* The parts, in dependency order (each one a section of this translation unit). */
 #include "_accel_parts/objects.h"
+#include "_accel_parts/dlpack.h"
 #include "_accel_parts/callbacks.h"
 #include "_accel_parts/calls.h"
 #include "_accel_parts/lazy_function.h"
@@ -164,7 +166,11 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
       take_address(addrs, "TVMFFIObjectDecRef", (void**)&ffi_decref) < 0 ||
       take_address(addrs, "TVMFFIFunctionCreate", (void**)&ffi_function_create) < 0 ||
       take_address(addrs, "TVMFFIErrorMoveFromRaised", (void**)&ffi_error_move_from_raised) < 0 ||
-      take_address(addrs, "TVMFFIErrorSetRaisedFromCStr", (void**)&ffi_error_set_raised_from_cstr) < 0)
+      take_address(addrs, "TVMFFIErrorSetRaisedFromCStr", (void**)&ffi_error_set_raised_from_cstr) < 0 ||
+      take_address(addrs, "TVMFFITensorFromDLPack", (void**)&ffi_tensor_from_dlpack) < 0 ||
+      take_address(addrs, "TVMFFITensorFromDLPackVersioned", (void**)&ffi_tensor_from_dlpack_versioned) < 0 ||
+      take_address(addrs, "TVMFFITensorToDLPack", (void**)&ffi_tensor_to_dlpack) < 0 ||
+      take_address(addrs, "TVMFFITensorToDLPackVersioned", (void**)&ffi_tensor_to_dlpack_versioned) < 0)
     return NULL;
   if (take_hook(hooks, "class_cache", &class_cache) < 0 || take_hook(hooks, "object_return", &object_return) < 0 ||
       take_hook(hooks, "class_for_index", &hook_class_for_index) < 0 ||
@@ -211,6 +217,13 @@ static PyMethodDef accel_methods[] = {
      "function_create(fn, mode) -> owned handle of a native Function calling fn"},
     {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,
      "callback_function(cls, fn, mode) -> Function wrapper (the GC sees fn through it)"},
+    {"tensor_from_dlpack", (PyCFunction)(void (*)(void))accel_tensor_from_dlpack, METH_FASTCALL,
+     "tensor_from_dlpack(obj, dtype=None) -> owned handle of a Tensor viewing obj (DLPack, no copy)"},
+    {"tensor_of_dlpack", accel_tensor_of_dlpack, METH_O, "tensor_of_dlpack(obj) -> a Tensor viewing obj (Tensor.from_dlpack)"},
+    {"set_dlpack_fallback", accel_set_dlpack_fallback, METH_O,
+     "set_dlpack_fallback(fn): fn(obj, exc) -> Tensor or None, asked by tensor_of_dlpack after a BufferError"},
+    {"view_dltensor", accel_view_dltensor, METH_O, "view_dltensor(address) -> Tensor over a borrowed DLTensor*"},
+    {"live_tensor_views", accel_live_tensor_views, METH_NOARGS, "number of live Tensor views of borrowed DLTensors"},
     {"set_unchanged", accel_set_unchanged, METH_O, "set_unchanged(obj): what stands for kTVMFFIUnchanged"},
     {"live_callbacks", accel_live_callbacks, METH_NOARGS, "number of live native Functions made from callables"},
     {"set_gil_auto", accel_set_gil_auto, METH_O,
@@ -232,6 +245,17 @@ PyMODINIT_FUNC PyInit__accel(void) {
   Py_INCREF(&ObjectBaseType);
   Py_INCREF(&LazyFunctionType);
   Py_INCREF(&FieldType);
+  /* Tensor.__dlpack__ / __dlpack_device__: methods of ObjectBase, bound on the Tensor class */
+  PyObject* dlpack = PyDescr_NewMethod(&ObjectBaseType, &tensor_dlpack_def);
+  PyObject* dlpack_device = PyDescr_NewMethod(&ObjectBaseType, &tensor_dlpack_device_def);
+  const int added = dlpack != NULL && dlpack_device != NULL && PyModule_AddObjectRef(m, "tensor_dlpack", dlpack) == 0 &&
+                    PyModule_AddObjectRef(m, "tensor_dlpack_device", dlpack_device) == 0;
+  Py_XDECREF(dlpack);
+  Py_XDECREF(dlpack_device);
+  if (!added) {
+    Py_DECREF(m);
+    return NULL;
+  }
   if (PyModule_AddObject(m, "ObjectBase", (PyObject*)&ObjectBaseType) < 0 ||
       PyModule_AddObject(m, "LazyFunction", (PyObject*)&LazyFunctionType) < 0 ||
       PyModule_AddObject(m, "Field", (PyObject*)&FieldType) < 0) {

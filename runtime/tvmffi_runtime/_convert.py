@@ -406,7 +406,8 @@ _UNPACK: dict[int, _Reader] = {
     TypeIndex.DEVICE: _device_from,
     TypeIndex.OPAQUE_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF) if v else None,
     TypeIndex.UNCHANGED: lambda buf, off, n, v: UNCHANGED,
-    TypeIndex.DL_TENSOR_PTR: lambda buf, off, n, v: _c_void_p(v & 0xFFFFFFFFFFFFFFFF),
+    # a borrowed DLTensor* (callback arguments): a Tensor view, valid while the callback runs
+    TypeIndex.DL_TENSOR_PTR: lambda buf, off, n, v: backend.view_dltensor(v & 0xFFFFFFFFFFFFFFFF),
     TypeIndex.RAW_STR: lambda buf, off, n, v: ctypes.string_at(v).decode("utf-8", "surrogateescape"),
     TypeIndex.BYTE_ARRAY_PTR: lambda buf, off, n, v: _lib.read_byte_array(_lib.TVMFFIByteArray.from_address(v)),
     TypeIndex.OBJECT_RVALUE_REF: _object_rvalue_from,

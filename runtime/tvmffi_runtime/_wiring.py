@@ -65,6 +65,10 @@ def _addresses() -> dict[str, int]:
             "TVMFFIFunctionCreate",
             "TVMFFIErrorMoveFromRaised",
             "TVMFFIErrorSetRaisedFromCStr",
+            "TVMFFITensorFromDLPack",
+            "TVMFFITensorFromDLPackVersioned",
+            "TVMFFITensorToDLPack",
+            "TVMFFITensorToDLPackVersioned",
         )
     }
 
@@ -113,6 +117,7 @@ _object.set_object_service("reduce", copying.reduce_object)
 _object.set_object_service("to_tvm_ffi", interop.to_tvm_ffi)
 _convert.set_container_builder(_call.new_container)
 _convert.set_dlpack_importer(tensor.tensor_handle_from_dlpack)
+backend.set_dlpack_fallback(tensor.bfloat16_fallback)
 _convert.register_packer(Moved, pack_moved)
 _call.set_typed_adapter(_typed.typed_adapter)
 _callback.set_walk_result(write_walk_at)

@@ -63,7 +63,8 @@ def _stub_parameters(node: Any) -> list[tuple[str, bool]]:
     args = node.args
     params = [*args.posonlyargs, *args.args]
     defaults = [False] * (len(params) - len(args.defaults)) + [True] * len(args.defaults)
-    return [(a.arg, d) for a, d in zip(params, defaults, strict=True) if a.arg != "self"]
+    keyword_only = [(a.arg, d is not None) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return [(a.arg, d) for a, d in zip(params, defaults, strict=True) if a.arg != "self"] + keyword_only
 
 
 def _parameters(fn: Any) -> list[tuple[str, bool]]:

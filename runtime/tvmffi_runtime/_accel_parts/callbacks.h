@@ -187,8 +187,9 @@ static int callback_safe_call(void* self, const FFIAny* args, int32_t nargs, FFI
       if (pyargs[made] == NULL) goto error;
     }
   } else {
-    for (; made < nargs; ++made) {
-      pyargs[made] = view_to_py(&args[made]);
+    for (; made < nargs; ++made) { /* a borrowed DLTensor* becomes a Tensor view (dlpack.h) */
+      pyargs[made] = args[made].type_index == TI_DL_TENSOR_PTR ? view_of_dltensor((const DLTensorC*)args[made].v_ptr)
+                                                                : view_to_py(&args[made]);
       if (pyargs[made] == NULL) goto error;
     }
   }

@@ -58,8 +58,9 @@ static void* array_from_sequence(PyObject* v) {
   return made.v_ptr;
 }
 
-/* Pack what pack_fast does not: plain callables and lists/tuples in C (their new handles go
-   to ``owned``), everything else through the Python packers (owned things go to ``temps``). */
+/* Pack what pack_fast does not: plain callables, lists/tuples and DLPack producers in C (their
+   new handles go to ``owned``), everything else through the Python packers (owned things go to
+   ``temps``). */
 static int pack_other(FFIAny* out, PyObject* v, void** owned, int* n_owned, PyObject** temps) {
   if (*n_owned < STACK_ARGS) {
     void* made = NULL;
@@ -72,6 +73,10 @@ static int pack_other(FFIAny* out, PyObject* v, void** owned, int* n_owned, PyOb
       made = array_from_sequence(v);
       if (made == NULL) return -1;
       ti = ((FFIObjectHeader*)made)->type_index;
+    } else {
+      const int r = pack_dlpack(v, &made); /* a numpy array, a torch tensor... */
+      if (r < 0) return -1;
+      ti = TI_TENSOR;
     }
     if (made != NULL) {
       owned[(*n_owned)++] = made;

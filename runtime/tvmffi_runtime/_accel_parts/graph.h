@@ -12,7 +12,7 @@
    layout only the registry getter knows. Arrays / Lists are read from their TVMFFISeqCell,
    Maps / Dicts of the small layout from their inline pairs; a dense Map goes through Python. */
 
-enum { TI_SHAPE = 69, TI_TENSOR = 70, TI_ARRAY = 71, TI_MAP = 72, TI_MODULE = 73, TI_OPAQUE_PY = 74,
+enum { TI_SHAPE = 69, TI_ARRAY = 71, TI_MAP = 72, TI_MODULE = 73, TI_OPAQUE_PY = 74,
        TI_LIST = 75, TI_DICT = 76, TI_BIG_INT = 78, TI_ERROR = 67 };
 
 typedef int (*FieldGetter)(void*, FFIAny*);
