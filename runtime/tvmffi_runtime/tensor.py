@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _lib, _object
 from ._backend import backend
-from ._errors import _check
 from ._lib import OBJECT_HEADER_SIZE
 from ._object import Object
 from ._values import DataType, Device, TypeIndex, _dtype_from_packed
