@@ -41,7 +41,7 @@ import ctypes
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast
 
 from . import _lib, _object
 from ._backend import backend
@@ -71,9 +71,12 @@ _CapsuleGetPointer.restype = ctypes.c_void_p
 _CapsuleGetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def _is_np_bfloat16(obj: Any) -> bool:
+def _is_np_bfloat16(obj: object) -> TypeGuard[DLPackExporter]:
     np = sys.modules.get("numpy")
-    return np is not None and isinstance(obj, np.ndarray) and obj.dtype.name == "bfloat16" and obj.dtype.itemsize == 2
+    if np is None or not isinstance(obj, np.ndarray):
+        return False
+    dtype: Any = cast("Any", obj).dtype  # numpy is optional: its types are not imported
+    return bool(dtype.name == "bfloat16" and dtype.itemsize == 2)
 
 
 def tensor_handle_from_dlpack(obj: DLPackExporter) -> int:
@@ -89,7 +92,7 @@ def tensor_handle_from_dlpack(obj: DLPackExporter) -> int:
     return backend.tensor_from_dlpack(cast("npt.NDArray[Any]", obj).view(np.uint16), _BF16)
 
 
-def bfloat16_fallback(obj: Any, exc: BaseException) -> Tensor | None:
+def bfloat16_fallback(obj: object, exc: BaseException) -> Tensor | None:
     """``Tensor.from_dlpack`` after a BufferError: a numpy bfloat16 array viewed through its bit
     pattern (None: not one, the error stands)."""
     if not _is_np_bfloat16(obj):

@@ -21,7 +21,7 @@ import ctypes
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .. import _lib
 from .._errors import _check, _fetch_error
@@ -198,7 +198,7 @@ def tensor_from_dlpack(obj: Any, dtype: tuple[int, int, int] | None = None) -> i
     if isinstance(obj, ObjectBase) and obj._t == _TENSOR and obj._h and dtype is None:
         _lib.ObjectIncRef(obj._h)
         return obj._h
-    kind = _kind_of(type(obj))
+    kind = _kind_of(cast("type[object]", type(obj)))
     if kind is not True and kind is not False and dtype is None:
         return _from_exchange_api(obj, kind)
     return _from_capsule(obj, _capsule_of(obj, kind), dtype)
