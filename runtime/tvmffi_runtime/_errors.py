@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import re
 import threading
 from collections.abc import Callable
 from traceback import walk_tb
@@ -207,11 +208,14 @@ def _python_error_set_in_native(exc: SystemError) -> BaseException:
 
 
 def _fetch_error() -> BaseException:
-    out = _c_void_p()
-    _lib.ErrorMoveFromRaised(_byref(out))
-    if not out.value:
-        return RuntimeError("TVM FFI call failed without raising an error")
-    return _exception_from_error_handle(out.value, raised=True)
+    try:
+        out = _c_void_p()
+        _lib.ErrorMoveFromRaised(_byref(out))
+        if not out.value:
+            return RuntimeError("TVM FFI call failed without raising an error")
+        return _exception_from_error_handle(out.value, raised=True)
+    except ctypes.ArgumentError as failure:
+        raise _as_recursion_error(failure) from None
 
 
 def _check(rc: int) -> None:
@@ -259,8 +263,18 @@ def _new_error_handle(exc: BaseException) -> int:
 
 
 def _raise_into_native(exc: BaseException) -> None:
-    """Set ``exc`` as the raised error of this thread (inside a callback about to return -1)."""
-    handle = _new_error_handle(exc)
+    """Set ``exc`` as the raised error of this thread (inside a callback about to return -1).
+
+    A callback that ran out of Python stack crosses as ``RECURSION_IN_CALLBACK`` whatever call
+    it ran out in, so what comes out of a deep traversal does not depend on where the limit hit.
+    """
+    if _ran_out_of_stack(exc):
+        _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*RECURSION_IN_CALLBACK)
+        return
+    try:
+        handle = _new_error_handle(exc)
+    except ctypes.ArgumentError as failure:
+        raise _as_recursion_error(failure) from None
     _lib.ErrorSetRaised(handle)  # takes its own reference
     with _py_errors_lock:
         _PY_ERRORS[handle] = exc  # keeps our reference
@@ -383,6 +397,30 @@ def conversion_failed(failure: BaseException) -> tuple[bytes, bytes]:
     """The (kind, message) raised natively when converting a callback's exception raised
     ``failure``."""
     return RECURSION_IN_CALLBACK if isinstance(failure, RecursionError) else CONVERSION_FAILED
+
+
+#: How ctypes words a RecursionError raised while it converted a call's arguments: it replaces
+#: the exception with an ``ArgumentError`` that keeps only this text (no ``__cause__``).
+_CTYPES_RECURSION = re.compile(r"argument \d+: RecursionError: ")
+#: How the interpreter's own RecursionErrors begin (one raised by hand says something else).
+_INTERPRETER_RECURSION = "maximum recursion depth exceeded"
+
+
+def _ran_out_of_stack(exc: BaseException) -> bool:
+    """Whether ``exc`` says Python's stack ran out: the interpreter's RecursionError (not one
+    that came from native code, which has a ``kind``, nor a subclass such as GraphTooDeepError),
+    or ctypes' ArgumentError for such a RecursionError raised while converting an argument."""
+    if type(exc) is RecursionError:
+        return getattr(exc, "kind", None) is None and str(exc).startswith(_INTERPRETER_RECURSION)
+    return isinstance(exc, ctypes.ArgumentError) and _CTYPES_RECURSION.match(str(exc)) is not None
+
+
+def _as_recursion_error(failure: ctypes.ArgumentError) -> BaseException:
+    """What a ctypes call on an error path raised: a RecursionError again if the call ran out of
+    Python stack converting its arguments (ctypes hides it in an ArgumentError), else itself."""
+    if _ran_out_of_stack(failure):
+        return RecursionError(f"{_INTERPRETER_RECURSION} while an error crossed the native boundary")
+    return failure
 
 
 #: The builders the compiled path calls, by the names ``_accel.c`` asks ``init`` for (each one

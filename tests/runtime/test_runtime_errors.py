@@ -11,6 +11,7 @@ reruns this file on pure ctypes.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import os
 import re
 import subprocess
@@ -254,6 +255,51 @@ def test_keyboard_interrupt_in_callback_propagates(apply):
 
     with pytest.raises(KeyboardInterrupt):
         apply(callback)
+
+
+class DeepError(RecursionError):
+    pass
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RecursionError("maximum recursion depth exceeded while calling a Python object"),
+        ctypes.ArgumentError("argument 1: RecursionError: maximum recursion depth exceeded in __instancecheck__"),
+        ctypes.ArgumentError("argument 2: RecursionError: ???"),  # ctypes could not even print it
+    ],
+    ids=["RecursionError", "ArgumentError", "ArgumentError-unprintable"],
+)
+def test_a_callback_out_of_python_stack_comes_back_as_the_one_recursion_error(apply, exc):
+    """Out of stack, whichever call ran out (ctypes turns a RecursionError raised while it
+    converts arguments into an ArgumentError that keeps only the text): the RecursionError
+    that says a callback recursed too deep, not the exception of the call that happened to fail."""
+
+    def callback():
+        raise exc
+
+    with pytest.raises(RecursionError) as info:
+        apply(callback)
+    assert type(info.value) is RecursionError
+    assert str(info.value) == _errors.RECURSION_IN_CALLBACK[1].decode()
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RecursionError("raised by the callback itself"),
+        DeepError("maximum recursion depth exceeded"),  # a subclass (GraphTooDeepError is one) is no stack overflow
+        ctypes.ArgumentError("argument 1: TypeError: wrong type"),
+    ],
+    ids=["own RecursionError", "RecursionError subclass", "other ArgumentError"],
+)
+def test_other_recursion_and_argument_errors_come_back_identical(apply, exc):
+    def callback():
+        raise exc
+
+    with pytest.raises(type(exc)) as info:
+        apply(callback)
+    assert info.value is exc
 
 
 # --------------------------------------------------------------------------------------------

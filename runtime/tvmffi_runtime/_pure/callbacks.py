@@ -11,19 +11,20 @@ compiled backend's own; on this backend the engines use their ctypes trampolines
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .. import _lib
-from .._errors import _fetch_error, _raise_into_native, conversion_failed, not_callable_error
+from .._errors import RECURSION_IN_CALLBACK, _fetch_error, _raise_into_native, conversion_failed, not_callable_error
 from .._values import CallbackMode, TypeIndex
 from .objects import ObjectBase
 
 __all__ = [
-    "CALLBACKS", "callback_function", "connect", "fail_into_native", "function_create", "live_callbacks",
-    "trampoline_function",
+    "CALLBACKS", "callback_function", "connect", "fail_for_want_of_stack", "fail_into_native", "function_create",
+    "live_callbacks", "trampoline_function",
 ]  # fmt: skip
 
 _c_void_p = ctypes.c_void_p
@@ -189,16 +190,32 @@ def _safe_call(self_key: int, args_addr: int, nargs: int, result_addr: int) -> i
             _walk_result(value, result_addr)
         return 0
     except BaseException as exc:  # noqa: BLE001 - every exception must cross as an error
-        return fail_into_native(exc)
+        try:
+            return fail_into_native(exc)
+        except RecursionError:
+            fail_for_want_of_stack()
+            return -1
 
 
 def fail_into_native(exc: BaseException) -> int:
-    """How a ctypes trampoline reports ``exc``: raised into native code, return code -1."""
+    """How a ctypes trampoline reports ``exc``: raised into native code, return code -1.
+
+    At Python's recursion limit even the fallback below can fail (it is one call deeper than
+    this function); the trampoline then calls :data:`fail_for_want_of_stack` itself. An
+    exception that left a ctypes trampoline would be printed and dropped, and native code would
+    read an undefined return code."""
     try:
         _raise_into_native(exc)
     except BaseException as failure:  # noqa: BLE001
         _lib.LIB.TVMFFIErrorSetRaisedFromCStr(*conversion_failed(failure))
     return -1
+
+
+#: Raise ``RECURSION_IN_CALLBACK`` natively in one direct call, no Python frame: what a ctypes
+#: trampoline does when :func:`fail_into_native` ran out of stack.
+fail_for_want_of_stack: Callable[[], object] = functools.partial(
+    _lib.LIB.TVMFFIErrorSetRaisedFromCStr, *RECURSION_IN_CALLBACK
+)
 
 
 def _delete(self_key: int) -> None:

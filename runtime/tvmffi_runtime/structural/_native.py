@@ -16,7 +16,7 @@ from .._call import Function
 from .._callback import function_in_mode
 from .._errors import moved_result_error, walk_result_error
 from .._object import Object, _wrap
-from .._pure.callbacks import CALLBACKS, fail_into_native, trampoline_function
+from .._pure.callbacks import CALLBACKS, fail_for_want_of_stack, fail_into_native, trampoline_function
 from .._values import CallbackMode, TypeIndex
 from ._context import HookCall, HookFrame, MutateContext, VisitContext
 from ._markers import _KINDS, _MODES, UNCHANGED, DefRegionKind, InplaceMode, VisitInterrupt, WalkResult
@@ -170,7 +170,11 @@ def _value_trampoline(
                 write(result, r)
             return 0
         except BaseException as exc:  # noqa: BLE001 - every exception crosses as an error
-            return _fail(exc)
+            try:
+                return _fail(exc)
+            except RecursionError:
+                fail_for_want_of_stack()
+                return -1
 
     return trampoline
 
@@ -229,7 +233,11 @@ def _context_trampoline(mutate: bool) -> Callable[[int, Any, int, Any], int]:
             write(result, r)
             return 0
         except BaseException as exc:  # noqa: BLE001 - every exception crosses as an error
-            return _fail(exc)
+            try:
+                return _fail(exc)
+            except RecursionError:
+                fail_for_want_of_stack()
+                return -1
 
     return trampoline
 
