@@ -4,7 +4,7 @@ Convention (stated in docs/generated-packages.md): users may add their own membe
 modules — methods, operators, properties, helpers, imports, module-level code. Members the
 generator wrote are replaced from the registry on every run; the user's members stay where they
 were (after the same neighbour). The manifest records which members of each file the generator
-wrote (their keys and fingerprints: ``member_keys``), so nothing needs markers in the code.
+wrote (their keys and fingerprints: ``manifest_entries``), so nothing needs markers in the code.
 
 A conflict is reported, never resolved silently: a user member binding a name the generator now
 writes in the same class or module (whatever the kinds: a method against a field, an assignment
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from .api_changes import NameUse, names_used
 from .code_names import bound_names, listed_names, star_imported, used_names
-from .member_keys import (
+from .manifest_entries import (
     code_of,
     cst_fingerprint,
     describe,
