@@ -4,7 +4,7 @@
 the ``--use`` packages) and walks the snapshot in the order the naming rules need:
 :meth:`Builder.declare` (subpackages, classes, functions, named results), then
 :meth:`Builder.build_class` for each class, parents first, then :meth:`Builder.finish`. The
-decisions themselves are functions of explicit facts: class members in :mod:`.members`,
+decisions themselves are functions of explicit facts: class members in :mod:`.class_members`,
 parameters in :mod:`.signatures`, imports in :mod:`.module_imports`, hook names in
 :mod:`.visitor_hooks`; every reference to a class is spelled by :class:`.spelling.Spelling`.
 """
@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from .layout import item_doc
-from .members import (
+from .class_members import (
     Inherited,
     UsedField,
     claim_member_names,

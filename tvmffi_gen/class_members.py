@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from .layout import item_doc
 from .model import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
 from .naming import RESERVED_CLASS, RESERVED_ENUM, Scope, py_name
-from .signatures import params
 from .runtime_files import field_kinds
+from .signatures import params
 from .snapshot import FieldSnap, MethodSnap, TypeSnap
 from .typemap import ANY_ANNOTATION, Annotator, FunctionSig, TypeRef
 
