@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 [sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out), "-q"], env
             )
             cli_times.append(t)
-        from tvmffi_gen.build import build_model
+        from tvmffi_gen.builder import build_model
         from tvmffi_gen.cli import _tvm_ffi_libdir
         from tvmffi_gen.render import render_package
         from tvmffi_gen.writer import apply_plan, plan_output

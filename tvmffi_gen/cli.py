@@ -13,7 +13,7 @@ from typing import Any
 
 from . import __version__
 from .api_changes import change_summary
-from .build import build_model
+from .builder import build_model
 from .cli_options import option_conflict, parser
 from .model import GenerationError, default_package_name
 from .package_name import check_package_name

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
