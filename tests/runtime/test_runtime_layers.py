@@ -199,7 +199,7 @@ def test_one_table_of_field_kinds() -> None:
     """``_field_kinds`` is the one table of field layouts: the compiled backend includes the
     header ``setup.py`` writes from it and defines no kind of its own; the pure backend's
     descriptors and the generator's layout rules are its tables."""
-    from tvmffi_gen import members
+    from tvmffi_gen import class_members
     from tvmffi_gen.runtime_files import field_kinds
     from tvmffi_runtime import _field_kinds, _fields
 
@@ -216,7 +216,7 @@ def test_one_table_of_field_kinds() -> None:
         assert header.read_text() == _field_kinds.c_header()
     assert _fields.FIELD_KINDS is _field_kinds.FIELD_KINDS
     table = field_kinds()  # the same file, loaded without the runtime
-    assert members.POD_KINDS is table.POD_LAYOUTS and members.IN_PLACE_KINDS is table.IN_PLACE_FIELD_KINDS
+    assert class_members.POD_KINDS is table.POD_LAYOUTS and class_members.IN_PLACE_KINDS is table.IN_PLACE_FIELD_KINDS
     assert (table.FIELD_KINDS, table.POD_LAYOUTS) == (_field_kinds.FIELD_KINDS, _field_kinds.POD_LAYOUTS)
 
 
