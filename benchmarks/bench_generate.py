@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env = _env()
     try:
         # (a) snapshot in a child process
-        from tvmffi_gen.snapshot import take_snapshot
+        from tvmffi_gen.snapshot_process import take_snapshot
 
         snap_times = []
         snapshot = None

@@ -27,7 +27,8 @@ from .project import (
     write_project,
 )
 from .render import render_package
-from .snapshot import Snapshot, SnapshotError, take_snapshot
+from .snapshot import Snapshot, SnapshotError
+from .snapshot_process import take_snapshot
 from .uses import UsedPackageError
 from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output
