@@ -397,7 +397,7 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     leaves no doubled blank line."""
     import re
 
-    from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
+    from tvmffi_gen.import_lines import STANDARD_IMPORTS, standard_import_groups
 
     from conftest import ROOT
 
