@@ -135,4 +135,5 @@ def type_snap_from_dict(t: dict[str, Any]) -> TypeSnap:
     and MethodSnap."""
     fields = [FieldSnap(**f) for f in t.get("fields", [])]
     methods = [MethodSnap(**m) for m in t.get("methods", [])]
-    return TypeSnap(**{**t, "fields": fields, "methods": methods})
+    rest: dict[str, Any] = {k: v for k, v in t.items() if k not in ("fields", "methods")}
+    return TypeSnap(**rest, fields=fields, methods=methods)
