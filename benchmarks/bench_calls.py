@@ -70,7 +70,8 @@ from tvmffi_testing import testing as gen  # noqa: E402
 Case = tuple[str, Callable[[], Any], Callable[[], Any], bool]  # name, ours, cython, is_call
 
 
-def cases() -> list[Case]:
+def _call_cases() -> list[Case]:
+    """Calls, constructors, fields, callbacks and iteration, ours beside the Cython binding's."""
     g = tvm_ffi.get_global_func
     c_nop, c_add_one, c_echo = g("testing.nop"), g("testing.add_one"), g("testing.echo")
     c_float, c_bool = g("testing.schema_id_float"), g("testing.schema_id_bool")
@@ -90,6 +91,27 @@ def cases() -> list[Case]:
     def c_write() -> None:
         c_base.v_i64 = 5
 
+    return [
+        ("nop()", gen.nop, c_nop, True),
+        ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
+        ('echo("abc")', lambda: gen.echo("abc"), lambda: c_echo("abc"), True),
+        ("float arg", lambda: gen.schema_id_float(1.5), lambda: c_float(1.5), True),
+        ("bool arg", lambda: gen.schema_id_bool(True), lambda: c_bool(True), True),
+        ("Array of 100 ints in/out", lambda: gen.schema_id_arr_int(ints), lambda: c_arr(ints), True),
+        ("TestIntPair(1, 2)", lambda: gen.TestIntPair(1, 2), lambda: cy.TestIntPair(1, 2), True),
+        ("pair.sum()", o_pair.sum, c_pair.sum, True),
+        ("read int field", lambda: o_pair.a, lambda: c_pair.a, False),
+        ("read str field", lambda: o_base.v_str, lambda: c_base.v_str, False),
+        ("read object field", lambda: o_holder.value, lambda: c_holder.value, False),
+        ("write int field", o_write, c_write, True),
+        ("callback from C++", lambda: gen.apply(cb, 1), lambda: c_apply(cb, 1), True),
+        # the comprehension is what is measured
+        ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),  # noqa: C416
+    ]
+
+
+def _structural_cases() -> list[Case]:
+    """The structural engines over a 10 100-node tree, each checked to do the same work both ways."""
     # a 10 100-node tree: 100 Arrays of 100 pairs, walked with one typed hook on TestIntPair
     from tvmffi_testing.visitors import Walker
 
@@ -158,21 +180,6 @@ def cases() -> list[Case]:
     assert len(o_mutate()) == len(c_mutate()) == 100
 
     return [
-        ("nop()", gen.nop, c_nop, True),
-        ("add_one(1)", lambda: gen.add_one(1), lambda: c_add_one(1), True),
-        ('echo("abc")', lambda: gen.echo("abc"), lambda: c_echo("abc"), True),
-        ("float arg", lambda: gen.schema_id_float(1.5), lambda: c_float(1.5), True),
-        ("bool arg", lambda: gen.schema_id_bool(True), lambda: c_bool(True), True),
-        ("Array of 100 ints in/out", lambda: gen.schema_id_arr_int(ints), lambda: c_arr(ints), True),
-        ("TestIntPair(1, 2)", lambda: gen.TestIntPair(1, 2), lambda: cy.TestIntPair(1, 2), True),
-        ("pair.sum()", o_pair.sum, c_pair.sum, True),
-        ("read int field", lambda: o_pair.a, lambda: c_pair.a, False),
-        ("read str field", lambda: o_base.v_str, lambda: c_base.v_str, False),
-        ("read object field", lambda: o_holder.value, lambda: c_holder.value, False),
-        ("write int field", o_write, c_write, True),
-        ("callback from C++", lambda: gen.apply(cb, 1), lambda: c_apply(cb, 1), True),
-        # the comprehension is what is measured
-        ("iterate Array of 100 objects", lambda: [x for x in o_objs], lambda: [x for x in c_objs], True),  # noqa: C416
         ("walk 10 100 nodes, typed hook", o_walk, c_walk, False),
         ("map 10 100 nodes, identity hook", o_map, c_map, False),
         ("visit 10 100 nodes, typed hook", o_visit, c_visit, False),
@@ -219,6 +226,90 @@ def tensor_cases() -> list[Case]:
     ]
 
 
+def cases() -> list[Case]:
+    return _call_cases() + _structural_cases()
+
+
+def _measure(selected: list[Case], rounds: int, repeat: int, number: int) -> list[dict[str, Any]]:
+    """One row per case: the best time of ours and of Cython's, and the median ratio.
+
+    The whole table is measured ``rounds`` times over; each case reports the median of its
+    per-round ratios (a noisy neighbour spoils a round of one case, not the result)."""
+    for _, ours, theirs, _ in selected:
+        assert_same = ours(), theirs()  # warm up both (and resolve lazy lookups)
+        del assert_same
+    ratios: dict[str, list[float]] = {name: [] for name, *_ in selected}
+    best: dict[str, list[float]] = {name: [math.inf, math.inf] for name, *_ in selected}
+    for _ in range(rounds):
+        for name, ours, theirs, _ in selected:
+            calls = number or max(200, int(2e5 / max(1.0, measure(ours, 50) / 100)))
+            calls = min(calls, 200_000)
+            best_o = best_c = math.inf
+            for _ in range(repeat):
+                best_o = min(best_o, measure(ours, calls))
+                best_c = min(best_c, measure(theirs, calls))
+            ratios[name].append(best_o / best_c)
+            best[name] = [min(best[name][0], best_o), min(best[name][1], best_c)]
+    return [
+        {
+            "case": name,
+            "ours_ns": best[name][0],
+            "cython_ns": best[name][1],
+            "ratio": statistics.median(ratios[name]),
+            "call": is_call,
+        }
+        for name, _, _, is_call in selected
+    ]
+
+
+def _floor(rounds: int) -> dict[str, float]:
+    """The floor any binding pays, measured in a process of ours alone (see floor_main): the
+    median of ``rounds`` runs."""
+    runs: list[dict[str, float]] = []
+    for _ in range(rounds):
+        proc = subprocess.run([sys.executable, __file__, "--floor"], check=True, capture_output=True, text=True)
+        runs.append(json.loads(proc.stdout))
+    runs.sort(key=lambda r: r["nop_ns"] / r["abs_ns"])
+    return runs[len(runs) // 2]
+
+
+def _add_pure_column(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The pure-ctypes path's times and ratios, measured in a second process, added to ``rows``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "pure.json"
+        cmd = [sys.executable, __file__, "--pure", "--repeat", str(args.repeat), "--json", str(out)]
+        cmd += ["--rounds", str(args.rounds)]
+        cmd += ["--only", args.only] if args.only else []
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        pure = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
+    for r in rows:
+        r["pure_ns"] = pure[r["case"]]["ours_ns"]
+        r["pure_ratio"] = pure[r["case"]]["ratio"]  # pure ÷ Cython, measured in that process
+
+
+def _report(rows: list[dict[str, Any]], floor: dict[str, float] | None) -> None:
+    """The table, the geometric mean ratio over call cases, and the floor when measured."""
+    width = max(len(r["case"]) for r in rows)
+    extra = "  pure/Cy" if "pure_ratio" in rows[0] else ""
+    print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}{extra}")
+    for r in rows:
+        tail = f"  {r['pure_ratio']:7.2f}" if "pure_ratio" in r else ""
+        print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}{tail}")
+    for key, label in (("ratio", "ours"), ("pure_ratio", "pure ctypes")):
+        calls = [r[key] for r in rows if r["call"] and key in r]
+        if calls:
+            geo = math.exp(sum(math.log(x) for x in calls) / len(calls))
+            print(f"{label}: geometric mean ratio over call cases: {geo:.2f}; max: {max(calls):.2f}")
+    if floor is not None:
+        floor["ratio"] = floor["nop_ns"] / floor["abs_ns"]
+        floor["ratio_auto"] = floor["nop_auto_ns"] / floor["abs_ns"]
+        print(
+            f"without tvm_ffi in the process: lambda: abs(1) {floor['abs_ns']:.0f} ns; lambda: nop()"
+            f" {floor['nop_ns']:.0f} ns ({floor['ratio']:.2f}x), with set_release_gil('auto')"
+            f" {floor['nop_auto_ns']:.0f} ns ({floor['ratio_auto']:.2f}x)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
@@ -231,75 +322,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"runtime path: {'compiled' if rt._backend.accelerated() else 'pure ctypes'}")
     selected = [c for c in [*cases(), *tensor_cases()] if not args.only or args.only in c[0]]
-    for _, ours, theirs, _ in selected:
-        assert_same = ours(), theirs()  # warm up both (and resolve lazy lookups)
-        del assert_same
-    # --rounds: the whole table measured several times over; each case reports the median of
-    # its per-round ratios (a noisy neighbour spoils a round of one case, not the result)
-    ratios: dict[str, list[float]] = {name: [] for name, *_ in selected}
-    best: dict[str, list[float]] = {name: [math.inf, math.inf] for name, *_ in selected}
-    for _ in range(args.rounds):
-        for name, ours, theirs, _ in selected:
-            number = args.number or max(200, int(2e5 / max(1.0, measure(ours, 50) / 100)))
-            number = min(number, 200_000)
-            best_o = best_c = math.inf
-            for _ in range(args.repeat):
-                best_o = min(best_o, measure(ours, number))
-                best_c = min(best_c, measure(theirs, number))
-            ratios[name].append(best_o / best_c)
-            best[name] = [min(best[name][0], best_o), min(best[name][1], best_c)]
-    rows = [
-        {
-            "case": name,
-            "ours_ns": best[name][0],
-            "cython_ns": best[name][1],
-            "ratio": statistics.median(ratios[name]),
-            "call": is_call,
-        }
-        for name, _, _, is_call in selected
-    ]
-    # the floor any binding pays, measured in a process of ours alone (see floor_main)
-    floor: dict[str, float] = {}
-    if not args.only:
-        runs = []
-        for _ in range(args.rounds):
-            proc = subprocess.run([sys.executable, __file__, "--floor"], check=True, capture_output=True, text=True)
-            runs.append(json.loads(proc.stdout))
-        runs.sort(key=lambda r: r["nop_ns"] / r["abs_ns"])
-        floor = runs[len(runs) // 2]  # the median round
+    rows = _measure(selected, args.rounds, args.repeat, args.number)
+    floor = None if args.only else _floor(args.rounds)
     if args.with_pure and not args.pure:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "pure.json"
-            cmd = [sys.executable, __file__, "--pure", "--repeat", str(args.repeat), "--json", str(out)]
-            cmd += ["--rounds", str(args.rounds)]
-            cmd += ["--only", args.only] if args.only else []
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-            pure = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
-        for r in rows:
-            r["pure_ns"] = pure[r["case"]]["ours_ns"]
-            r["pure_ratio"] = pure[r["case"]]["ratio"]  # pure ÷ Cython, measured in that process
-    width = max(len(r["case"]) for r in rows)
-    extra = "  pure/Cy" if "pure_ratio" in rows[0] else ""
-    print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}{extra}")
-    for r in rows:
-        tail = f"  {r['pure_ratio']:7.2f}" if "pure_ratio" in r else ""
-        print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}{tail}")
-    for key, label in (("ratio", "ours"), ("pure_ratio", "pure ctypes")):
-        calls = [r[key] for r in rows if r["call"] and key in r]
-        if calls:
-            geo = math.exp(sum(math.log(x) for x in calls) / len(calls))
-            print(f"{label}: geometric mean ratio over call cases: {geo:.2f}; max: {max(calls):.2f}")
-    if not args.only:
-        floor["ratio"] = floor["nop_ns"] / floor["abs_ns"]
-        floor["ratio_auto"] = floor["nop_auto_ns"] / floor["abs_ns"]
-        print(
-            f"without tvm_ffi in the process: lambda: abs(1) {floor['abs_ns']:.0f} ns; lambda: nop()"
-            f" {floor['nop_ns']:.0f} ns ({floor['ratio']:.2f}x), with set_release_gil('auto')"
-            f" {floor['nop_auto_ns']:.0f} ns ({floor['ratio_auto']:.2f}x)"
-        )
+        _add_pure_column(rows, args)
+    _report(rows, floor)
     if args.json:
         path = "compiled" if rt._backend.accelerated() else "pure ctypes"
-        out = {"runtime": path, "rows": rows, "floor": floor if not args.only else None}
+        out = {"runtime": path, "rows": rows, "floor": floor}
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 

@@ -34,12 +34,15 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "runtime"), str(ROOT)]
 
-from fixtures.large_ir import make_plan, make_units  # noqa: E402
+from fixtures.large_ir import Plan, make_plan, make_units  # noqa: E402
+
+if TYPE_CHECKING:
+    from tvmffi_gen.snapshot import Snapshot
 
 PKG = "bigpkg"
 
@@ -139,6 +142,101 @@ def _package_stats(pkg: Path) -> dict[str, int]:
     }
 
 
+def _time_snapshot(lib: Path, work: Path, repeat: int) -> tuple[Snapshot, Path, dict[str, Any]]:
+    """(a) the snapshot in a child process; the last one, saved, and its timings."""
+    from tvmffi_gen.snapshot_process import take_snapshot
+
+    snap_times = []
+    snapshot = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        snapshot = take_snapshot(lib)
+        snap_times.append(time.perf_counter() - start)
+    assert snapshot is not None
+    snap_file = work / "snapshot.json"
+    snap_file.write_text(snapshot.to_json())
+    timings = {"seconds": statistics.median(snap_times), "runs": snap_times, "json_bytes": snap_file.stat().st_size}
+    return snapshot, snap_file, timings
+
+
+def _time_from_snapshot(
+    snapshot: Snapshot, snap_file: Path, work: Path, repeat: int, env: dict[str, str]
+) -> dict[str, Any]:
+    """(b) from a saved snapshot: the CLI in a fresh interpreter, and the in-process phases."""
+    cli_times = []
+    for k in range(repeat):
+        out = work / f"from_snapshot{k}" / PKG
+        t, _ = _timed_run(
+            [sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out), "-q"], env
+        )
+        cli_times.append(t)
+    from tvmffi_gen.builder import build_model
+    from tvmffi_gen.cli import _tvm_ffi_libdir
+    from tvmffi_gen.render import render_package
+    from tvmffi_gen.writer import apply_plan, plan_output
+
+    phases: dict[str, list[float]] = {"model": [], "render": [], "write": []}
+    for k in range(repeat):
+        t0 = time.perf_counter()
+        model = build_model(snapshot, PKG, [])
+        t1 = time.perf_counter()
+        files = render_package(model, _tvm_ffi_libdir())
+        t2 = time.perf_counter()
+        write_plan = plan_output(work / f"inproc{k}" / PKG, files, "tvmffi-gen bench")
+        apply_plan(write_plan)
+        t3 = time.perf_counter()
+        phases["model"].append(t1 - t0)
+        phases["render"].append(t2 - t1)
+        phases["write"].append(t3 - t2)
+    return {
+        "cli_seconds": statistics.median(cli_times),
+        "cli_runs": cli_times,
+        **{f"{name}_seconds": statistics.median(v) for name, v in phases.items()},
+    }
+
+
+def _time_full_run(lib: Path, pkg: Path, work: Path, repeat: int, env: dict[str, str]) -> dict[str, Any]:
+    """(c) the full run, library to package (the first run writes ``pkg``)."""
+    full_times = []
+    for k in range(repeat):
+        out = work / f"full{k}" / PKG if k else pkg
+        t, _ = _timed_run([sys.executable, "-m", "tvmffi_gen", str(lib), "-o", str(out), "-q"], env)
+        full_times.append(t)
+    return {"seconds": statistics.median(full_times), "runs": full_times}
+
+
+def _time_mypy(pkg: Path, env: dict[str, str]) -> dict[str, Any]:
+    """(d) mypy --strict over the output."""
+    code = (
+        "import sys; from pathlib import Path; from tvmffi_gen.verify import run_mypy; "
+        f"e, r = run_mypy(Path({str(pkg)!r})); print(e); print(r[:2000], file=sys.stderr)"
+    )
+    t, stdout = _timed_run([sys.executable, "-c", code], env)
+    return {"seconds": t, "errors": int(stdout.split()[0])}
+
+
+def _time_imports(plan: Plan, pkg: Path, repeat: int) -> dict[str, Any]:
+    """(e) imports in fresh interpreters: the runtime, the package, one namespace, all of them."""
+    ienv = _env([pkg.parent])
+    namespaces = sorted(
+        {".".join(t.key.split(".")[:-1]) for t in plan.types}
+        | {".".join(f.name.split(".")[:-1]) for f in plan.functions}
+    )
+    all_imports = "; ".join(f"import {PKG}.{n}" for n in namespaces if n)
+    cases = {
+        "python -c pass": "pass",
+        "import tvmffi_runtime": "import tvmffi_runtime",
+        f"import {PKG}": f"import {PKG}",
+        f"import {PKG}.big.ns0": f"import {PKG}.big.ns0",
+        f"import all {len(namespaces)} namespaces": all_imports,
+    }
+    timings: dict[str, Any] = {}
+    for label, code in cases.items():
+        med, runs = _median_run(code, ienv, repeat)
+        timings[label] = {"median_seconds": med, "runs": runs}
+    return timings
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     ns = args.namespaces
     types_per_ns = max(1, math.ceil(args.types / ns))
@@ -174,92 +272,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     env = _env()
     try:
-        # (a) snapshot in a child process
-        from tvmffi_gen.snapshot import take_snapshot
-
-        snap_times = []
-        snapshot = None
-        for _ in range(args.gen_repeat):
-            start = time.perf_counter()
-            snapshot = take_snapshot(lib)
-            snap_times.append(time.perf_counter() - start)
-        assert snapshot is not None
-        snap_file = work / "snapshot.json"
-        snap_file.write_text(snapshot.to_json())
-        results["snapshot"] = {
-            "seconds": statistics.median(snap_times),
-            "runs": snap_times,
-            "json_bytes": snap_file.stat().st_size,
-        }
-
-        # (b) from a saved snapshot: CLI in a fresh interpreter, and the in-process phases
-        cli_times = []
-        for k in range(args.gen_repeat):
-            out = work / f"from_snapshot{k}" / PKG
-            t, _ = _timed_run(
-                [sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out), "-q"], env
-            )
-            cli_times.append(t)
-        from tvmffi_gen.build import build_model
-        from tvmffi_gen.cli import _tvm_ffi_libdir
-        from tvmffi_gen.render import render_package
-        from tvmffi_gen.writer import apply_plan, plan_output
-
-        phases: dict[str, list[float]] = {"model": [], "render": [], "write": []}
-        for k in range(args.gen_repeat):
-            t0 = time.perf_counter()
-            model = build_model(snapshot, PKG, [])
-            t1 = time.perf_counter()
-            files = render_package(model, _tvm_ffi_libdir())
-            t2 = time.perf_counter()
-            write_plan = plan_output(work / f"inproc{k}" / PKG, files, "tvmffi-gen bench")
-            apply_plan(write_plan)
-            t3 = time.perf_counter()
-            phases["model"].append(t1 - t0)
-            phases["render"].append(t2 - t1)
-            phases["write"].append(t3 - t2)
-        results["from_snapshot"] = {
-            "cli_seconds": statistics.median(cli_times),
-            "cli_runs": cli_times,
-            **{f"{name}_seconds": statistics.median(v) for name, v in phases.items()},
-        }
-
-        # (c) the full run
-        full_times = []
+        snapshot, snap_file, results["snapshot"] = _time_snapshot(lib, work, args.gen_repeat)
+        results["from_snapshot"] = _time_from_snapshot(snapshot, snap_file, work, args.gen_repeat, env)
         pkg = work / "full" / PKG
-        for k in range(args.gen_repeat):
-            out = work / f"full{k}" / PKG if k else pkg
-            t, _ = _timed_run([sys.executable, "-m", "tvmffi_gen", str(lib), "-o", str(out), "-q"], env)
-            full_times.append(t)
-        results["full_run"] = {"seconds": statistics.median(full_times), "runs": full_times}
+        results["full_run"] = _time_full_run(lib, pkg, work, args.gen_repeat, env)
         results["package"] = _package_stats(pkg)
-
-        # (d) mypy --strict over the output
-        code = (
-            "import sys; from pathlib import Path; from tvmffi_gen.verify import run_mypy; "
-            f"e, r = run_mypy(Path({str(pkg)!r})); print(e); print(r[:2000], file=sys.stderr)"
-        )
-        t, stdout = _timed_run([sys.executable, "-c", code], env)
-        results["mypy"] = {"seconds": t, "errors": int(stdout.split()[0])}
-
-        # (e) import in fresh interpreters
-        ienv = _env([pkg.parent])
-        namespaces = sorted(
-            {".".join(t.key.split(".")[:-1]) for t in plan.types}
-            | {".".join(f.name.split(".")[:-1]) for f in plan.functions}
-        )
-        all_imports = "; ".join(f"import {PKG}.{n}" for n in namespaces if n)
-        cases = {
-            "python -c pass": "pass",
-            "import tvmffi_runtime": "import tvmffi_runtime",
-            f"import {PKG}": f"import {PKG}",
-            f"import {PKG}.big.ns0": f"import {PKG}.big.ns0",
-            f"import all {len(namespaces)} namespaces": all_imports,
-        }
-        results["import"] = {}
-        for label, code in cases.items():
-            med, runs = _median_run(code, ienv, args.repeat)
-            results["import"][label] = {"median_seconds": med, "runs": runs}
+        results["mypy"] = _time_mypy(pkg, env)
+        results["import"] = _time_imports(plan, pkg, args.repeat)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

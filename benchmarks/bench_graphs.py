@@ -57,7 +57,7 @@ def cases(rt: Any, tree: Any, small: Any) -> list[tuple[str, Callable[[], Any], 
 
 
 #: Where the guard is called from (module, attribute).
-GUARDED_MODULES = ("tvmffi_runtime.structural", "tvmffi_runtime.structural_eq", "tvmffi_runtime.copying")
+GUARDED_MODULES = ("tvmffi_runtime.structural", "tvmffi_runtime.structural.equality", "tvmffi_runtime.copying")
 
 
 def unguarded(fn: Callable[[], Any]) -> Callable[[], Any]:

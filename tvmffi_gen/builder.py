@@ -1,12 +1,14 @@
 """Building the package model from a snapshot: modules, names, class bodies, functions.
 
+:func:`build_model` is the entry: a snapshot to the :class:`~tvmffi_gen.model.PackageModel`.
 :class:`Builder` holds what the decisions depend on (the snapshot, the classes decided so far,
 the ``--use`` packages) and walks the snapshot in the order the naming rules need:
 :meth:`Builder.declare` (subpackages, classes, functions, named results), then
-:meth:`Builder.build_class` for each class, parents first, then :meth:`Builder.finish`. The
-decisions themselves are functions of explicit facts: class members in :mod:`.members`,
-parameters in :mod:`.signatures`, imports in :mod:`.module_imports`, hook names in
-:mod:`.visitor_hooks`; every reference to a class is spelled by :class:`.spelling.Spelling`.
+:meth:`Builder.build_classes` (class bodies, parents before children so overrides can be
+checked), then :meth:`Builder.finish`. The decisions themselves are functions of explicit facts:
+class members in :mod:`.class_members`, parameters in :mod:`.signatures`, imports in
+:mod:`.module_imports`, hook names in :mod:`.visitor_hooks`; every reference to a class is
+spelled by :class:`.spelling.Spelling`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
-from .layout import item_doc
-from .members import (
+from .class_members import (
     Inherited,
     UsedField,
     claim_member_names,
@@ -24,6 +25,7 @@ from .members import (
     method_model,
     replace_model,
 )
+from .layout import item_doc
 from .model import (
     ClassModel,
     FieldModel,
@@ -37,6 +39,7 @@ from .model import (
     PackageModel,
     Param,
     Target,
+    validate_package_name,
 )
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
@@ -59,7 +62,7 @@ from .typemap import (
 from .uses import UsedClass, UsedPackage
 from .visitor_hooks import visitor_hooks
 
-__all__ = ["Builder"]
+__all__ = ["Builder", "build_model"]
 
 
 def _ns_of(key: str) -> tuple[Namespace, str]:
@@ -411,3 +414,19 @@ def _topological(classes: list[ClassModel]) -> list[ClassModel]:
     for c in classes:
         place(c)
     return out
+
+
+def build_model(
+    snap: Snapshot,
+    name: str,
+    prefixes: Iterable[str] = (),
+    warn: Callable[[str], None] = lambda _m: None,
+    used: Iterable[UsedPackage] = (),
+) -> PackageModel:
+    """Decide the whole package for ``snap``; ``used``: packages generated before for libraries
+    this one extends (their classes become bases and annotations)."""
+    validate_package_name(name)
+    builder = Builder(snap, name, list(prefixes), warn, used)
+    builder.declare()
+    builder.build_classes()
+    return builder.finish()

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Literal
 
 from . import __version__
-from .snapshot import SnapshotError, take_snapshot
+from .snapshot import SnapshotError
+from .snapshot_process import take_snapshot
 
 __all__ = ["Step", "authors_marker", "cmake_dir", "main", "python_sources", "run_step"]
 

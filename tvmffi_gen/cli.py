@@ -13,7 +13,7 @@ from typing import Any
 
 from . import __version__
 from .api_changes import change_summary
-from .build import build_model
+from .builder import build_model
 from .cli_options import option_conflict, parser
 from .model import GenerationError, default_package_name
 from .package_name import check_package_name
@@ -27,7 +27,8 @@ from .project import (
     write_project,
 )
 from .render import render_package
-from .snapshot import Snapshot, SnapshotError, take_snapshot
+from .snapshot import Snapshot, SnapshotError
+from .snapshot_process import take_snapshot
 from .uses import UsedPackageError
 from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output

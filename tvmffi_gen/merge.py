@@ -4,13 +4,13 @@ Convention (stated in docs/generated-packages.md): users may add their own membe
 modules — methods, operators, properties, helpers, imports, module-level code. Members the
 generator wrote are replaced from the registry on every run; the user's members stay where they
 were (after the same neighbour). The manifest records which members of each file the generator
-wrote (their keys and fingerprints: ``member_keys``), so nothing needs markers in the code.
+wrote (their keys and fingerprints: ``manifest_entries``), so nothing needs markers in the code.
 
 A conflict is reported, never resolved silently: a user member binding a name the generator now
 writes in the same class or module (whatever the kinds: a method against a field, an assignment
 against a function, an import against a class...), or user code inside a class whose type left the
 library, or user code that uses a name the generator wrote last time and no longer writes (which
-names code binds and uses: ``bindings``). Edits to generated members are found through the
+names code binds and uses: ``code_names``). Edits to generated members are found through the
 fingerprint of each member's code recorded in the manifest, which a formatter changing only layout
 leaves as it was. What happens to edits is the run's edit policy (``EDIT_POLICIES``): refuse (the
 default: a conflict naming each edited member), ``overwrite`` or ``keep``, each edit listed in the
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .api_changes import NameUse, names_used
-from .bindings import bound_names, listed_names, star_imported, used_names
-from .member_keys import (
+from .code_names import bound_names, listed_names, star_imported, used_names
+from .manifest_entries import (
     code_of,
     cst_fingerprint,
     describe,
@@ -92,7 +92,7 @@ def _parsed(node: cst.CSTNode) -> ast.Module:
 
 
 def _bound_names(node: cst.CSTNode) -> list[str]:
-    """Names a libcst statement binds in its scope (``bindings.bound_names``)."""
+    """Names a libcst statement binds in its scope (``code_names.bound_names``)."""
     return bound_names(_parsed(node).body)
 
 

@@ -1,7 +1,7 @@
 """Package model: every decision about the generated package, made from a snapshot.
 
 Names, types, imports, ordering and docstrings are decided in plain objects (these classes; built
-by ``build.build_model``); ``layout.py`` and the templates only lay out the text.
+by ``builder.build_model``); ``layout.py`` and the templates only lay out the text.
 Nothing here touches the library.
 """
 

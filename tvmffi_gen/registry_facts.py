@@ -1,9 +1,8 @@
 """Registry facts the package generator and ``--stubs-for`` both need, each answered once.
 
 * ``read_type``: what the registry says about one type key, as ``snapshot.TypeSnap`` (read in
-  the child process of either: ``snapshot.snapshot_in_process`` and ``stubs/collect.py``), with
+  the child process of either: ``snapshot_process.snapshot_in_process`` and ``stubs/collect.py``), with
   ``init_excluded`` (which inherited fields the native auto-init does not take);
-* ``type_snap_from_dict``: a ``TypeSnap`` read back from its JSON form;
 * ``chain_fields``: the fields of a type and its ancestors, root first (the ancestor walk);
 * ``nearest_known``: the first of a type and its ancestors, nearest first, that something knows
   (a type without a class of its own is annotated as its nearest ancestor with one);
@@ -28,7 +27,6 @@ __all__ = [
     "read_type",
     "field_snap",
     "parse_schema",
-    "type_snap_from_dict",
     "chain_fields",
     "auto_init_order",
     "nearest_known",
@@ -124,15 +122,6 @@ def _init_takes(init: Any, name: str) -> bool:
     except Exception:  # noqa: BLE001 - any other refusal came after the name was accepted
         return True
     return True
-
-
-def type_snap_from_dict(t: dict[str, Any]) -> TypeSnap:
-    """A ``TypeSnap`` from its ``asdict`` form, its fields and methods read back as FieldSnap
-    and MethodSnap."""
-    fields = [FieldSnap(**f) for f in t.get("fields", [])]
-    methods = [MethodSnap(**m) for m in t.get("methods", [])]
-    data: dict[str, Any] = {**t, "fields": fields, "methods": methods}
-    return TypeSnap(**data)
 
 
 def chain_fields(

@@ -10,14 +10,14 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
 import jinja2
 
-from .layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, fit_value, tuple_text
+from .import_lines import ImportLine, standard_import_groups, used_imports
+from .layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
 from .model import (
     ClassModel,
     FieldModel,
@@ -26,10 +26,9 @@ from .model import (
     ModuleModel,
     PackageModel,
     Param,
-    VisitorHook,
 )
+from .render_visitors import render_visitors
 from .suppressions import (
-    VISITORS_RULES_OFF,
     ignored_on_lines,
     inherited_names,
     line_ignore,
@@ -42,7 +41,7 @@ from .suppressions import (
 )
 from .typemap import ANY_ANNOTATION
 
-__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "standard_import_groups", "template_environment"]
+__all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "template_environment"]
 
 #: The ``tvmffi_runtime.bind.API_LEVEL`` the templates' code needs (what that level offers is
 #: listed where the runtime defines it); a generated package checks it at import.
@@ -50,12 +49,6 @@ RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
-
-
-@dataclass(frozen=True)
-class _Import:
-    module: str
-    alias: str
 
 
 def template_environment() -> jinja2.Environment:
@@ -299,11 +292,11 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
 
 
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
-    def imports(namespaces: set[tuple[str, ...]]) -> list[_Import]:
-        return [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
+    def imports(namespaces: set[tuple[str, ...]]) -> list[ImportLine]:
+        return [ImportLine(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
-    runtime += _used_imports(mod.used_imports)
+    runtime += used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
     text = env.get_template("module.py.jinja").render(
@@ -332,30 +325,11 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
 _HEADER_MARK = "# <pyright header>"
 
 
-#: The standard imports a generated module may need, by the alias its code uses, in groups (a
-#: blank line between groups; a group none of whose aliases is used is left out whole).
-STANDARD_IMPORTS: list[dict[str, str]] = [
-    {
-        "_os": "import os as _os",
-        "_ctypes": "import ctypes as _ctypes",
-        "_t": "import typing as _t",
-        "_abc": "from collections import abc as _abc",
-    },
-    {"_rt": "import tvmffi_runtime as _rt", "_bind": "from tvmffi_runtime import bind as _bind"},
-]
-
-
-def standard_import_groups(aliases: set[str]) -> list[list[str]]:
-    """The import lines for ``aliases`` (keys of ``STANDARD_IMPORTS``), by group, empty groups
-    left out."""
-    groups = [[line for alias, line in group.items() if alias in aliases] for group in STANDARD_IMPORTS]
-    return [group for group in groups if group]
-
-
 def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
     """The aliases ``mod``'s text names: its own (as ``module.py.jinja`` and the helpers above
-    lay it out) and those its annotations name (of which :func:`standard_import_groups` writes the
-    standard ones; the others are the generated modules the model imports)."""
+    lay it out) and those its annotations name (of which
+    :func:`.import_lines.standard_import_groups` writes the standard ones; the others are the
+    generated modules the model imports)."""
     aliases: set[str] = set()
     for cls in mod.classes:
         aliases.add("_bind")  # register
@@ -375,13 +349,6 @@ def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
         aliases.add("_t")
     bases, others = mod.annotations()
     return aliases.union(*(annotation.aliases for annotation in bases + others))
-
-
-def _used_imports(modules: set[str]) -> list[_Import]:
-    """Imports of ``--use`` packages' modules (bases and annotations from them)."""
-    from .uses import used_module_alias
-
-    return [_Import(module, used_module_alias(module)) for module in sorted(modules)]
 
 
 def recorded_path_expr(library_path: str, libdir: str | None, out_dir: Path | None) -> tuple[str, set[str]]:
@@ -427,7 +394,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
         original_path=original,
         bundled_path=bundled,
         lazy_types=lazy,
-        used=[(u.name, _used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
+        used=[(u.name, used_imports({f"{u.name}._lib"})[0].alias) for u in pkg.used_packages],
     )
 
 
@@ -441,78 +408,3 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
     files["visitors.py"] = render_visitors(env, pkg)  # every package has one (docs/generated-packages.md), types or not
     files["py.typed"] = ""
     return dict(sorted(files.items()))
-
-
-@dataclass(frozen=True)
-class _Base:
-    name: str
-    runtime_base: str
-    prefix: str
-    ret: str
-    doc: str
-
-
-_BASES = [
-    _Base(
-        "Walker",
-        "_rt.WalkerBase",
-        "walk_",
-        "_Walked",
-        "Walk hooks: return None or ``WalkResult.ADVANCE`` to go on, ``WalkResult.SKIP`` to skip the\n"
-        "children, ``WalkResult.interrupt_with(payload)`` to stop. Use with ``structural_walk``.\n\n"
-        "Each hook below stands for the default: it returns None.",
-    ),
-    _Base(
-        "Visitor",
-        "_rt.VisitorBase",
-        "visit_",
-        "_Visited",
-        "Visit hooks own the traversal of what they match: call ``self.default_visit_children(node)``\n"
-        "or ``self.visit(child)``. Use with ``structural_visit``.\n\n"
-        "Each hook below stands for the default: ``self.default_visit_children(node)``.",
-    ),
-    _Base(
-        "Mapper",
-        "_rt.MapperBase",
-        "map_",
-        "object",
-        "Map hooks return a replacement value or ``UNCHANGED``. Use with ``structural_map``.\n\n"
-        "Each hook below stands for the default: it returns ``UNCHANGED``.",
-    ),
-    _Base(
-        "Mutator",
-        "_rt.MutatorBase",
-        "mutate_",
-        "object",
-        "Mutate hooks return the new value; ``self.default_mutate(node)`` rebuilds children\n"
-        "copy-on-write, ``self.default_maybe_inplace_mutate(node)`` reuses uniquely owned nodes.\n"
-        "Use with ``structural_mutate``.\n\n"
-        "Each hook below stands for the default: ``self.default_maybe_inplace_mutate(node)``.",
-    ),
-]
-
-
-def _hook_entry(hook: VisitorHook) -> list[str]:
-    """A ``_HOOK_TYPES`` entry; the class in parentheses on a line of its own where it is long."""
-    return fit_value(f'"{hook.suffix}": ', hook.handles, ",", "    ")
-
-
-def render_visitors(env: jinja2.Environment, pkg: PackageModel) -> str:
-    visitors = pkg.visitors
-    imports = [_Import(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in visitors.namespaces]
-    bases = _BASES
-    if visitors.used_modules:  # subclass the used packages' bases: their hooks dispatch here too
-        modules = _used_imports(set(visitors.used_modules))
-        imports += modules
-        bases = [replace(b, runtime_base=", ".join(f"{m.alias}.{b.name}" for m in modules)) for b in _BASES]
-    rules = [r for r in VISITORS_RULES_OFF if visitors.used_modules or r != "reportImplicitOverride"]
-    return env.get_template("visitors.py.jinja").render(
-        pkg=pkg,
-        hooks=visitors.hooks,
-        bases=bases,
-        imports=imports,
-        object_hook="walk_object",
-        any_hook="walk_any",
-        hook_entry=_hook_entry,
-        pyright_header=pyright_header(rules, VISITORS_RULES_OFF),
-    )

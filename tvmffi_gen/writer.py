@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from .api_changes import ApiChange, NameUse, StaleUse, api_changes, module_api, names_used, stale_uses
-from .bindings import module_names
-from .member_keys import generated_names, member_keys, text_hash
+from .code_names import module_names
+from .manifest_entries import generated_names, member_keys, text_hash
 from .merge import MergeConflict, UserImport, merge_source
 
 __all__ = ["MANIFEST", "OutputError", "Plan", "plan_output", "apply_plan"]

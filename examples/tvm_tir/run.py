@@ -50,14 +50,18 @@ def generate(out: Path) -> float:
     return time.perf_counter() - start
 
 
-def check(package_dir: Path) -> None:
+def _generated_modules(package_dir: Path) -> tuple[Any, Any, Any]:
+    """The generated package's ``ir``, ``prim`` and ``visitors`` modules."""
     sys.path.insert(0, str(package_dir.parent))
     name = package_dir.name
     ir = importlib.import_module(f"{name}.ir")
     prim = importlib.import_module(f"{name}.prim")
     visitors = importlib.import_module(f"{name}.visitors")
-    import tvmffi_runtime as rt
+    return ir, prim, visitors
 
+
+def _expression(ir: Any, prim: Any) -> Any:
+    """``2 * 3 + x`` built with the generated package."""
     # TVM's constructors are the registry functions ir.PrimType, ir.Var, ir.IntImm, prim.Add...
     # (generated as PrimType_, Var_, ... next to the classes of the same name): they compute
     # derived fields such as the type of an Add, which the classes' reflected auto-init leaves
@@ -66,8 +70,14 @@ def check(package_dir: Path) -> None:
     x = ir.Var_("x", i32, None)
     expr = prim.Add_(prim.Mul_(ir.IntImm_("int32", 2, None), ir.IntImm_("int32", 3, None), None), x, None)
     assert isinstance(expr, prim.Add) and isinstance(expr.a, prim.Mul) and isinstance(x.ty, ir.PrimType)
+    return expr
 
-    class Fold(visitors.Mapper):  # type: ignore[misc, name-defined]
+
+def _fold_class(ir: Any, visitors: Any) -> type[Any]:
+    """A generated ``Mapper`` that folds constants."""
+    import tvmffi_runtime as rt
+
+    class Fold(visitors.Mapper):  # type: ignore[misc]
         """Constant folding of Add and Mul over IntImms (post-order: children first)."""
 
         def map_add(self, node: Any) -> object:
@@ -82,7 +92,14 @@ def check(package_dir: Path) -> None:
                 return ir.IntImm_(node.ty.dtype, op(a.value, b.value), None)
             return rt.UNCHANGED
 
-    class Census(visitors.Walker):  # type: ignore[misc, name-defined]
+    return Fold
+
+
+def _fold_and_walk(expr: Any, fold: type[Any], prim: Any, visitors: Any) -> Any:
+    """``expr`` folded with ``fold``, its constants and variables counted by a generated ``Walker``."""
+    import tvmffi_runtime as rt
+
+    class Census(visitors.Walker):  # type: ignore[misc]
         """Counts the constants and variables of an expression."""
 
         def __init__(self) -> None:
@@ -95,7 +112,7 @@ def check(package_dir: Path) -> None:
         def walk_var(self, node: Any, kind: Any = None) -> None:
             self.vars.append(node.name)
 
-    folded = rt.structural_map(expr, Fold(), rt.WalkOrder.POST_ORDER)
+    folded = rt.structural_map(expr, fold(), rt.WalkOrder.POST_ORDER)
     assert isinstance(folded, prim.Add), folded
     census = Census()
     rt.structural_walk(folded, census)
@@ -104,11 +121,16 @@ def check(package_dir: Path) -> None:
         f"ours:  {type(folded).__name__}(IntImm({folded.a.value}), Var({folded.b.name!r}))"
         f"  constants {census.ints}, variables {census.vars}"
     )
+    return folded
 
-    # The same expression through tvm's own Python API, in this process.
+
+def _compare_with_tvm(expr: Any, folded: Any, ir: Any, fold: type[Any]) -> None:
+    """The same expression through tvm's own Python API, in this process, against ours."""
     import tvm
     import tvm_ffi
     from tvm import tirx
+
+    import tvmffi_runtime as rt
 
     tx = tirx.Var("x", "int32")
     theirs = tirx.Add(tirx.Mul(tirx.IntImm("int32", 2), tirx.IntImm("int32", 3)), tx)
@@ -116,7 +138,7 @@ def check(package_dir: Path) -> None:
     print(f"tvm:   {theirs}  simplifies to  {simplified}")
 
     # Same value once x is bound: fold ours with x := 5, and let TVM simplify its own.
-    class Bind(Fold):
+    class Bind(fold):  # type: ignore[misc]
         def map_var(self, node: Any) -> object:
             return ir.IntImm_("int32", 5, None) if node.name == "x" else rt.UNCHANGED
 
@@ -141,6 +163,15 @@ def check(package_dir: Path) -> None:
     # and tvm's analyzer works on our objects directly
     assert str(tvm.sym.Analyzer().simplify(expr)) == str(simplified)
     print(f"tvm's simplifier on our expression: {tvm.sym.Analyzer().simplify(expr)}")
+
+
+def check(package_dir: Path) -> None:
+    """Steps 2 to 4 of the module's docstring on the package generated into ``package_dir``."""
+    ir, prim, visitors = _generated_modules(package_dir)
+    expr = _expression(ir, prim)
+    fold = _fold_class(ir, visitors)
+    folded = _fold_and_walk(expr, fold, prim, visitors)
+    _compare_with_tvm(expr, folded, ir, fold)
     print("OK")
 
 

@@ -126,8 +126,7 @@ __all__ += [
     "structural_walk",
 ]
 
-from . import structural_eq as structural_eq  # noqa: E402
-from .structural_eq import (  # noqa: E402
+from .structural.equality import (  # noqa: E402
     AccessKind,
     AccessPath,
     AccessStep,
@@ -137,7 +136,7 @@ from .structural_eq import (  # noqa: E402
     structural_hash,
 )
 
-# spelled out (not ``+= structural_eq.__all__``): mypy follows only literal lists of names
+# spelled out (not ``+= equality.__all__``): mypy follows only literal lists of names
 __all__ += [
     "AccessKind",
     "AccessPath",

@@ -25,7 +25,8 @@ from typing import Any, cast
 
 from . import _call, _object
 from ._call import Function, ffi_call
-from ._lib import LibraryLoadError, _elf_problem
+from ._lib import LibraryLoadError
+from ._library_check import library_problem
 from ._object import Object
 
 __all__ = ["Module"]
@@ -56,7 +57,7 @@ class Module(Object):
             raise LibraryLoadError(f"cannot load module {spath}: no such file")
         if os.path.isdir(spath):
             raise LibraryLoadError(f"cannot load module {spath}: it is a directory, not a shared library")
-        problem = _elf_problem(spath)
+        problem = library_problem(spath)
         if problem is not None:
             raise LibraryLoadError(f"cannot load module {spath}: {problem}")
         full = os.path.abspath(spath)

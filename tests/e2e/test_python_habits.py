@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.cli import main
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy, run_pyright

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen import elf
-from tvmffi_gen.binfmt import BinaryFormatError, ExportedFunction, _symbols, exported_ffi_functions, read_exports
+from tvmffi_gen.binfmt import BinaryFormatError, ExportedFunction, _symbols, elf, exported_ffi_functions, read_exports
 from tvmffi_gen.binfmt.macho import macho_exports
 from tvmffi_gen.binfmt.pe import pe_exports
 from tvmffi_gen.cli import main

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
@@ -397,7 +397,7 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     leaves no doubled blank line."""
     import re
 
-    from tvmffi_gen.render import STANDARD_IMPORTS, standard_import_groups
+    from tvmffi_gen.import_lines import STANDARD_IMPORTS, standard_import_groups
 
     from conftest import ROOT
 

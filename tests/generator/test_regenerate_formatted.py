@@ -162,7 +162,7 @@ def test_user_code_this_python_cannot_parse_is_reported(tmp_path: Path, capsys: 
 
 
 def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
-    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.manifest_entries import member_keys
     from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen = 'def f(a: int) -> list[int]:\n    """Doc."""\n    return [a, a]  # twice\n'
@@ -181,7 +181,7 @@ def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
 
 
 def test_a_class_header_keeps_the_users_layout_while_its_code_is_the_same() -> None:
-    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.manifest_entries import member_keys
     from tvmffi_gen.merge import merge_source
 
     gen = '@reg("a.B")\nclass B(Base):\n    x: int = 1\n'

@@ -211,7 +211,7 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     # Only a class's first string is its docstring; a string after an attribute documents that
     # attribute, a string after a method is the user's note on it: both are kept on regeneration,
     # and a user attribute that now conflicts is reported once (not its docstring as well).
-    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.manifest_entries import member_keys
     from tvmffi_gen.merge import MergeConflict, merge_source
 
     gen1 = (
@@ -326,7 +326,7 @@ GEN2 = GEN1.replace(
     ],
 )
 def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
-    from tvmffi_gen.member_keys import member_keys
+    from tvmffi_gen.manifest_entries import member_keys
     from tvmffi_gen.merge import MergeConflict, merge_source
 
     keys = member_keys(GEN1)

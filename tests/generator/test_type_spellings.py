@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.cli import generate
 from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify import run_mypy

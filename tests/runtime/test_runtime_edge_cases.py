@@ -19,6 +19,7 @@ import pytest
 
 import tvmffi_runtime as rt
 from tvmffi_runtime import _convert, _errors, _lib
+from tvmffi_runtime._library_check import library_problem
 
 from conftest import ROOT, TESTING_LIB
 
@@ -60,7 +61,9 @@ def truncated_lib(tmp_path: Path) -> Path:
 
 
 _LOADERS = {
-    "_lib._elf_problem": "from tvmffi_runtime import _lib\nprint('RESULT', _lib._elf_problem(sys.argv[1]))",
+    "library_problem": (
+        "from tvmffi_runtime._library_check import library_problem\nprint('RESULT', library_problem(sys.argv[1]))"
+    ),
     "load_library": """
         try:
             rt.load_library(sys.argv[1])
@@ -84,7 +87,7 @@ _LOADERS = {
 def test_truncated_segments_give_a_clear_load_error(truncated_lib: Path, loader: str) -> None:
     (result,) = _result_lines(_child(_LOADERS[loader], str(truncated_lib)))
     assert "truncated ELF file" in result and "loadable segment" in result, result
-    if loader != "_lib._elf_problem":
+    if loader != "library_problem":
         assert result.startswith("cannot load") and str(truncated_lib) in result, result
 
 
@@ -119,23 +122,23 @@ def test_elf_problem_checks_every_loadable_segment(tmp_path: Path, is64: bool) -
     note = _phdr(is64, 4, 0, 16)  # PT_NOTE past the end would not matter to the loader
     fits = tmp_path / "fits.so"
     fits.write_bytes(bytes(head) + note + _phdr(is64, 1, 0, size) + b"\0" * 100)
-    assert _lib._elf_problem(str(fits)) is None
+    assert library_problem(str(fits)) is None
     cut = tmp_path / "cut.so"
     cut.write_bytes(bytes(head) + note + _phdr(is64, 1, 0, size + 1) + b"\0" * 100)
-    problem = _lib._elf_problem(str(cut))
+    problem = library_problem(str(cut))
     assert problem is not None and "truncated ELF file" in problem and str(size + 1) in problem
 
 
 def test_elf_problem_program_headers_past_the_end(tmp_path: Path) -> None:
     f = tmp_path / "short.so"
     f.write_bytes(bytes(_elf_header(True, phnum=9)) + b"\0" * 40)
-    problem = _lib._elf_problem(str(f))
+    problem = library_problem(str(f))
     assert problem is not None and "program headers" in problem
 
 
 def test_elf_problem_accepts_real_libraries() -> None:
-    assert _lib._elf_problem(str(TESTING_LIB)) is None
-    assert _lib._elf_problem(rt.LIB_PATH) is None
+    assert library_problem(str(TESTING_LIB)) is None
+    assert library_problem(rt.LIB_PATH) is None
 
 
 # --------------------------------------------------------------------------------------------

@@ -115,7 +115,8 @@ def test_no_import_cycle() -> None:
 
 def test_core_layers_import_only_lower_layers() -> None:
     # the pure backend sits as low as the compiled one: what it calls above it is handed to it
-    order = ["_platform", "_field_kinds", "_lib", "_native_traceback", "_errors", "_values", "_graph_layout",
+    order = ["_platform", "_library_check", "_field_kinds", "_lib", "_native_traceback", "_errors", "_values",
+             "_graph_layout",
              "_pure.objects", "_pure.calls", "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph",
              "_pure.dlpack", "_pure", "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
     graph = _graph()
@@ -199,7 +200,7 @@ def test_one_table_of_field_kinds() -> None:
     """``_field_kinds`` is the one table of field layouts: the compiled backend includes the
     header ``setup.py`` writes from it and defines no kind of its own; the pure backend's
     descriptors and the generator's layout rules are its tables."""
-    from tvmffi_gen import members
+    from tvmffi_gen import class_members
     from tvmffi_gen.runtime_files import field_kinds
     from tvmffi_runtime import _field_kinds, _fields
 
@@ -216,7 +217,7 @@ def test_one_table_of_field_kinds() -> None:
         assert header.read_text() == _field_kinds.c_header()
     assert _fields.FIELD_KINDS is _field_kinds.FIELD_KINDS
     table = field_kinds()  # the same file, loaded without the runtime
-    assert members.POD_KINDS is table.POD_LAYOUTS and members.IN_PLACE_KINDS is table.IN_PLACE_FIELD_KINDS
+    assert class_members.POD_KINDS is table.POD_LAYOUTS and class_members.IN_PLACE_KINDS is table.IN_PLACE_FIELD_KINDS
     assert (table.FIELD_KINDS, table.POD_LAYOUTS) == (_field_kinds.FIELD_KINDS, _field_kinds.POD_LAYOUTS)
 
 

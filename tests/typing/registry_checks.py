@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from tvmffi_gen.render import STANDARD_IMPORTS
+from tvmffi_gen.import_lines import STANDARD_IMPORTS
 from tvmffi_gen.verify import run_mypy
 from tvmffi_gen.writer import apply_plan, plan_output
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 
@@ -300,7 +300,7 @@ def test_registry_names_with_quotes_backslashes_newlines_are_kept_exactly(bad: s
 CYCLE_SCRIPT = """
 import sys
 sys.path[:0] = [{root!r}, {runtime!r}]
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.model import GenerationError
 from tvmffi_gen.snapshot import Snapshot, TypeSnap
 cases = {{

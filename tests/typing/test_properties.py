@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import tvmffi_runtime as rt
-from tvmffi_gen.build import build_model
+from tvmffi_gen.builder import build_model
 from tvmffi_gen.model import GenerationError
 from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap

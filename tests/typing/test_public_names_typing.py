@@ -19,7 +19,9 @@ from tvmffi_gen.verify import run_mypy, run_pyright
 
 
 def _public_submodules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(rt.__path__) if not m.name.startswith("_"))
+    """``containers``, ``structural.equality``...: every module whose dotted name has no private part."""
+    names = [m.name.split(".", 1)[1] for m in pkgutil.walk_packages(rt.__path__, prefix="tvmffi_runtime.")]
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
 
 
 def _user_program() -> str:
@@ -29,7 +31,7 @@ def _user_program() -> str:
         module = importlib.import_module(f"tvmffi_runtime.{sub}")
         names = sorted(getattr(module, "__all__", []))
         for i, name in enumerate(names):
-            alias = f"{sub}_{i}"
+            alias = f"{sub.replace('.', '_')}_{i}"
             lines.append(f"from tvmffi_runtime.{sub} import {name} as {alias}")
             used.append(alias)
     lines.append("")
@@ -53,13 +55,13 @@ def test_user_program_lists_the_structural_equality_api() -> None:
         "AccessStep",
     ):
         assert f"rt.{name}," in program
-        assert f"from tvmffi_runtime.structural_eq import {name} as" in program
+        assert f"from tvmffi_runtime.structural.equality import {name} as" in program
 
 
-def test_the_package_exports_the_whole_structural_eq_api() -> None:
-    from tvmffi_runtime import structural_eq
+def test_the_package_exports_the_whole_structural_equality_api() -> None:
+    from tvmffi_runtime.structural import equality
 
-    assert set(structural_eq.__all__) <= set(rt.__all__)
+    assert set(equality.__all__) <= set(rt.__all__)
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])

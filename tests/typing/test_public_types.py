@@ -32,7 +32,7 @@ PUBLIC_MODULES = (
     "tvmffi_runtime.records",
     "tvmffi_runtime.reflection",
     "tvmffi_runtime.structural",
-    "tvmffi_runtime.structural_eq",
+    "tvmffi_runtime.structural.equality",
     "tvmffi_runtime.tensor",
 )
 
@@ -66,7 +66,7 @@ ALLOWED: dict[str, str] = {
     "tvmffi_runtime.reflection:get_field:return": _NATIVE,
     "tvmffi_runtime.reflection:type_attr:return": _NATIVE + "; the column's value depends on the attribute name",
     "tvmffi_runtime.copying:from_json_graph:return": _NATIVE + "; whatever the JSON graph describes",
-    "tvmffi_runtime.structural_eq:StructuralKey.key:return": _NATIVE
+    "tvmffi_runtime.structural.equality:StructuralKey.key:return": _NATIVE
     + "; the wrapped value came back through the FFI (a list is an Array now)",
     "tvmffi_runtime.structural:VisitInterrupt.value:return": _NATIVE + "; the payload came back through the FFI",
     "tvmffi_runtime.structural:MutateContext.mutate:return": _NATIVE + "; the mutated child",

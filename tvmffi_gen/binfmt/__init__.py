@@ -2,7 +2,7 @@
 
 One entry point for the three formats apache-tvm-ffi ships for. The format is chosen by the
 file's first bytes, never by its name or by the platform running this, so a macOS or Windows
-library is read on Linux as well as on its own platform. ELF goes through ``tvmffi_gen.elf``,
+library is read on Linux as well as on its own platform. ELF goes through ``elf``,
 Mach-O through ``macho`` and PE through ``pe``. Each raises ``BinaryFormatError`` naming the file
 and what is wrong with it.
 """
@@ -14,6 +14,7 @@ import os
 import stat
 from dataclasses import dataclass
 
+from .elf import ElfError, defined_dynamic_symbols
 from .errors import BinaryFormatError
 from .macho import is_macho, macho_exports
 from .pe import is_pe, pe_exports
@@ -50,12 +51,10 @@ def _symbols(path: str, prefix: str) -> tuple[str, list[str]]:
             st = os.fstat(fh.fileno())
             head = fh.read(4)
             if head == b"\x7fELF":
-                from .. import elf
-
                 fh.close()
                 try:
-                    return "ELF", elf.defined_dynamic_symbols(path, prefix)
-                except elf.ElfError as exc:
+                    return "ELF", defined_dynamic_symbols(path, prefix)
+                except ElfError as exc:
                     raise BinaryFormatError(str(exc)) from None
             if not head:
                 raise BinaryFormatError(f"{path}: empty file, not a shared library")
@@ -93,6 +92,6 @@ def read_exports(path: str) -> Exports:
 
 def exported_ffi_functions(path: str) -> list[str]:
     """Names ``<name>`` of the ``__tvm_ffi_<name>`` functions a library of any of the three formats
-    exports, sorted (for ELF the same list as ``tvmffi_gen.elf.exported_ffi_functions``)."""
+    exports, sorted (for ELF the same list as ``elf.exported_ffi_functions``)."""
     n = len(EXPORT_PREFIX)
     return [sym[n:] for sym in _symbols(path, EXPORT_PREFIX)[1] if len(sym) > n and sym[n] != "_"]

@@ -14,8 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
-from ..registry_facts import type_snap_from_dict
-from ..snapshot import TypeSnap
+from ..snapshot import TypeSnap, type_snap_from_dict
 
 __all__ = [
     "Forwarding",

@@ -14,7 +14,7 @@ import os
 import subprocess
 
 from ..registry_facts import run_child
-from ..snapshot import summarise_failure
+from ..snapshot_process import summarise_failure
 from .collected import Collection
 from .errors import StubsError
 from .progress import Progress

@@ -24,7 +24,8 @@ Public names: ``structural_walk``, ``structural_visit``, ``structural_map``,
 This module holds the four engine entry points and re-exports the rest, which lives in layers
 that import one way: ``_markers`` (markers, enums) → ``_match``
 (annotations to type indices) → ``_context`` (contexts, policies) →
-``_native`` (trampolines) → ``_hooks`` (hook bases) → here.
+``_native`` (trampolines) → ``_hooks`` (hook bases) → here. Structural equality and hashing over
+the same engine are the public submodule ``equality``, which the traversal does not import.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, cast
 
-from ._call import Function, get_global_func
-from ._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
-from ._object import Object, _adopt, register_object, type_key_to_index
-from .reflection import get_field
+from .._call import Function, get_global_func
+from .._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
+from .._object import Object, _adopt, register_object, type_key_to_index
+from ..reflection import get_field
 
 __all__ = [
     "AccessKind",

@@ -19,7 +19,7 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
-from .bindings import bound_names
+from .code_names import bound_names
 
 if TYPE_CHECKING:
     import libcst as cst
