@@ -3,9 +3,12 @@
 The fixture package ``kindpkg`` (over the tinyir fixture library) has each of tvm's cases in
 small: a package binding a submodule's name to a function a later star import brings (tvm's
 ``relax.frontend.nn.extern``), a class a decorator replaces by a subclass of a registered class
-(``@module_pass``), a type alias with string forward references (``nn.spec.ArgSpecType``), and
-unannotated functions returning a registry function's call or a class's construction
-(``tvm.cpu()``). Checked through ``reveal_type`` with mypy and basedpyright from a user's folder.
+(``@module_pass``), a function a decorator replaces by an instance (``@T.prim_func``) beside one
+a wrapper keeps a function (``functools.lru_cache``), a name bound to another name of one of the
+package's modules (topi's ``from . import cpp``), a type alias with string forward references
+(``nn.spec.ArgSpecType``), and unannotated functions returning a registry function's call or a
+class's construction (``tvm.cpu()``). Checked through ``reveal_type`` with mypy and
+basedpyright from a user's folder.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ PACKAGE = {
             pass
     """,
     "nn/__init__.py": """
+        from .. import spec as layout
         from .extern import ExternModule
         from .op import *
     """,
@@ -62,10 +66,15 @@ PACKAGE = {
             pass
     """,
     "nn/op.py": """
+        from . import layout  # the package's other name of kindpkg.spec: no module kindpkg.nn.layout
+
+
         def extern(name: str) -> int:
             return len(name)
     """,
     "passes.py": """
+        import functools
+
         from .nodes import Node
 
 
@@ -81,6 +90,25 @@ PACKAGE = {
         class Simplify:
             def __init__(self, level: int) -> None:
                 self.level = level
+
+
+        class FunctionPass:
+            def __call__(self, node: Node) -> Node:
+                return node
+
+
+        def function_pass(fn):
+            return FunctionPass()
+
+
+        @function_pass
+        def fold(node):  # what the running name is: a FunctionPass
+            return node
+
+
+        @functools.lru_cache
+        def cached(n: int) -> int:  # a wrapper called as the function is: stays a function
+            return n
     """,
     "spec.py": """
         import typing
@@ -140,6 +168,8 @@ simplify = passes.Simplify(2)
 reveal_type(simplify)
 def apply(node: nodes.Node) -> nodes.Node:
     return simplify(node)
+reveal_type(passes.fold)
+reveal_type(passes.cached(1))
 """
 
 
@@ -168,6 +198,10 @@ def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]
     assert nn.rstrip().endswith("from kindpkg.nn.op import extern as extern  # bound so at run time"), nn
     passes = (root / "passes.pyi").read_text()
     assert "class Simplify(_kindpkg_nodes.Node, metaclass=type):" in passes, passes
+    assert "fold: FunctionPass  # a decorator made it so at run time" in passes, passes
+    assert "def fold" not in passes and "def cached(n: int) -> int: ..." in passes, passes
+    op = (root / "nn" / "op.pyi").read_text()
+    assert "import kindpkg.spec as layout\n" in op, op  # (an import a stub does not export, as the source's)
     spec = (root / "spec.pyi").read_text()
     assert "ArgSpecType: _t.TypeAlias = Int | Tensor\n" in spec, spec
     assert "Mode: Incomplete" in spec or "Mode = " in spec  # a Literal's strings are values: not this rule
@@ -203,6 +237,8 @@ def test_mypy_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], 
         '"def (a: Any, b: Any) -> kindpkg.nodes.Pair"',
         '"kindpkg.spec.Int | kindpkg.spec.Tensor"',
         '"kindpkg.passes.Simplify"',
+        '"kindpkg.passes.FunctionPass"',
+        '"int"',
     ], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
 
@@ -221,5 +257,7 @@ def test_basedpyright_reveals_what_the_running_names_are(kind_stubs: tuple[Path,
         '"(a: Any, b: Any) -> Pair"',
         '"Int | Tensor"',
         '"Simplify"',
+        '"FunctionPass"',
+        '"int"',
     ], proc.stdout
     assert " - error" not in proc.stdout, proc.stdout

@@ -121,6 +121,11 @@ class ModuleFacts:
     string_aliases: dict[str, str] = field(default_factory=dict)
     #: unannotated functions (``name``, ``Class.name``) whose result the source determines
     returns: dict[str, ReturnSource] = field(default_factory=dict)
+    #: functions its source defines that a decorator replaced by an instance of another class
+    #: (``@T.prim_func``): name -> that class
+    replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
+    #: public names bound to a module of the package: name -> the module's name
+    module_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -191,7 +196,8 @@ class Collection:
 
 def _module_facts(d: dict[str, Any]) -> ModuleFacts:
     returns = {n: ReturnSource(**r) for n, r in d.get("returns", {}).items()}
-    return ModuleFacts(**{**d, "returns": returns})
+    replaced = {n: ReturnSource(**r) for n, r in d.get("replaced_functions", {}).items()}
+    return ModuleFacts(**{**d, "returns": returns, "replaced_functions": replaced})
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:

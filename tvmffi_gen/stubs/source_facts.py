@@ -22,7 +22,7 @@ from typing import Any
 from .collected import ReturnSource
 from .forwarders import resolve_dotted
 
-__all__ = ["source_tree", "string_aliases", "inferred_returns"]
+__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns"]
 
 _UNION_HEADS = {"Union", "Optional"}
 
@@ -138,13 +138,18 @@ def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> Ret
         return ReturnSource("global", gname, schema) if schema is not None else None
     if inspect.isfunction(obj):
         obj = _annotated_class(obj)  # a function whose annotation says it returns a class
-    if isinstance(obj, type) and "<locals>" not in obj.__qualname__:
-        info = obj.__dict__.get("__tvm_ffi_type_info__")
-        key = getattr(info, "type_key", None)
-        if isinstance(key, str):
-            return ReturnSource("key", key)
-        return ReturnSource("class", f"{_public_module(obj)}:{obj.__qualname__}")
-    return None
+    return class_source(obj) if isinstance(obj, type) else None
+
+
+def class_source(cls: type) -> ReturnSource | None:
+    """How a stub names class ``cls``: its type key when it is registered, else the module that
+    exports it and its qualname (None for a class made in a function)."""
+    if "<locals>" in cls.__qualname__:
+        return None
+    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
+    if isinstance(key, str):
+        return ReturnSource("key", key)
+    return ReturnSource("class", f"{_public_module(cls)}:{cls.__qualname__}")
 
 
 def _public_module(cls: type) -> str:
