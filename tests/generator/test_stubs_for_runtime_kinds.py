@@ -6,9 +6,9 @@ small: a package binding a submodule's name to a function a later star import br
 (``@module_pass``), a function a decorator replaces by an instance (``@T.prim_func``) beside one
 a wrapper keeps a function (``functools.lru_cache``), a name bound to another name of one of the
 package's modules (topi's ``from . import cpp``), a type alias with string forward references
-(``nn.spec.ArgSpecType``), and unannotated functions returning a registry function's call or a
-class's construction (``tvm.cpu()``). Checked through ``reveal_type`` with mypy and
-basedpyright from a user's folder.
+(``nn.spec.ArgSpecType``), unannotated functions returning a registry function's call or a
+class's construction (``tvm.cpu()``), and one annotated wider than its registry call's schema.
+Checked through ``reveal_type`` with mypy and basedpyright from a user's folder.
 """
 
 from __future__ import annotations
@@ -127,6 +127,7 @@ PACKAGE = {
     """,
     "helpers.py": """
         from . import _ffi_api
+        from .nodes import Node, Pair
 
 
         class Device:
@@ -145,6 +146,14 @@ PACKAGE = {
         def pair(a, b):
             if a is None:
                 raise ValueError("a")
+            return _ffi_api.pair(a, b)
+
+
+        def make_pair(a, b) -> Node:  # the registry function's schema says Pair: narrower
+            return _ffi_api.pair(a, b)
+
+
+        def same_pair(a, b) -> Pair:
             return _ffi_api.pair(a, b)
 
 
@@ -170,6 +179,7 @@ def apply(node: nodes.Node) -> nodes.Node:
     return simplify(node)
 reveal_type(passes.fold)
 reveal_type(passes.cached(1))
+reveal_type(helpers.make_pair(1, 2))
 """
 
 
@@ -210,6 +220,8 @@ def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]
     assert "def negate(flag: Incomplete) -> bool: ..." in helpers, helpers
     assert "def pair(a: Incomplete, b: Incomplete) -> _kindpkg_nodes.Pair: ..." in helpers, helpers
     assert "def either(flag: Incomplete) -> Incomplete: ..." in helpers, helpers
+    assert "def make_pair(a: Incomplete, b: Incomplete) -> _kindpkg_nodes.Pair: ..." in helpers, helpers
+    assert "def same_pair(a: Incomplete, b: Incomplete) -> Pair: ..." in helpers, helpers
 
 
 def _user_folder(src: Path, out: Path, where: Path) -> dict[str, str]:
@@ -239,6 +251,7 @@ def test_mypy_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], 
         '"kindpkg.passes.Simplify"',
         '"kindpkg.passes.FunctionPass"',
         '"int"',
+        '"kindpkg.nodes.Pair"',
     ], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
 
@@ -259,5 +272,6 @@ def test_basedpyright_reveals_what_the_running_names_are(kind_stubs: tuple[Path,
         '"Simplify"',
         '"FunctionPass"',
         '"int"',
+        '"Pair"',
     ], proc.stdout
     assert " - error" not in proc.stdout, proc.stdout

@@ -121,6 +121,9 @@ class ModuleFacts:
     string_aliases: dict[str, str] = field(default_factory=dict)
     #: unannotated functions (``name``, ``Class.name``) whose result the source determines
     returns: dict[str, ReturnSource] = field(default_factory=dict)
+    #: functions annotated with a registered class whose every return is a registry call whose
+    #: schema returns a strict subclass of it: name -> that call
+    narrowed_returns: dict[str, ReturnSource] = field(default_factory=dict)
     #: functions its source defines that a decorator replaced by an instance of another class
     #: (``@T.prim_func``): name -> that class
     replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
@@ -195,9 +198,11 @@ class Collection:
 
 
 def _module_facts(d: dict[str, Any]) -> ModuleFacts:
-    returns = {n: ReturnSource(**r) for n, r in d.get("returns", {}).items()}
-    replaced = {n: ReturnSource(**r) for n, r in d.get("replaced_functions", {}).items()}
-    return ModuleFacts(**{**d, "returns": returns, "replaced_functions": replaced})
+    sources = {
+        name: {n: ReturnSource(**r) for n, r in d.get(name, {}).items()}
+        for name in ("returns", "narrowed_returns", "replaced_functions")
+    }
+    return ModuleFacts(**{**d, **sources})
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:

@@ -14,7 +14,8 @@ whatever stubgen read in the source, applied by ``rewrite.augment``:
 * ``InstanceNames``: a module-level function a decorator replaced by an instance of another class
   (``@T.prim_func`` makes a ``PrimFunc``) is declared as a name of that class;
 * ``InferredReturns``: a function without a return annotation whose result the source determines
-  (``source_facts.inferred_returns``) is annotated with it.
+  (``source_facts.inferred_returns``) is annotated with it, and one annotated with a class whose
+  registry call returns a strict subclass of it (``source_facts.narrowed_returns``) with that.
 """
 
 from __future__ import annotations
@@ -86,18 +87,21 @@ class TypedAliases(StubTransformer):
 
 class InferredReturns(ClassRewriter):
     """Functions (``name``, ``Class.name``) without a return annotation get the one in
-    ``returns``."""
+    ``returns``; with ``replace``, those with one get it instead."""
 
-    def __init__(self, returns: dict[str, str]) -> None:
+    def __init__(self, returns: dict[str, str], *, replace: bool = False) -> None:
         super().__init__()
         self.returns = returns
+        self.replace = replace
         self.used = 0
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         q = ".".join([*self.stack, updated_node.name.value])
         text = self.returns.get(q)
-        if text is None or updated_node.returns is not None:
+        if text is None or (updated_node.returns is not None) != self.replace:
             return updated_node
+        if any(cst.Module([]).code_for_node(d.decorator).endswith("overload") for d in updated_node.decorators):
+            return updated_node  # one of several signatures: the source's function is another
         self.used += 1
         return updated_node.with_changes(returns=cst.Annotation(cst.parse_expression(text)))
 

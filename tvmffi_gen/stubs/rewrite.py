@@ -265,11 +265,12 @@ def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
         aliases = TypedAliases(facts.string_aliases)
         m.tree = m.tree.visit(aliases)
         m.typed_members |= aliases.used
-    returns = {q: t for q, r in sorted(facts.returns.items()) if (t := _return_text(m, q, r))}
-    if returns:
-        inferred = InferredReturns(returns)
-        m.tree = m.tree.visit(inferred)
-        m.typed_members |= inferred.used > 0
+    for sources, replace in ((facts.returns, False), (facts.narrowed_returns, True)):
+        returns = {q: t for q, r in sorted(sources.items()) if (t := _return_text(m, q, r))}
+        if returns:
+            inferred = InferredReturns(returns, replace=replace)
+            m.tree = m.tree.visit(inferred)
+            m.typed_members |= inferred.used > 0
 
 
 def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, registry_name
-from .source_facts import class_source, inferred_returns, source_tree, string_aliases
+from .source_facts import class_source, inferred_returns, narrowed_returns, source_tree, string_aliases
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
 
@@ -249,6 +249,7 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         replaced_bases=replaced_bases(mod, replaced),
         string_aliases=string_aliases(tree) if tree is not None else {},
         returns=inferred_returns(tree, mod, registry_name) if tree is not None else {},
+        narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
     )

@@ -10,6 +10,9 @@
   (``return _ffi_api.X(...)``: the schema's result), a class (``return Device(...)``: that class)
   or a function annotated as returning a class (``tvm.cpu``'s ``return device(...)``, which
   ``tvm_ffi`` annotates ``-> Device``).
+* ``narrowed_returns``: functions annotated as returning a registered class whose every
+  ``return`` is one registry function's call, when that function's schema returns a strict
+  subclass of it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from .collected import ReturnSource
 from .forwarders import resolve_dotted
 
-__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns"]
+__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns", "narrowed_returns"]
 
 _UNION_HEADS = {"Union", "Optional"}
 
@@ -185,13 +188,40 @@ def inferred_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
     """Per function without a return annotation (``name`` or ``Class.name`` of a module-level
     class), what every one of its returns makes, when that is one registry function's result or
     one class."""
-    scope = dict(vars(mod))
+    return dict(_uniform_returns(tree, mod, registry_name, annotated=False))
+
+
+def narrowed_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> dict[str, ReturnSource]:
+    """Per function annotated as returning a registered class (``name`` or ``Class.name``) whose
+    every return is one registry function's call, that call, when the function's schema returns
+    a strict subclass of the annotation's class (``-> Object`` over a function whose schema
+    returns ``ir.Expr``). The stub spells the schema's result as for an unannotated function."""
     out: dict[str, ReturnSource] = {}
+    scope = dict(vars(mod))
+    for where, source in _uniform_returns(tree, mod, registry_name, annotated=True):
+        func = resolve_dotted(where.split("."), scope) if source.kind == "global" else None
+        wide = _annotated_class(func) if func is not None else None
+        narrow = _schema_result_class(source.schema)
+        if wide is None or narrow is None or narrow is wide or not issubclass(narrow, wide):
+            continue
+        if any("__tvm_ffi_type_info__" in c.__dict__ for c in wide.__mro__):  # not str for ffi.String
+            out[where] = source
+    return out
+
+
+def _uniform_returns(
+    tree: ast.Module, mod: ModuleType, registry_name: Any, *, annotated: bool
+) -> list[tuple[str, ReturnSource]]:
+    """The functions (``name``, ``Class.name`` of a module-level class) with a return annotation
+    (``annotated``) or without one, whose every return makes the same thing (one registry
+    function's result, one class): (where, what)."""
+    scope = dict(vars(mod))
+    out: list[tuple[str, ReturnSource]] = []
     todo: list[tuple[str, ast.stmt]] = [("", n) for n in tree.body]
     for prefix, node in todo:
         if isinstance(node, ast.ClassDef) and not prefix:
             todo += [(node.name + ".", n) for n in node.body]
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.returns is not None:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or (node.returns is not None) != annotated:
             continue
         returns = _returns(node)
         if not returns or any(r.value is None for r in returns):
@@ -199,5 +229,22 @@ def inferred_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
         sources = [_source_of(r.value, scope, registry_name) for r in returns if r.value is not None]
         first = sources[0]
         if first is not None and all(s == first for s in sources):
-            out[prefix + node.name] = first
+            out.append((prefix + node.name, first))
     return out
+
+
+def _schema_result_class(schema: Any) -> type | None:
+    """The registered Python class of the object type a function's schema returns (None for any
+    other result, or a schema that does not parse)."""
+    from tvm_ffi import core
+
+    from ..typemap import SchemaError, function_sig
+
+    try:
+        key = function_sig(schema).ret.key
+    except SchemaError:
+        return None
+    index = core._object_type_key_to_index(key)
+    info = core._type_index_to_type_info(index) if index is not None else None
+    cls = getattr(info, "type_cls", None)
+    return cls if isinstance(cls, type) else None
