@@ -164,7 +164,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                 "ir.ShapeExpr": {
                     **cls("tvm.ir", "ShapeExpr", ["tvm.ir.Expr"]),
                     "python_init": True,
-                    # its hand-written __init__ forwards values and span to ir.shape (collect.py)
+                    # its hand-written __init__ forwards values and span to ir.shape (child.py)
                     "forwards": {
                         "global_name": "ir.shape",
                         "via": "_ffi_api.shape",

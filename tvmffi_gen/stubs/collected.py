@@ -1,4 +1,4 @@
-"""What the importing child (``collect.py``) found out about a running package, as typed data.
+"""What the importing child (``child.py``) found out about a running package, as typed data.
 
 ``Collection`` is what crosses the process boundary (as JSON: ``to_json`` / ``from_json``) and
 what every later step of ``--stubs-for`` reads: the registry's types as the package generator's

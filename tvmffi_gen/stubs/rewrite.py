@@ -1,6 +1,6 @@
 """Step 3 of ``--stubs-for``: ``augment``, the libcst rewrite of stubgen's stubs into the final
 ones. Per module (on every core, ``parallel.shared``) it adds what the registry knows and the
-sources do not say (``registry_members``, typed through ``resolve``), follows what the running
+sources do not say (``registry_text``, typed through ``resolve``), follows what the running
 package says beyond its sources (names made at run time, classes imported under another name,
 the run-time ``__all__`` and the submodules it lists, an explicit metaclass, functions bound
 to None or packed, read-only fields: ``transforms``, ``frozen``), fills what is unannotated
@@ -24,7 +24,7 @@ from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
-from .registry_members import class_members, def_text, inherited_names, is_keyword, params_from_schema
+from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import STUB_HEADER, binds, class_attributes, defines, exported_names, star_exports
 from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index

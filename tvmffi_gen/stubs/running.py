@@ -1,5 +1,5 @@
 """What a running module or registered class holds, read in ``--stubs-for``'s child
-(``collect.py``) once the package imported: the facts a source reader cannot see, as
+(``child.py``) once the package imported: the facts a source reader cannot see, as
 ``collected.ModuleFacts`` and ``collected.RegisteredClass``.
 """
 

@@ -1,5 +1,5 @@
 """What a module's source says that stubgen drops, resolved against the running module: read in
-``--stubs-for``'s child (``collect.py``) from the module's file with ``ast``.
+``--stubs-for``'s child (``child.py``) from the module's file with ``ast``.
 
 * ``string_aliases``: module-level type aliases written with string forward references
   (``ArgSpecType = typing.Union["Int", "Tensor"]``), which stubgen writes as ``Incomplete``: the
