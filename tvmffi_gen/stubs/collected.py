@@ -11,7 +11,7 @@ part of the cache keys of the steps after the import (``cache.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, cast
 
 from ..registry_facts import type_snap_from_dict
@@ -198,16 +198,18 @@ class Collection:
 
 
 def _module_facts(d: dict[str, Any]) -> ModuleFacts:
-    sources = {
-        name: {n: ReturnSource(**r) for n, r in d.get(name, {}).items()}
-        for name in ("returns", "narrowed_returns", "replaced_functions")
-    }
-    return ModuleFacts(**{**d, **sources})
+    def sources(name: str) -> dict[str, ReturnSource]:
+        return {n: ReturnSource(**r) for n, r in d.get(name, {}).items()}
+
+    return replace(
+        ModuleFacts(**d),
+        returns=sources("returns"),
+        narrowed_returns=sources("narrowed_returns"),
+        replaced_functions=sources("replaced_functions"),
+    )
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:
     forwards = d.get("forwards")
     late = {n: LateMember(**m) for n, m in d.get("late", {}).items()}
-    return RegisteredClass(
-        **{**d, "forwards": Forwarding(**forwards) if forwards else None, "late": late},
-    )
+    return replace(RegisteredClass(**d), forwards=Forwarding(**forwards) if forwards else None, late=late)

@@ -25,6 +25,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from .errors import StubsError
 
@@ -75,21 +76,24 @@ def _read(path: str) -> Conversions:
         raw: object = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise StubsError(f"{ENV_VAR}: {path}: not a readable JSON file ({exc})") from None
-    if not isinstance(raw, dict) or not set(raw) <= {"accepted", "returned"}:
+    if not isinstance(raw, dict) or not set(cast("dict[object, object]", raw)) <= {"accepted", "returned"}:
         raise StubsError(f'{ENV_VAR}: {path}: expected an object with "accepted" and/or "returned"')
+    parts = cast("dict[str, object]", raw)
     tables: dict[str, dict[str, tuple[str, ...]]] = {}
     for part in ("accepted", "returned"):
-        table: object = raw.get(part, {})
+        table = parts.get(part, {})
         if not isinstance(table, dict):
             raise StubsError(f"{ENV_VAR}: {path}: {part!r} is not an object of type key -> list of annotations")
         tables[part] = {}
-        for key, members in table.items():
-            if not isinstance(members, list) or not all(isinstance(m, str) and _MEMBER.fullmatch(m) for m in members):
+        for key, members in cast("dict[str, object]", table).items():
+            if not isinstance(members, list) or not all(
+                isinstance(m, str) and _MEMBER.fullmatch(m) for m in cast("list[object]", members)
+            ):
                 raise StubsError(
                     f"{ENV_VAR}: {path}: {part}[{key!r}]: expected a list of annotations such as"
                     ' "int", "None" or "_tvm_ffi.dtype"'
                 )
-            tables[part][str(key)] = tuple(members)
+            tables[part][key] = tuple(cast("list[str]", members))
     return Conversions(tables["accepted"], tables["returned"])
 
 

@@ -209,7 +209,7 @@ def replaced_functions(mod: ModuleType, defined: list[str]) -> dict[str, ReturnS
     out: dict[str, ReturnSource] = {}
     namespace = _namespace(mod)
     for attr in defined:
-        value = namespace.get(attr)
+        value: object = namespace.get(attr)
         if value is None or inspect.isroutine(value) or inspect.isclass(value) or isinstance(value, ModuleType):
             continue
         if hasattr(value, "__wrapped__") or type(value).__name__ == "Function":
