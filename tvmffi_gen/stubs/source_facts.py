@@ -196,6 +196,8 @@ def narrowed_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
     every return is one registry function's call, that call, when the function's schema returns
     a strict subclass of the annotation's class (``-> Object`` over a function whose schema
     returns ``ir.Expr``). The stub spells the schema's result as for an unannotated function."""
+    from tvm_ffi import core
+
     out: dict[str, ReturnSource] = {}
     scope = dict(vars(mod))
     for where, source in _uniform_returns(tree, mod, registry_name, annotated=True):
@@ -204,7 +206,7 @@ def narrowed_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
         narrow = _schema_result_class(source.schema)
         if wide is None or narrow is None or narrow is wide or not issubclass(narrow, wide):
             continue
-        if any("__tvm_ffi_type_info__" in c.__dict__ for c in wide.__mro__):  # not str for ffi.String
+        if issubclass(wide, core.Object):  # an object class (not str over an ffi.String)
             out[where] = source
     return out
 
