@@ -47,7 +47,10 @@ PHASES = ["import (child)", "stubgen wait", "libcst rewrite", "mypy self-check",
 def _drive(src: str, package: str, out: str, args: list[str]) -> None:
     """In a fresh process: run ``run_stubs`` of the tree ``src`` with its phases timed; JSON on stdout."""
     sys.path.insert(0, src)
-    from tvmffi_gen.stubs import pipeline
+    try:
+        from tvmffi_gen.stubs import pipeline
+    except ImportError:  # a revision before stubs/build.py was named pipeline.py
+        from tvmffi_gen.stubs import build as pipeline  # type: ignore[no-redef]
 
     times: dict[str, list[float]] = {}
 
