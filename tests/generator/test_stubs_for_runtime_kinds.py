@@ -224,6 +224,75 @@ def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]
     assert "def same_pair(a: Incomplete, b: Incomplete) -> Pair: ..." in helpers, helpers
 
 
+# Run beside the package: each public name a stub module binds (a def, a class, an import
+# followed through the stubs, a submodule) against ``getattr`` on the running module.
+KINDS = r"""
+import ast, importlib, inspect, json, sys, types
+from pathlib import Path
+
+root = Path(sys.argv[1])
+stubs = {}
+for path in root.rglob("*.pyi"):
+    parts = [root.name.removesuffix("-stubs"), *path.relative_to(root).with_suffix("").parts]
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    stubs[name] = (ast.parse(path.read_text()), path.name == "__init__.pyi")
+tables = {}
+
+def table(mod):
+    if mod not in tables:
+        tables[mod] = {}
+        tree, is_pkg = stubs[mod]
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                tables[mod][node.name] = "function" if isinstance(node, ast.FunctionDef) else "class"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        tables[mod][a.asname] = "module"
+            elif isinstance(node, ast.ImportFrom):
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                src = ".".join(base[: len(base) - node.level + 1] + [node.module or ""]).rstrip(".")
+                src = src if node.level else node.module
+                for a in node.names:
+                    if a.name == "*":
+                        tables[mod].update({k: v for k, v in table(src).items() if not k.startswith("_")})
+                    elif f"{src}.{a.name}" in stubs and a.name not in table(src):
+                        tables[mod][a.asname or a.name] = "module"
+                    elif src in stubs and a.name in table(src):
+                        tables[mod][a.asname or a.name] = table(src)[a.name]
+    return tables[mod]
+
+def kind(value):
+    if isinstance(value, types.ModuleType):
+        return "module"
+    if inspect.isclass(value):
+        return "class"
+    packed = type(value).__module__.startswith("tvm_ffi") and type(value).__name__ == "Function"
+    return "function" if inspect.isroutine(value) or packed else "value"
+
+differ = []
+for mod in sorted(stubs):
+    running = importlib.import_module(mod)
+    for name, declared in sorted(table(mod).items()):
+        if not name.startswith("_") and hasattr(running, name) and kind(getattr(running, name)) != declared:
+            differ.append(f"{mod}.{name}: {declared} in the stub, {kind(getattr(running, name))} at run time")
+print(json.dumps(differ))
+"""
+
+
+def test_every_public_name_is_of_the_running_kind(kind_stubs: tuple[Path, Path]) -> None:
+    src, out = kind_stubs
+    proc = subprocess.run(
+        [sys.executable, "-c", KINDS, str(out / "kindpkg-stubs")],
+        capture_output=True,
+        text=True,
+        env=stubs_for_env([src]),
+    )
+    assert proc.returncode == 0, proc.stderr
+    # (``cached``, a functools wrapper, is a routine as the function it wraps is)
+    assert json.loads(proc.stdout) == []
+
+
 def _user_folder(src: Path, out: Path, where: Path) -> dict[str, str]:
     shutil.copytree(out / "kindpkg-stubs", where / "stubs" / "kindpkg")
     (where / "user.py").write_text(textwrap.dedent(USER).lstrip())
