@@ -47,7 +47,10 @@ PHASES = ["import (child)", "stubgen wait", "libcst rewrite", "mypy self-check",
 def _drive(src: str, package: str, out: str, args: list[str]) -> None:
     """In a fresh process: run ``run_stubs`` of the tree ``src`` with its phases timed; JSON on stdout."""
     sys.path.insert(0, src)
-    from tvmffi_gen.stubs import build
+    try:
+        from tvmffi_gen.stubs import pipeline
+    except ImportError:  # a revision before stubs/build.py was named pipeline.py
+        from tvmffi_gen.stubs import build as pipeline  # type: ignore[no-redef]
 
     times: dict[str, list[float]] = {}
 
@@ -69,15 +72,16 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
 
         return wrapper
 
-    setattr(build, "take_collection", timed("import (child)", getattr(build, "take_collection")))
+    setattr(pipeline, "take_collection", timed("import (child)", getattr(pipeline, "take_collection")))
     # the CPU of its own thread (the allowlist is made in another one meanwhile) and of mypy's process
-    setattr(build, "silence_own_errors", timed("mypy self-check", getattr(build, "silence_own_errors"), thread=True))
+    selfcheck = timed("mypy self-check", getattr(pipeline, "silence_own_errors"), thread=True)
+    setattr(pipeline, "silence_own_errors", selfcheck)
     try:
         from tvmffi_gen.stubs import cache
     except ImportError:  # a revision before the cache
-        stubs_class = getattr(build, "PythonStubs")
+        stubs_class = getattr(pipeline, "PythonStubs")
         stubs_class.result = timed("stubgen wait", stubs_class.result)
-        setattr(build, "augment", timed("libcst rewrite", getattr(build, "augment")))
+        setattr(pipeline, "augment", timed("libcst rewrite", getattr(pipeline, "augment")))
     else:
         cache.CachedPythonStubs.result = timed("stubgen wait", cache.CachedPythonStubs.result)  # type: ignore[method-assign]
         cache.cached_augment = timed("libcst rewrite", cache.cached_augment)
@@ -97,7 +101,7 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
 def _floor(kind: str, package: str, args: list[str]) -> None:
     """In a fresh process: one floor of a first run (see the module's doc); JSON on stdout."""
     sys.path.insert(0, str(ROOT))
-    from tvmffi_gen.stubs.collection import modules_on_disk
+    from tvmffi_gen.stubs.child_run import modules_on_disk
 
     exclude = [args[i + 1] for i, a in enumerate(args) if a == "--exclude"]
     t0, w0 = os.times(), time.perf_counter()

@@ -1,7 +1,7 @@
 """Registry facts the package generator and ``--stubs-for`` both need, each answered once.
 
 * ``read_type``: what the registry says about one type key, as ``snapshot.TypeSnap`` (read in
-  the child process of either: ``snapshot_process.snapshot_in_process`` and ``stubs/collect.py``), with
+  the child process of either: ``snapshot_process.snapshot_in_process`` and ``stubs/child.py``), with
   ``init_excluded`` (which inherited fields the native auto-init does not take);
 * ``chain_fields``: the fields of a type and its ancestors, root first (the ancestor walk);
 * ``nearest_known``: the first of a type and its ancestors, nearest first, that something knows

@@ -164,7 +164,7 @@ class TestWhatTvmConvertsAtTheBoundary:
                 "ir.ShapeExpr": {
                     **cls("tvm.ir", "ShapeExpr", ["tvm.ir.Expr"]),
                     "python_init": True,
-                    # its hand-written __init__ forwards values and span to ir.shape (collect.py)
+                    # its hand-written __init__ forwards values and span to ir.shape (child.py)
                     "forwards": {
                         "global_name": "ir.shape",
                         "via": "_ffi_api.shape",
@@ -440,3 +440,23 @@ def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:
     assert "        def n(self, w: dict[Incomplete, Incomplete]) -> set[Incomplete]: ..." in text
     meta = DeclaredMetaclass({"C.D"})
     assert "class D(metaclass=type):" in cst.parse_module(source).visit(meta).code
+
+
+def test_a_result_of_a_runtime_type_the_package_registers_again_is_its_class() -> None:
+    """tvm registers ``tvm.runtime.Module`` for ``ffi.Module``: a returned module is one of those
+    at run time, a parameter still takes any ``tvm_ffi.Module``; a package that registers nothing
+    for the key (tvm_ffi itself) keeps tvm_ffi's spelling."""
+    from tvmffi_gen.stubs.collected import Collection, RegisteredClass
+    from tvmffi_gen.stubs.resolve import StubContext
+    from tvmffi_gen.typemap import TypeRef
+
+    module = TypeRef("ffi.Module")
+    listed = TypeRef("ffi.Array", (module,))
+    tvm = Collection("tvm", classes={"ffi.Module": RegisteredClass("tvm.runtime.module", "Module")})
+    ctx = StubContext(tvm, {"ffi.Module": "tvm.runtime.Module"}, "tvm.relax")
+    assert ctx.annotate(module, "return", "f") == "_tvm_runtime.Module"
+    assert ctx.annotate(listed, "return", "f") == "_tvm_ffi.Array[_tvm_runtime.Module]"
+    assert ctx.annotate(module, "param", "f") == "_tvm_ffi.Module"
+    ffi = Collection("tvm_ffi", classes={"ffi.Module": RegisteredClass("tvm_ffi.module", "Module")})
+    ctx = StubContext(ffi, {"ffi.Module": "tvm_ffi.Module"}, "tvm_ffi.cpp")
+    assert ctx.annotate(module, "return", "f") == "_tvm_ffi.Module"

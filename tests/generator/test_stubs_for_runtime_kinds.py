@@ -3,9 +3,12 @@
 The fixture package ``kindpkg`` (over the tinyir fixture library) has each of tvm's cases in
 small: a package binding a submodule's name to a function a later star import brings (tvm's
 ``relax.frontend.nn.extern``), a class a decorator replaces by a subclass of a registered class
-(``@module_pass``), a type alias with string forward references (``nn.spec.ArgSpecType``), and
-unannotated functions returning a registry function's call or a class's construction
-(``tvm.cpu()``). Checked through ``reveal_type`` with mypy and basedpyright from a user's folder.
+(``@module_pass``), a function a decorator replaces by an instance (``@T.prim_func``) beside one
+a wrapper keeps a function (``functools.lru_cache``), a name bound to another name of one of the
+package's modules (topi's ``from . import cpp``), a type alias with string forward references
+(``nn.spec.ArgSpecType``), unannotated functions returning a registry function's call or a
+class's construction (``tvm.cpu()``), and one annotated wider than its registry call's schema.
+Checked through ``reveal_type`` with mypy and basedpyright from a user's folder.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ PACKAGE = {
             pass
     """,
     "nn/__init__.py": """
+        from .. import spec as layout
         from .extern import ExternModule
         from .op import *
     """,
@@ -62,10 +66,15 @@ PACKAGE = {
             pass
     """,
     "nn/op.py": """
+        from . import layout  # the package's other name of kindpkg.spec: no module kindpkg.nn.layout
+
+
         def extern(name: str) -> int:
             return len(name)
     """,
     "passes.py": """
+        import functools
+
         from .nodes import Node
 
 
@@ -81,6 +90,25 @@ PACKAGE = {
         class Simplify:
             def __init__(self, level: int) -> None:
                 self.level = level
+
+
+        class FunctionPass:
+            def __call__(self, node: Node) -> Node:
+                return node
+
+
+        def function_pass(fn):
+            return FunctionPass()
+
+
+        @function_pass
+        def fold(node):  # what the running name is: a FunctionPass
+            return node
+
+
+        @functools.lru_cache
+        def cached(n: int) -> int:  # a wrapper called as the function is: stays a function
+            return n
     """,
     "spec.py": """
         import typing
@@ -99,6 +127,7 @@ PACKAGE = {
     """,
     "helpers.py": """
         from . import _ffi_api
+        from .nodes import Node, Pair
 
 
         class Device:
@@ -117,6 +146,14 @@ PACKAGE = {
         def pair(a, b):
             if a is None:
                 raise ValueError("a")
+            return _ffi_api.pair(a, b)
+
+
+        def make_pair(a, b) -> Node:  # the registry function's schema says Pair: narrower
+            return _ffi_api.pair(a, b)
+
+
+        def same_pair(a, b) -> Pair:
             return _ffi_api.pair(a, b)
 
 
@@ -140,6 +177,9 @@ simplify = passes.Simplify(2)
 reveal_type(simplify)
 def apply(node: nodes.Node) -> nodes.Node:
     return simplify(node)
+reveal_type(passes.fold)
+reveal_type(passes.cached(1))
+reveal_type(helpers.make_pair(1, 2))
 """
 
 
@@ -168,6 +208,10 @@ def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]
     assert nn.rstrip().endswith("from kindpkg.nn.op import extern as extern  # bound so at run time"), nn
     passes = (root / "passes.pyi").read_text()
     assert "class Simplify(_kindpkg_nodes.Node, metaclass=type):" in passes, passes
+    assert "fold: FunctionPass  # a decorator made it so at run time" in passes, passes
+    assert "def fold" not in passes and "def cached(n: int) -> int: ..." in passes, passes
+    op = (root / "nn" / "op.pyi").read_text()
+    assert "import kindpkg.spec as layout\n" in op, op  # (an import a stub does not export, as the source's)
     spec = (root / "spec.pyi").read_text()
     assert "ArgSpecType: _t.TypeAlias = Int | Tensor\n" in spec, spec
     assert "Mode: Incomplete" in spec or "Mode = " in spec  # a Literal's strings are values: not this rule
@@ -176,6 +220,77 @@ def test_the_stubs_bind_what_the_running_names_are(kind_stubs: tuple[Path, Path]
     assert "def negate(flag: Incomplete) -> bool: ..." in helpers, helpers
     assert "def pair(a: Incomplete, b: Incomplete) -> _kindpkg_nodes.Pair: ..." in helpers, helpers
     assert "def either(flag: Incomplete) -> Incomplete: ..." in helpers, helpers
+    assert "def make_pair(a: Incomplete, b: Incomplete) -> _kindpkg_nodes.Pair: ..." in helpers, helpers
+    assert "def same_pair(a: Incomplete, b: Incomplete) -> Pair: ..." in helpers, helpers
+
+
+# Run beside the package: each public name a stub module binds (a def, a class, an import
+# followed through the stubs, a submodule) against ``getattr`` on the running module.
+KINDS = r"""
+import ast, importlib, inspect, json, sys, types
+from pathlib import Path
+
+root = Path(sys.argv[1])
+stubs = {}
+for path in root.rglob("*.pyi"):
+    parts = [root.name.removesuffix("-stubs"), *path.relative_to(root).with_suffix("").parts]
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    stubs[name] = (ast.parse(path.read_text()), path.name == "__init__.pyi")
+tables = {}
+
+def table(mod):
+    if mod not in tables:
+        tables[mod] = {}
+        tree, is_pkg = stubs[mod]
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                tables[mod][node.name] = "function" if isinstance(node, ast.FunctionDef) else "class"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        tables[mod][a.asname] = "module"
+            elif isinstance(node, ast.ImportFrom):
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                src = ".".join(base[: len(base) - node.level + 1] + [node.module or ""]).rstrip(".")
+                src = src if node.level else node.module
+                for a in node.names:
+                    if a.name == "*":
+                        tables[mod].update({k: v for k, v in table(src).items() if not k.startswith("_")})
+                    elif f"{src}.{a.name}" in stubs and a.name not in table(src):
+                        tables[mod][a.asname or a.name] = "module"
+                    elif src in stubs and a.name in table(src):
+                        tables[mod][a.asname or a.name] = table(src)[a.name]
+    return tables[mod]
+
+def kind(value):
+    if isinstance(value, types.ModuleType):
+        return "module"
+    if inspect.isclass(value):
+        return "class"
+    packed = type(value).__module__.startswith("tvm_ffi") and type(value).__name__ == "Function"
+    return "function" if inspect.isroutine(value) or packed else "value"
+
+differ = []
+for mod in sorted(stubs):
+    running = importlib.import_module(mod)
+    for name, declared in sorted(table(mod).items()):
+        if not name.startswith("_") and hasattr(running, name) and kind(getattr(running, name)) != declared:
+            differ.append(f"{mod}.{name}: {declared} in the stub, {kind(getattr(running, name))} at run time")
+print(json.dumps(differ))
+"""
+
+
+def test_every_public_name_is_of_the_running_kind(kind_stubs: tuple[Path, Path]) -> None:
+    src, out = kind_stubs
+    proc = subprocess.run(
+        [sys.executable, "-c", KINDS, str(out / "kindpkg-stubs")],
+        capture_output=True,
+        text=True,
+        env=stubs_for_env([src]),
+    )
+    assert proc.returncode == 0, proc.stderr
+    # (``cached``, a functools wrapper, is a routine as the function it wraps is)
+    assert json.loads(proc.stdout) == []
 
 
 def _user_folder(src: Path, out: Path, where: Path) -> dict[str, str]:
@@ -203,6 +318,9 @@ def test_mypy_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], 
         '"def (a: Any, b: Any) -> kindpkg.nodes.Pair"',
         '"kindpkg.spec.Int | kindpkg.spec.Tensor"',
         '"kindpkg.passes.Simplify"',
+        '"kindpkg.passes.FunctionPass"',
+        '"int"',
+        '"kindpkg.nodes.Pair"',
     ], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
 
@@ -221,5 +339,8 @@ def test_basedpyright_reveals_what_the_running_names_are(kind_stubs: tuple[Path,
         '"(a: Any, b: Any) -> Pair"',
         '"Int | Tensor"',
         '"Simplify"',
+        '"FunctionPass"',
+        '"int"',
+        '"Pair"',
     ], proc.stdout
     assert " - error" not in proc.stdout, proc.stdout

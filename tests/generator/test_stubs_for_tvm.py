@@ -70,6 +70,14 @@ def test_names_denote_what_the_running_module_binds(tvm_stubs: tuple[Path, subpr
     assert "MethodSpecType: _t.TypeAlias = MethodSpec | dict[str, ArgSpecType]\n" in spec
     tensor = _read(root, "runtime/_tensor.pyi")
     assert "def cpu(dev_id: int = ...) -> _tvm_ffi.Device: ..." in tensor, tensor
+    x86 = _read(root, "s_tir/tensor_intrin/x86.pyi")  # @T.prim_func: a PrimFunc at run time
+    assert "\ndot_product_16x4_u8i8i32_desc: _tvm_tirx.PrimFunc  # a decorator made it so at run time\n" in x86
+    loss = _read(root, "topi/nn/loss.pyi")  # from . import cpp: tvm.topi.cpp, bound on tvm.topi.nn
+    assert "\nimport tvm.topi.cpp as cpp\n" in loss, loss
+    base = _read(root, "relax/op/base.pyi")  # tvm annotates -> Object; the registry's schema says ir.Expr
+    assert "def make_closure(func: Expr, args: Expr) -> _tvm_ir.Expr: ..." in base, base
+    module = _read(root, "runtime/module.pyi")  # ffi.Module results are tvm.runtime.Module at run time
+    assert "def load_static_library(path: Incomplete, func_names: Incomplete) -> _tvm_runtime.Module: ..." in module
 
 
 def test_one_warning_per_failed_package(tvm_stubs: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

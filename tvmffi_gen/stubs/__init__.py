@@ -1,4 +1,4 @@
-"""``tvmffi-gen --stubs-for PKG``: typed stubs for a Python package built on TVM FFI (see build.py)."""
+"""``tvmffi-gen --stubs-for PKG``: typed stubs for a Python package built on TVM FFI (see pipeline.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..wording import counted
-from .build import build_stubs
 from .cache import disabled
 from .errors import StubsError
 from .importing import PACKAGE_FAILED
+from .pipeline import build_stubs
 from .progress import Progress
 from .stubtext import STUB_HEADER
 

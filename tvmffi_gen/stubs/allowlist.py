@@ -12,7 +12,7 @@ import ast
 import re
 
 from .collected import Collection, RegisteredClass
-from .registry_members import chain_of, is_keyword, own_fields
+from .registry_text import chain_of, is_keyword, own_fields
 from .stubtext import STUB_HEADER, class_attributes, exported_names, stub_tree
 
 __all__ = ["stubtest_allowlist"]

@@ -1,4 +1,4 @@
-"""What the importing child (``collect.py``) found out about a running package, as typed data.
+"""What the importing child (``child.py``) found out about a running package, as typed data.
 
 ``Collection`` is what crosses the process boundary (as JSON: ``to_json`` / ``from_json``) and
 what every later step of ``--stubs-for`` reads: the registry's types as the package generator's
@@ -11,7 +11,7 @@ part of the cache keys of the steps after the import (``cache.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, cast
 
 from ..snapshot import TypeSnap, type_snap_from_dict
@@ -120,6 +120,14 @@ class ModuleFacts:
     string_aliases: dict[str, str] = field(default_factory=dict)
     #: unannotated functions (``name``, ``Class.name``) whose result the source determines
     returns: dict[str, ReturnSource] = field(default_factory=dict)
+    #: functions annotated with a registered class whose every return is a registry call whose
+    #: schema returns a strict subclass of it: name -> that call
+    narrowed_returns: dict[str, ReturnSource] = field(default_factory=dict)
+    #: functions its source defines that a decorator replaced by an instance of another class
+    #: (``@T.prim_func``): name -> that class
+    replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
+    #: public names bound to a module of the package: name -> the module's name
+    module_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -189,13 +197,18 @@ class Collection:
 
 
 def _module_facts(d: dict[str, Any]) -> ModuleFacts:
-    returns = {n: ReturnSource(**r) for n, r in d.get("returns", {}).items()}
-    data: dict[str, Any] = {**d, "returns": returns}
-    return ModuleFacts(**data)
+    def sources(name: str) -> dict[str, ReturnSource]:
+        return {n: ReturnSource(**r) for n, r in d.get(name, {}).items()}
+
+    return replace(
+        ModuleFacts(**d),
+        returns=sources("returns"),
+        narrowed_returns=sources("narrowed_returns"),
+        replaced_functions=sources("replaced_functions"),
+    )
 
 
 def _registered_class(d: dict[str, Any]) -> RegisteredClass:
     forwards = d.get("forwards")
     late = {n: LateMember(**m) for n, m in d.get("late", {}).items()}
-    data: dict[str, Any] = {**d, "forwards": Forwarding(**forwards) if forwards else None, "late": late}
-    return RegisteredClass(**data)
+    return replace(RegisteredClass(**d), forwards=Forwarding(**forwards) if forwards else None, late=late)

@@ -70,35 +70,30 @@ BUILTIN = Conversions(
 _MEMBER = re.compile(r"None|[A-Za-z_]\w*|_(tvm_ffi|t|abc)\.[A-Za-z_]\w*")
 
 
-def _annotation_list(members: object) -> bool:
-    """Whether a file's entry is a list of annotations this module can write."""
-    if not isinstance(members, list):
-        return False
-    return all(isinstance(m, str) and _MEMBER.fullmatch(m) for m in cast("list[object]", members))
-
-
 def _read(path: str) -> Conversions:
     """One user file (see the module's doc); a StubsError names the file and what is wrong."""
     try:
         raw: object = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise StubsError(f"{ENV_VAR}: {path}: not a readable JSON file ({exc})") from None
-    if not isinstance(raw, dict) or not set(cast("dict[str, object]", raw)) <= {"accepted", "returned"}:
+    if not isinstance(raw, dict) or not set(cast("dict[object, object]", raw)) <= {"accepted", "returned"}:
         raise StubsError(f'{ENV_VAR}: {path}: expected an object with "accepted" and/or "returned"')
-    data = cast("dict[str, object]", raw)
+    parts = cast("dict[str, object]", raw)
     tables: dict[str, dict[str, tuple[str, ...]]] = {}
     for part in ("accepted", "returned"):
-        table = data.get(part, {})
+        table = parts.get(part, {})
         if not isinstance(table, dict):
             raise StubsError(f"{ENV_VAR}: {path}: {part!r} is not an object of type key -> list of annotations")
         tables[part] = {}
         for key, members in cast("dict[str, object]", table).items():
-            if not _annotation_list(members):
+            if not isinstance(members, list) or not all(
+                isinstance(m, str) and _MEMBER.fullmatch(m) for m in cast("list[object]", members)
+            ):
                 raise StubsError(
                     f"{ENV_VAR}: {path}: {part}[{key!r}]: expected a list of annotations such as"
                     ' "int", "None" or "_tvm_ffi.dtype"'
                 )
-            tables[part][str(key)] = tuple(cast("list[str]", members))
+            tables[part][key] = tuple(cast("list[str]", members))
     return Conversions(tables["accepted"], tables["returned"])
 
 

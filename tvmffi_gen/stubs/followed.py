@@ -11,8 +11,11 @@ whatever stubgen read in the source, applied by ``rewrite.augment``:
   running one derives from;
 * ``TypedAliases``: a type alias with string forward references, which stubgen writes as
   ``Incomplete``, is declared as the alias;
+* ``InstanceNames``: a module-level function a decorator replaced by an instance of another class
+  (``@T.prim_func`` makes a ``PrimFunc``) is declared as a name of that class;
 * ``InferredReturns``: a function without a return annotation whose result the source determines
-  (``source_facts.inferred_returns``) is annotated with it.
+  (``source_facts.inferred_returns``) is annotated with it, and one annotated with a class whose
+  registry call returns a strict subclass of it (``source_facts.narrowed_returns``) with that.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import libcst as cst
 
 from .transforms import ClassRewriter, StubTransformer
 
-__all__ = ["rebind_shadowed", "AddBases", "TypedAliases", "InferredReturns"]
+__all__ = ["rebind_shadowed", "AddBases", "TypedAliases", "InstanceNames", "InferredReturns"]
 
 
 def rebind_shadowed(module: cst.Module, shadowed: dict[str, str]) -> cst.Module:
@@ -84,17 +87,45 @@ class TypedAliases(StubTransformer):
 
 class InferredReturns(ClassRewriter):
     """Functions (``name``, ``Class.name``) without a return annotation get the one in
-    ``returns``."""
+    ``returns``; with ``replace``, those with one get it instead."""
 
-    def __init__(self, returns: dict[str, str]) -> None:
+    def __init__(self, returns: dict[str, str], *, replace: bool = False) -> None:
         super().__init__()
         self.returns = returns
+        self.replace = replace
         self.used = 0
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         q = ".".join([*self.stack, updated_node.name.value])
         text = self.returns.get(q)
-        if text is None or updated_node.returns is not None:
+        if text is None or (updated_node.returns is not None) != self.replace:
             return updated_node
+        if any(cst.Module([]).code_for_node(d.decorator).endswith("overload") for d in updated_node.decorators):
+            return updated_node  # one of several signatures: the source's function is another
         self.used += 1
         return updated_node.with_changes(returns=cst.Annotation(cst.parse_expression(text)))
+
+
+class InstanceNames(StubTransformer):
+    """Module-level ``def name`` (each of its overloads) for each name in ``classes`` becomes
+    ``name: <class>``."""
+
+    def __init__(self, classes: dict[str, str]) -> None:
+        super().__init__()
+        self.classes = classes
+        self.done: set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.BaseStatement | cst.RemovalSentinel:
+        name = updated_node.name.value
+        cls = self.classes.get(name)
+        if cls is None:
+            return updated_node
+        if name in self.done:
+            return cst.RemoveFromParent()  # another overload of the same name
+        self.done.add(name)
+        return cst.parse_statement(f"{name}: {cls}  # a decorator made it so at run time\n")

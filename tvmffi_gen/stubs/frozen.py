@@ -8,7 +8,7 @@ those a Python base only annotates.
 from __future__ import annotations
 
 from .collected import Collection
-from .registry_members import chain_of
+from .registry_text import chain_of
 from .stubtext import class_attributes
 
 __all__ = ["frozen_attributes"]

@@ -1,4 +1,4 @@
-"""Importing a package and each of its submodules in ``--stubs-for``'s child (``collect.py``).
+"""Importing a package and each of its submodules in ``--stubs-for``'s child (``child.py``).
 
 ``module_files`` finds the package's modules on disk (without the ``--exclude`` subtrees);
 ``import_all`` imports each under a watch that stops one that is stuck (``_Watch``: a loop that

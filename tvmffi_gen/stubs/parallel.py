@@ -22,7 +22,7 @@ import contextlib
 import os
 import pickle
 import signal
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 __all__ = ["jobs", "shared"]
@@ -88,66 +88,85 @@ def shared(
             os.close(r)
             for _, other, _ in workers:
                 os.close(other)
-            status, payload = 1, b""
-            try:
-                notes: list[list[Any]] = []
-                for item in items[w::n]:
-                    start = len(log) if log is not None else 0
-                    yield item
-                    notes.append(log[start:] if log is not None else [])
-                wrote = {key(item): out[key(item)] for item in items[w::n] if key(item) in out}
-                payload = pickle.dumps((wrote, notes), protocol=pickle.HIGHEST_PROTOCOL)
-                status = 0
-            except BaseException:  # noqa: BLE001 - GeneratorExit: the body raised (or broke out)
-                pass
-            finally:
-                try:
-                    with os.fdopen(wfd, "wb") as f:
-                        _ = f.write(payload)
-                finally:
-                    os._exit(status)
+            yield from _worker(items[w::n], out, log, key, wfd)
         os.close(wfd)
         workers.append((pid, r, w))
-    notes_of: dict[int, list[list[Any]]] = {0: []}
+    notes_of: dict[int, list[list[Any]]] = {}
     try:
-        for item in items[0::n]:
-            start = len(log) if log is not None else 0
-            yield item
-            notes_of[0].append(log[start:] if log is not None else [])
-        redo: list[int] = []
-        while workers:
-            pid, r, w = workers[0]
-            try:
-                data = _read_all(r)
-            finally:
-                os.close(r)
-                _ = os.waitpid(pid, 0)
-                _ = workers.pop(0)
-            try:
-                wrote, notes = pickle.loads(data)
-            except Exception:  # noqa: BLE001 - nothing (its body raised) or cut short
-                redo.append(w)
-                continue
-            out.update(wrote)
-            notes_of[w] = notes
-        for w in redo:  # a worker's body raised: run its share here, where the error is reported
-            notes_of[w] = []
-            for item in items[w::n]:
-                start = len(log) if log is not None else 0
-                yield item
-                notes_of[w].append(log[start:] if log is not None else [])
+        notes_of[0] = yield from _share(items[0::n], log)
+        for w in _collect(workers, out, notes_of):  # a worker's body raised: its share runs here,
+            notes_of[w] = yield from _share(items[w::n], log)  # where the error is reported
     finally:
         for pid, r, _ in workers:  # the parent's body raised: the workers' results are not wanted
             os.close(r)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             _ = os.waitpid(pid, 0)
-    # the serial loop's order: keys it adds by item (keys it only rewrites keep their place), the
-    # log's additions item by item
-    added = [k for k in (key(item) for item in items) if k in out and k not in existing]
-    entries = {k: out.pop(k) for k in added}
-    out.update(entries)
+    _serial_order([key(item) for item in items], out, existing)
     if log is not None:
         del log[base:]
         for i in range(len(items)):
             log.extend(notes_of[i % n][i // n])
+
+
+def _share(items: list[T], log: list[Any] | None) -> Generator[T, None, list[list[Any]]]:
+    """Yield ``items`` to the loop body; return what the body added to ``log``, item by item."""
+    notes: list[list[Any]] = []
+    for item in items:
+        start = len(log) if log is not None else 0
+        yield item
+        notes.append(log[start:] if log is not None else [])
+    return notes
+
+
+def _worker(
+    items: list[T], out: dict[Any, Any], log: list[Any] | None, key: Callable[[T], Hashable], wfd: int
+) -> Generator[T, None, None]:
+    """A worker's loop over its share: sends what the body wrote (``out``'s entries for its items,
+    ``log``'s additions) through ``wfd``, or nothing when the body raised, and exits the process."""
+    status, payload = 1, b""
+    try:
+        notes = yield from _share(items, log)
+        wrote = {key(item): out[key(item)] for item in items if key(item) in out}
+        payload = pickle.dumps((wrote, notes), protocol=pickle.HIGHEST_PROTOCOL)
+        status = 0
+    except BaseException:  # noqa: BLE001 - GeneratorExit: the body raised (or broke out)
+        pass
+    finally:
+        try:
+            with os.fdopen(wfd, "wb") as f:
+                _ = f.write(payload)
+        finally:
+            os._exit(status)
+
+
+def _collect(
+    workers: list[tuple[int, int, int]], out: dict[Any, Any], notes_of: dict[int, list[list[Any]]]
+) -> list[int]:
+    """Waits for each worker in turn (removing it from ``workers``), puts what its body wrote into
+    ``out`` and ``notes_of``; returns the shares whose body raised."""
+    redo: list[int] = []
+    while workers:
+        pid, r, w = workers[0]
+        try:
+            data = _read_all(r)
+        finally:
+            os.close(r)
+            _ = os.waitpid(pid, 0)
+            _ = workers.pop(0)
+        try:
+            wrote, notes = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - nothing (its body raised) or cut short
+            redo.append(w)
+            continue
+        out.update(wrote)
+        notes_of[w] = notes
+    return redo
+
+
+def _serial_order(keys: list[Hashable], out: dict[Any, Any], existing: set[Any]) -> None:
+    """``out`` in the serial loop's order: the keys it adds by item (keys it only rewrites keep
+    their place)."""
+    added = [k for k in keys if k in out and k not in existing]
+    entries = {k: out.pop(k) for k in added}
+    out.update(entries)

@@ -4,7 +4,7 @@ not a terminal or the run is quiet (``-q``), so logs and pipes get the warnings 
 only.
 
 The importing child reports each module it is about to import as a line of stderr starting
-with ``PROGRESS_MARK`` (``collect.py``), which the parent reads as it comes (``collection.py``)
+with ``PROGRESS_MARK`` (``child.py``), which the parent reads as it comes (``child_run.py``)
 and does not keep with what the package printed.
 """
 

@@ -91,4 +91,16 @@ class StubContext:
     def annotate(self, t: TypeRef, pos: Position, where: str) -> str:
         ann = _StubAnnotator(self.resolve, self.warnings.append, context=where, conversions=self.conversions)
         text = ann.annotate(t, pos)
-        return _RT_REF.sub(lambda m: _RT_NAMES.get(m.group(1), "_t.Any"), text)
+        return _RT_REF.sub(lambda m: self._runtime_class(m.group(1), pos), text)
+
+    def _runtime_class(self, name: str, pos: Position) -> str:
+        """How the typemap's ``_rt.name`` is spelled: as ``tvm_ffi`` spells it, except in a result
+        when the package registered a class of its own for that ``ffi.`` type key (tvm's
+        ``tvm.runtime.Module`` for ``ffi.Module``): the FFI makes a returned object an instance of
+        the class registered for its key."""
+        info = self.data.classes.get(f"ffi.{name}") if pos == "return" else None
+        if info is not None and info.module.split(".")[0] != "tvm_ffi":
+            resolved = self.resolve(f"ffi.{name}")
+            if resolved is not None:
+                return resolved
+        return _RT_NAMES.get(name, "_t.Any")

@@ -1,6 +1,6 @@
 """Step 3 of ``--stubs-for``: ``augment``, the libcst rewrite of stubgen's stubs into the final
 ones. Per module (on every core, ``parallel.shared``) it adds what the registry knows and the
-sources do not say (``registry_members``, typed through ``resolve``), follows what the running
+sources do not say (``registry_text``, typed through ``resolve``), follows what the running
 package says beyond its sources (names made at run time, classes imported under another name,
 the run-time ``__all__`` and the submodules it lists, an explicit metaclass, functions bound
 to None or packed, read-only fields: ``transforms``, ``frozen``), fills what is unannotated
@@ -19,12 +19,12 @@ from ..typemap import SchemaError, function_sig
 from .collected import Collection, ReturnSource
 from .conversions import BUILTIN, Conversions
 from .fill_annotations import FillAnnotations, stdlib_generic_names
-from .followed import AddBases, InferredReturns, TypedAliases, rebind_shadowed
+from .followed import AddBases, InferredReturns, InstanceNames, TypedAliases, rebind_shadowed
 from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
-from .registry_members import class_members, def_text, inherited_names, is_keyword, params_from_schema
+from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import STUB_HEADER, binds, class_attributes, defines, exported_names, star_exports
 from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index
@@ -71,7 +71,7 @@ def augment(
     for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
         out[mod], found = _rewrite_module(pkg, mod)
         warnings += found
-    drop_missing_imports(out, {m for m, f in data.modules.items() if f.is_package})
+    drop_missing_imports(out, {m for m, f in data.modules.items() if f.is_package}, data.modules)
     return out, sorted(set(warnings))
 
 
@@ -248,8 +248,9 @@ def _follow_running_objects(pkg: _Package, m: _Module, ffi_names: set[str]) -> N
 
 def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
     """What a name is at run time, where stubgen's reading of the source says otherwise
-    (``followed.py``): a package's name rebinding a submodule's, a class a decorator made
-    another kind of, an alias with forward references, a result the source determines."""
+    (``followed.py``): a package's name rebinding a submodule's, a class or function a decorator
+    made another kind of, an alias with forward references, a
+    result the source determines."""
     facts = pkg.data.module(m.name)
     text = pkg.stubs[m.name]
     shadowed = {n: p for n, p in facts.shadowed_submodules.items() if not binds(text, n)}
@@ -257,15 +258,19 @@ def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
     bases = {q: [b] for q, keys in facts.replaced_bases.items() if (b := m.ctx.resolve(keys[0]))}
     if bases:
         m.tree = m.tree.visit(AddBases(bases))
+    instances = {n: t for n, r in sorted(facts.replaced_functions.items()) if (t := _return_text(m, n, r))}
+    if instances:
+        m.tree = m.tree.visit(InstanceNames(instances))
     if facts.string_aliases:
         aliases = TypedAliases(facts.string_aliases)
         m.tree = m.tree.visit(aliases)
         m.typed_members |= aliases.used
-    returns = {q: t for q, r in sorted(facts.returns.items()) if (t := _return_text(m, q, r))}
-    if returns:
-        inferred = InferredReturns(returns)
-        m.tree = m.tree.visit(inferred)
-        m.typed_members |= inferred.used > 0
+    for sources, replace in ((facts.returns, False), (facts.narrowed_returns, True)):
+        returns = {q: t for q, r in sorted(sources.items()) if (t := _return_text(m, q, r))}
+        if returns:
+            inferred = InferredReturns(returns, replace=replace)
+            m.tree = m.tree.visit(inferred)
+            m.typed_members |= inferred.used > 0
 
 
 def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:

@@ -1,19 +1,20 @@
 """What a running module or registered class holds, read in ``--stubs-for``'s child
-(``collect.py``) once the package imported: the facts a source reader cannot see, as
+(``child.py``) once the package imported: the facts a source reader cannot see, as
 ``collected.ModuleFacts`` and ``collected.RegisteredClass``.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import sys
 from types import ModuleType
 from typing import Any, cast
 
-from .collected import LateMember, ModuleFacts, RegisteredClass
+from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, registry_name
-from .source_facts import inferred_returns, source_tree, string_aliases
+from .source_facts import class_source, inferred_returns, narrowed_returns, source_tree, string_aliases
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
 
@@ -199,6 +200,36 @@ def replaced_bases(mod: ModuleType, names: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def replaced_functions(mod: ModuleType, defined: list[str]) -> dict[str, ReturnSource]:
+    """Of the functions the source defines at module level (``defined``), those a decorator
+    replaced by an instance of a class that does not wrap the function (``@T.prim_func`` makes a
+    ``PrimFunc``, ``@module_pass`` a ``ModulePass``): name -> that class. A wrapper that keeps
+    the function as ``__wrapped__`` (``functools.lru_cache``, ``functools.update_wrapper``) is
+    called as the function is, and is left out."""
+    out: dict[str, ReturnSource] = {}
+    namespace = _namespace(mod)
+    for attr in defined:
+        value: object = namespace.get(attr)
+        if value is None or inspect.isroutine(value) or inspect.isclass(value) or isinstance(value, ModuleType):
+            continue
+        if hasattr(value, "__wrapped__") or type(value).__name__ == "Function":
+            continue  # a wrapper called as the function is; a packed function (``packed``)
+        source = class_source(type(value))
+        if source is not None:
+            out[attr] = source
+    return out
+
+
+def module_names(mod: ModuleType) -> dict[str, str]:
+    """Public names bound to a module of the same package: name -> that module's name."""
+    root = mod.__name__.split(".")[0] + "."
+    return {
+        attr: value.__name__
+        for attr, value in _namespace(mod).items()
+        if isinstance(value, ModuleType) and not attr.startswith("_") and value.__name__.startswith(root)
+    }
+
+
 def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
     """What module ``mod`` (from file ``path``) holds at run time; ``bound``: the submodules
     bound on it right after its own import."""
@@ -218,7 +249,16 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         replaced_bases=replaced_bases(mod, replaced),
         string_aliases=string_aliases(tree) if tree is not None else {},
         returns=inferred_returns(tree, mod, registry_name) if tree is not None else {},
+        narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
+        replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
+        module_names=module_names(mod),
     )
+
+
+def _defined_functions(tree: ast.Module) -> list[str]:
+    """The public functions a module's source defines at module level."""
+    functions = (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return [n.name for n in functions if not n.name.startswith("_")]
 
 
 def registered_class(cls: type, paths: list[str]) -> RegisteredClass:

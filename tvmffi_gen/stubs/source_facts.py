@@ -1,5 +1,5 @@
 """What a module's source says that stubgen drops, resolved against the running module: read in
-``--stubs-for``'s child (``collect.py``) from the module's file with ``ast``.
+``--stubs-for``'s child (``child.py``) from the module's file with ``ast``.
 
 * ``string_aliases``: module-level type aliases written with string forward references
   (``ArgSpecType = typing.Union["Int", "Tensor"]``), which stubgen writes as ``Incomplete``: the
@@ -10,6 +10,9 @@
   (``return _ffi_api.X(...)``: the schema's result), a class (``return Device(...)``: that class)
   or a function annotated as returning a class (``tvm.cpu``'s ``return device(...)``, which
   ``tvm_ffi`` annotates ``-> Device``).
+* ``narrowed_returns``: functions annotated as returning a registered class whose every
+  ``return`` is one registry function's call, when that function's schema returns a strict
+  subclass of it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from .collected import ReturnSource
 from .forwarders import resolve_dotted
 
-__all__ = ["source_tree", "string_aliases", "inferred_returns"]
+__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns", "narrowed_returns"]
 
 _UNION_HEADS = {"Union", "Optional"}
 
@@ -138,13 +141,18 @@ def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> Ret
         return ReturnSource("global", gname, schema) if schema is not None else None
     if inspect.isfunction(obj):
         obj = _annotated_class(obj)  # a function whose annotation says it returns a class
-    if isinstance(obj, type) and "<locals>" not in obj.__qualname__:
-        info = obj.__dict__.get("__tvm_ffi_type_info__")
-        key = getattr(info, "type_key", None)
-        if isinstance(key, str):
-            return ReturnSource("key", key)
-        return ReturnSource("class", f"{_public_module(obj)}:{obj.__qualname__}")
-    return None
+    return class_source(obj) if isinstance(obj, type) else None
+
+
+def class_source(cls: type) -> ReturnSource | None:
+    """How a stub names class ``cls``: its type key when it is registered, else the module that
+    exports it and its qualname (None for a class made in a function)."""
+    if "<locals>" in cls.__qualname__:
+        return None
+    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
+    if isinstance(key, str):
+        return ReturnSource("key", key)
+    return ReturnSource("class", f"{_public_module(cls)}:{cls.__qualname__}")
 
 
 def _public_module(cls: type) -> str:
@@ -180,13 +188,42 @@ def inferred_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
     """Per function without a return annotation (``name`` or ``Class.name`` of a module-level
     class), what every one of its returns makes, when that is one registry function's result or
     one class."""
-    scope = dict(vars(mod))
+    return dict(_uniform_returns(tree, mod, registry_name, annotated=False))
+
+
+def narrowed_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> dict[str, ReturnSource]:
+    """Per function annotated as returning a registered class (``name`` or ``Class.name``) whose
+    every return is one registry function's call, that call, when the function's schema returns
+    a strict subclass of the annotation's class (``-> Object`` over a function whose schema
+    returns ``ir.Expr``). The stub spells the schema's result as for an unannotated function."""
+    from tvm_ffi import core
+
     out: dict[str, ReturnSource] = {}
+    scope = dict(vars(mod))
+    for where, source in _uniform_returns(tree, mod, registry_name, annotated=True):
+        func = resolve_dotted(where.split("."), scope) if source.kind == "global" else None
+        wide = _annotated_class(func) if func is not None else None
+        narrow = _schema_result_class(source.schema)
+        if wide is None or narrow is None or narrow is wide or not issubclass(narrow, wide):
+            continue
+        if issubclass(wide, core.Object):  # an object class (not str over an ffi.String)
+            out[where] = source
+    return out
+
+
+def _uniform_returns(
+    tree: ast.Module, mod: ModuleType, registry_name: Any, *, annotated: bool
+) -> list[tuple[str, ReturnSource]]:
+    """The functions (``name``, ``Class.name`` of a module-level class) with a return annotation
+    (``annotated``) or without one, whose every return makes the same thing (one registry
+    function's result, one class): (where, what)."""
+    scope = dict(vars(mod))
+    out: list[tuple[str, ReturnSource]] = []
     todo: list[tuple[str, ast.stmt]] = [("", n) for n in tree.body]
     for prefix, node in todo:
         if isinstance(node, ast.ClassDef) and not prefix:
             todo += [(node.name + ".", n) for n in node.body]
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.returns is not None:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or (node.returns is not None) != annotated:
             continue
         returns = _returns(node)
         if not returns or any(r.value is None for r in returns):
@@ -194,5 +231,22 @@ def inferred_returns(tree: ast.Module, mod: ModuleType, registry_name: Any) -> d
         sources = [_source_of(r.value, scope, registry_name) for r in returns if r.value is not None]
         first = sources[0]
         if first is not None and all(s == first for s in sources):
-            out[prefix + node.name] = first
+            out.append((prefix + node.name, first))
     return out
+
+
+def _schema_result_class(schema: Any) -> type | None:
+    """The registered Python class of the object type a function's schema returns (None for any
+    other result, or a schema that does not parse)."""
+    from tvm_ffi import core
+
+    from ..typemap import SchemaError, function_sig
+
+    try:
+        key = function_sig(schema).ret.key
+    except SchemaError:
+        return None
+    index = core._object_type_key_to_index(key)
+    info = core._type_index_to_type_info(index) if index is not None else None
+    cls = getattr(info, "type_cls", None)
+    return cls if isinstance(cls, type) else None

@@ -4,7 +4,7 @@
 files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the project files,
 ``project.py``):
 
-1. ``collection.take_collection`` imports PKG in a child process (``collect.py``: modules found
+1. ``child_run.take_collection`` imports PKG in a child process (``child.py``: modules found
    and imported by ``importing.py``, running objects read by ``running.py`` and
    ``source_facts.py``, the registry by ``registry_facts.read_type``) and gets back what only the
    running process knows, as a ``collected.Collection``: which submodules import, the registry's
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 # package's __init__, which imports this module
 import tvmffi_gen.stubs.cache as cache
 
+from .child_run import modules_on_disk, take_collection
 from .collected import Collection
-from .collection import modules_on_disk, take_collection
 from .conversions import load_conversions
 from .errors import StubsError
 from .progress import Progress

@@ -1,5 +1,5 @@
-"""Step 1 of ``--stubs-for``, the parent's side of ``collect.py``: ``take_collection`` runs
-``collect.py`` for the package in a child process (importing a package may crash, hang or exit)
+"""Step 1 of ``--stubs-for``, the parent's side of ``child.py``: ``take_collection`` runs
+``child.py`` for the package in a child process (importing a package may crash, hang or exit)
 and gets back what only the running process knows: which submodules import, the registry's types
 with the Python class registered for each, and the ``_ffi_api`` modules ``tvm_ffi.init_ffi_api``
 filled; a failure becomes a ``StubsError`` naming the package and the reason.
@@ -25,7 +25,7 @@ __all__ = ["take_collection", "modules_on_disk"]
 def take_collection(
     package: str, exclude: list[str], preload: list[str], timeout: float, progress: Progress | None = None
 ) -> Collection:
-    """Run ``collect.py`` for ``package`` in a child process; StubsError names what went wrong."""
+    """Run ``child.py`` for ``package`` in a child process; StubsError names what went wrong."""
     if not all(part.isidentifier() for part in package.split(".")):
         raise StubsError(f"--stubs-for {package!r}: not a Python package name")
     for lib in preload:
@@ -37,7 +37,7 @@ def take_collection(
     for lib in preload:
         args += ["--preload", lib]
     try:
-        proc = run_child("tvmffi_gen.stubs.collect", args, timeout, progress.child_line if progress else None)
+        proc = run_child("tvmffi_gen.stubs.child", args, timeout, progress.child_line if progress else None)
     except subprocess.TimeoutExpired:
         raise StubsError(f"{package}: importing it did not finish within {timeout:g} s") from None
     if proc.returncode != 0:
@@ -64,7 +64,7 @@ def take_collection(
 
 def modules_on_disk(package: str, exclude: list[str]) -> dict[str, str] | None:
     """The package's modules found without importing it (None when it is not found)."""
-    # not at the top: ``python -m tvmffi_gen.stubs.collect`` imports this package first, and runpy
+    # not at the top: ``python -m tvmffi_gen.stubs.child`` imports this package first, and runpy
     # warns when the module it runs is already imported
     from .importing import module_files
 

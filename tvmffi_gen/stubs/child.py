@@ -1,4 +1,4 @@
-"""What a running package tells about itself: run as ``python -m tvmffi_gen.stubs.collect PKG``.
+"""What a running package tells about itself: run as ``python -m tvmffi_gen.stubs.child PKG``.
 
 This runs in a child process (``take_collection``) because importing a package may crash, hang or
 exit. It imports PKG and every submodule found on disk under it (each under a timeout; one that
@@ -180,7 +180,7 @@ def _ffi_api_functions(api_calls: list[tuple[str, str]], covered: set[str]) -> d
 def main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.stubs.collect")
+    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.stubs.child")
     parser.add_argument("package")
     parser.add_argument("--exclude", action="append", default=[])
     parser.add_argument("--preload", action="append", default=[])
