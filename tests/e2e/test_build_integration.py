@@ -42,6 +42,8 @@ from tvmffi_gen.verify import find_pyright
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build", "dist")
 EXAMPLES = {"shapes": ROOT / "examples" / "cmake_shapes", "plane": ROOT / "examples" / "setuptools_plane"}
 T = TypeVar("T")

@@ -28,6 +28,8 @@ from tvmffi_gen.setuptools import ConfigError, GenerationConfig, read_config
 
 from conftest import ROOT, TESTING_LIB
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 PLANE = ROOT / "examples" / "setuptools_plane"
 
 

@@ -33,6 +33,8 @@ from conftest import ROOT, build_shared
 from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source
 from mypy_reports import lines_by_package, mypy_by_program
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 # 3 namespaces x 8 types x 24 functions: 35 types (24 regular, an 8-level chain, 3 enums) and
 # 75 functions. g++ -O0 takes ~25-35 s for it on a 2-core machine (cached in tests/_build after).
 CONFIG = {"n_namespaces": 3, "types_per_ns": 8, "funcs_per_ns": 24, "seed": 0}

@@ -29,6 +29,8 @@ from tvmffi_gen.verify import find_pyright, run_mypy, run_pyright
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build")
 
 

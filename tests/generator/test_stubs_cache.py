@@ -11,6 +11,8 @@ from tvmffi_gen.stubs import cache, selfcheck
 from tvmffi_gen.stubs.collected import Collection
 from tvmffi_gen.stubs.conversions import Conversions
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 
 def _data(n: int) -> Collection:
     """A collection told apart from another by ``n`` (its version)."""

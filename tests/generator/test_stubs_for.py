@@ -24,6 +24,8 @@ from stubs_for_run import mypy_strict_over_stubs
 from stubs_for_run import run_tvmffi_gen as _gen
 from stubs_for_run import stubs_for_env as _env
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tvmffi_gen.stubs.stubtext import STUB_HEADER
 
 from stubs_for_run import run_tvmffi_gen as _gen
 from stubs_for_run import stubs_for_env as _env
+
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
 
 def test_a_package_that_does_not_import_is_a_clear_error(tmp_path: Path) -> None:

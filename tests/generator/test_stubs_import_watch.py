@@ -9,6 +9,8 @@ import pytest
 
 from tvmffi_gen.stubs import importing
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 
 def test_a_stuck_import_is_stopped_a_slow_one_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importing, "MODULE_TIMEOUT", 1.0)

@@ -196,6 +196,7 @@ def test_function_from_callable_holds_its_callable_on_the_wrapper() -> None:
     assert ref() is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PURE, reason="already on pure ctypes")
 def test_runtime_suite_passes_on_pure_ctypes() -> None:
     tests = [

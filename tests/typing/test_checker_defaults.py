@@ -29,6 +29,8 @@ from tvmffi_gen.cli import main
 from conftest import ROOT, build_shared
 from fixtures import build_expr_ir
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 #: the docs whose ``python`` blocks must be clean as scripts
 DOCS = ("docs/generated-packages.md", "docs/apache-tvm.md", "runtime/README.md")
 

@@ -34,6 +34,8 @@ from tvmffi_gen.typemap import Annotator, Position, SchemaError, TypeRef, functi
 from conftest import BUILD_DIR
 from registry_checks import declared_fields, import_problems, mypy_errors_each
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 # Keep hypothesis' caches out of the repository root (tests/_build is the ignored build cache).
 set_hypothesis_home_dir(BUILD_DIR / "hypothesis")
 

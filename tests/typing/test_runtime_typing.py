@@ -16,6 +16,8 @@ import pytest
 
 from tvmffi_gen.verify import find_pyright
 
+pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
 RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 
 
