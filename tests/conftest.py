@@ -33,6 +33,14 @@ TESTING_LIB = TVM_FFI_LIBDIR / "libtvm_ffi_testing.so"
 CHILD_PYTEST_PLUGINS_OFF = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist"]
 
 
+def rerun_on_pure_ctypes(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """A child ``pytest -q args`` with the compiled backend off (``TVMFFI_RUNTIME_PURE=1``): how a
+    file shows it passes on both runtime paths, since one process runs one backend."""
+    env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", *CHILD_PYTEST_PLUGINS_OFF, *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def accel_source() -> str:
     """The compiled fast path's whole C source: ``_accel.c`` and the parts it includes."""
     package = ROOT / "runtime" / "tvmffi_runtime"

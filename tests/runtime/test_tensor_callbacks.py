@@ -9,8 +9,6 @@ file on the other backend in a child process.
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ import pytest
 import tvmffi_runtime as rt
 from tvmffi_runtime._backend import accelerated, backend
 
-from conftest import CHILD_PYTEST_PLUGINS_OFF, build_shared
+from conftest import build_shared, rerun_on_pure_ctypes
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = (ROOT / "tests" / "fixtures" / "dltensor_callback.cc").read_text()
@@ -120,14 +118,6 @@ def test_callback_error_reaches_the_caller(dlcb: _Globals) -> None:
 
 @pytest.mark.skipif(not accelerated(), reason="the compiled backend is off (TVMFFI_RUNTIME_PURE=1 or not built)")
 def test_this_file_passes_on_pure_ctypes() -> None:
-    env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *CHILD_PYTEST_PLUGINS_OFF, __file__],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = rerun_on_pure_ctypes([__file__])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ import tvmffi_runtime as rt
 from tvmffi_runtime._backend import accelerated
 from tvmffi_runtime._pure import dlpack as pure_dlpack
 
-from conftest import CHILD_PYTEST_PLUGINS_OFF, build_shared
+from conftest import build_shared, rerun_on_pure_ctypes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXCHANGE_SOURCE = (ROOT / "tests" / "fixtures" / "dlpack_exchange.cc").read_text()
@@ -265,14 +263,6 @@ def test_torch_tensors_through_the_exchange_api(echo: rt.Function, describe: rt.
 
 @pytest.mark.skipif(not accelerated(), reason="the compiled backend is off (TVMFFI_RUNTIME_PURE=1 or not built)")
 def test_this_file_passes_on_pure_ctypes() -> None:
-    env = {**os.environ, "TVMFFI_RUNTIME_PURE": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *CHILD_PYTEST_PLUGINS_OFF, __file__],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = rerun_on_pure_ctypes([__file__])
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
