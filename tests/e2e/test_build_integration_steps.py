@@ -290,3 +290,28 @@ def test_find_package_finds_the_config_under_the_prefixes_scikit_build_core_adds
     assert f"Found tvmffi_gen {tvmffi_gen.__version__}" in out, out
     cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
     assert f"tvmffi_gen_DIR:PATH={cmake_dir()}" in cache
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("tvmffi_gen_add_package(nosuch NAME pkg)", "tvmffi_gen_add_package(nosuch): no target named nosuch"),
+        ("tvmffi_gen_add_package(lib)", "tvmffi_gen_add_package(lib): give the package's name, NAME <package>"),
+        ("tvmffi_gen_add_stubs(lib PACKAGE pkg EXTRA)", "tvmffi_gen_add_stubs(lib): unknown arguments EXTRA"),
+    ],
+)
+def test_a_wrong_cmake_call_stops_the_configure_step_naming_it(tmp_path: Path, call: str, message: str) -> None:
+    (tmp_path / "lib.cc").write_text("")
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(probe LANGUAGES CXX)\n"
+        f"find_package(tvmffi_gen CONFIG REQUIRED)\nadd_library(lib SHARED lib.cc)\n{call}\n"
+    )
+    proc = subprocess.run(
+        ["cmake", "-S", ".", "-B", "build", f"-Dtvmffi_gen_DIR={cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0
+    assert message in " ".join(proc.stderr.split()), proc.stderr
