@@ -3,7 +3,7 @@
 installs), both handed to the backends by ``_wiring``; and Functions made in a callback
 mode given by number (:func:`function_in_mode`). The Functions themselves are the backend's
 (``backend.callback_function`` / ``function_create``: ``_accel_parts/callbacks.h``, or
-``_pure/callbacks.py`` with its table of live callbacks and its ctypes trampoline); the modes
+``_pure/callbacks.py`` with its table of live callbacks and its ctypes trampolines); the modes
 are ``_values.CallbackMode``.
 """
 
@@ -80,8 +80,8 @@ def _out_view(addr: int) -> Any:
 
 
 def function_in_mode(mode: int, fn: Any) -> Function:
-    """A Function calling ``fn`` in callback ``mode`` (``CallbackMode``; the raw and hook modes
-    are the compiled backend's: the pure one's structural engines use their ctypes trampolines)."""
+    """A Function calling ``fn`` in callback ``mode`` (``CallbackMode``; both backends run every
+    mode)."""
     return _wrap(backend.function_create(fn, mode), TypeIndex.FUNCTION)  # type: ignore[no-any-return]
 
 

@@ -36,7 +36,7 @@ class CallbackMode:
     (tests/runtime/test_runtime_layers.py checks): plain ``f(*args)``, packed ``f(args)``, walk
     (a non-None result written by the walk-result hook), the structural engines' raw modes
     ``f(value, type_index, raw...)`` (plain and walk result), and a Visitor/Mutator hook
-    ``hook(value)`` with its context in a frame list. The last three are the compiled backend's.
+    ``hook(value)`` with its context in a frame list. Both backends run all six.
     """
 
     PLAIN = 0

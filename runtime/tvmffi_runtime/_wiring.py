@@ -95,7 +95,8 @@ BACKEND_HELPERS: dict[str, Any] = {
     "to_owned": _callback.to_owned_any,
     "view_slow": view_slow,
     "walk_result": _callback._walk_result_at,
-    # read by the pure backend (_pure), besides pack_error, release_temps, to_owned, walk_result
+    # read by the pure backend (_pure), besides class_cache, object_return, pack_error,
+    # release_temps, to_owned, walk_result
     # the packer of each Python type met so far (filled on first sight by resolve_packer)
     "packers": _convert._PACKERS,
     "resolve_packer": _convert._resolve_packer,

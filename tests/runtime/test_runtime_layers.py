@@ -12,8 +12,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT, accel_source
 
 PACKAGE = ROOT / "runtime" / "tvmffi_runtime"
@@ -154,24 +152,21 @@ def test_the_backend_is_chosen_in_one_place() -> None:
     """Only ``_backend`` imports a backend as a whole (``_accel``, or the ``_pure`` package);
     every other layer calls ``_backend.backend``. The tables both backends share are layers of
     their own below them (``_field_kinds``, ``_graph_layout``), so no layer above reads the pure
-    backend's parts, but the structural engines (see the skipped test below)."""
+    backend's parts, and none but ``_backend`` asks which backend runs."""
     graph = _graph()
     source = {p: p.read_text() for p in PACKAGE.rglob("*.py")}
     compiled = re.compile(r"from \.+ import _accel\b|from \.+_accel import|tvmffi_runtime\._accel\b")
     assert {_module_name(p) for p, text in source.items() if compiled.search(text)} == {"_backend"}
     assert {m for m, deps in graph.items() if "_pure" in deps} == {"_backend"}
     parts = {m for m, deps in graph.items() if not m.startswith("_pure") and any(d.startswith("_pure.") for d in deps)}
-    assert parts == {"structural._native"}
+    assert parts == set()
     asking = sorted(_module_name(p) for p, text in source.items() if "accelerated()" in text)
-    assert asking == ["_backend", "structural._native"]
+    assert asking == ["_backend"]
 
 
-@pytest.mark.skip(
-    reason="known gap: structural._native still branches on accelerated() and builds the pure path's"
-    " engine callbacks from _pure.callbacks' table and trampoline; the pure backend's function_create"
-    " would have to run the raw and hook callback modes for the engines to go through backend alone"
-)
 def test_structural_engines_go_only_through_the_backend() -> None:
+    """The structural engines make their callbacks with ``backend.function_create`` in the raw
+    and hook modes on either backend: no ``_pure`` part, no question which backend runs."""
     graph = _graph()
     assert not any(d.startswith("_pure") for d in graph["structural._native"])
     assert "accelerated()" not in (PACKAGE / "structural" / "_native.py").read_text()

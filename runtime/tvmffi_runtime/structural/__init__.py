@@ -10,9 +10,9 @@ All traversal runs in ``libtvm_ffi``'s structural engine, driven through its glo
 
 So child order, definition regions, variable remapping, copy-on-write and in-place reuse are
 exactly those of C++ and Rust. Python only supplies callbacks: the engine matches a callback by
-type index (with the runtime's ancestor rules) and calls it through a small ctypes trampoline
-whose per-call work is one dict lookup (callback key -> Python callable), the argument
-conversion, the call, and writing the result. Hook tables of dispatch classes (``WalkerBase``
+type index (with the runtime's ancestor rules) and calls it through the backend's callback
+trampoline (C, or ctypes on the pure backend) whose per-call work is one lookup (the callable),
+the argument conversion, the call, and writing the result. Hook tables of dispatch classes (``WalkerBase``
 and friends) are resolved once per class.
 
 Public names: ``structural_walk``, ``structural_visit``, ``structural_map``,
@@ -261,8 +261,8 @@ def _run_links(
     trampoline: Any, program: list[tuple[tuple[int, ...], Callable[..., Any]]], run: _Run, owner: Any
 ) -> tuple[list[tuple[int, Any]], Any]:
     """(type index, Function) links of a visit / mutate without a policy, and the frame the
-    hooks of a Visitor / Mutator ``owner`` keep their node in on the compiled path (None
-    otherwise): the caller makes it ``owner._ctx`` while the traversal runs."""
+    hooks of a Visitor / Mutator ``owner`` keep their node in (None for plain callbacks): the
+    caller makes it ``owner._ctx`` while the traversal runs."""
     frame = hook_frame(trampoline, run) if owner is not None else None
     links: list[tuple[int, Any]] = []
     for indices, adapter in program:

@@ -222,21 +222,14 @@ class MutateContext:
     The helpers return the resolved value (never ``UNCHANGED``). Valid only during the callback.
     """
 
-    __slots__ = ("value", "_ti", "state", "_m", "inplace_mode", "_run", "_borrowed")
+    __slots__ = ("value", "_ti", "state", "_m", "inplace_mode", "_run")
     #: The value the callback runs on.
     value: Any
     #: The ``state`` of the callbacks (the caller's own object).
     state: Any
 
     def __init__(
-        self,
-        value: object,
-        tindex: int,
-        state: object,
-        mutator: _Borrowed,
-        mode: InplaceMode,
-        run: _Run,
-        borrowed: bool = False,
+        self, value: object, tindex: int, state: object, mutator: _Borrowed, mode: InplaceMode, run: _Run
     ) -> None:
         self.value = value
         self._ti = tindex
@@ -244,7 +237,6 @@ class MutateContext:
         self._m = mutator
         self.inplace_mode = mode
         self._run = run
-        self._borrowed = borrowed  # the value's wrapper holds no reference of its own
 
     def _live(self) -> _Borrowed:
         if self._run._w is None:
@@ -274,9 +266,9 @@ class MutateContext:
             return False
         if not isinstance(self.value, Object) or value._h != self.value._h:
             return False
-        # Only the engine's reference (plus the callback's wrapper, when it owns one): nothing
-        # else can observe an in-place write.
-        return _refcounts(value._h) == (1, 1 if self._borrowed else 2)
+        # Only the engine's reference and the callback's wrapper's: nothing else can observe an
+        # in-place write.
+        return _refcounts(value._h) == (1, 2)
 
     def _default(self, value: Any, inplace: bool) -> Any:
         """Default mutation; returns UNCHANGED or the new value (policy applied)."""
@@ -373,8 +365,8 @@ class HookCall:
     """A hook of a Visitor / Mutator run as a visit / mutate callback ``(value, ctx)``: the
     owner's helpers (``default_visit_children``, ``mutate``, ...) reach ``ctx`` while it runs.
 
-    On the compiled path a hook that takes no definition-region kind is called as ``fn(value)``
-    straight from the trampoline instead, its context kept in a :class:`HookFrame`.
+    A hook that takes no definition-region kind is called as ``fn(value)`` straight from the
+    backend's trampoline instead (the hook callback mode), its context kept in a :class:`HookFrame`.
     """
 
     __slots__ = ("owner", "fn", "extra")
