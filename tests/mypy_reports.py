@@ -4,10 +4,31 @@ and then assert on each one's lines."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from tvmffi_gen.verify import run_mypy
+
+
+def user_env() -> dict[str, str]:
+    """This process's environment without ``MYPYPATH`` and ``PYTHONPATH``: a checker run with it
+    finds only what is installed, as it would in a user's own folder."""
+    return {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+
+
+def mypy_strict_in(folder: Path, *targets: str) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` over ``targets``, run from ``folder`` with ``user_env`` and no cache."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, *targets],
+        cwd=folder,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def mypy_by_program(package: Path, programs: dict[str, str], folder: Path) -> dict[str, list[str]]:

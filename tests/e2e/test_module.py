@@ -19,6 +19,7 @@ import pytest
 import tvmffi_runtime as rt
 
 from conftest import BUILD_DIR, ROOT, TESTING_LIB, build_shared
+from mypy_reports import user_env
 
 EXAMPLE_DIR = ROOT / "examples" / "add_one"
 EXAMPLE_BUILD = BUILD_DIR / "add_one"
@@ -373,7 +374,7 @@ def test_example_package_passes_both_checkers() -> None:
 def test_example_passes_mypy_strict() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed")
-    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    env = user_env()
     command = [
         sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
         "--cache-dir", str(BUILD_DIR / "mypy_cache"),

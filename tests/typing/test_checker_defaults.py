@@ -15,7 +15,6 @@ basedpyright strict (the mode set in a file outside the folder).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from tvmffi_gen.cli import main
 
 from conftest import ROOT, build_shared
 from fixtures import build_expr_ir
+from mypy_reports import mypy_strict_in, user_env
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
@@ -79,10 +79,6 @@ def test_the_docs_have_examples() -> None:
     assert len(names) >= 3 and any(n.startswith("doc_generated_packages") for n in names), names
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
-
-
 def _tool(name: str) -> str:
     found = Path(sys.executable).parent / name
     if found.is_file():
@@ -98,7 +94,7 @@ def _pyright_like(exe: str, root: Path, *extra: str) -> tuple[int, list[str], in
     proc = subprocess.run(
         [exe, "--outputjson", "--pythonpath", sys.executable, *extra],
         cwd=root,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -151,14 +147,7 @@ def test_basedpyright_strict(project: Path, tmp_path: Path) -> None:
 
 
 def test_mypy_strict(project: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, "."],
-        cwd=project,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = mypy_strict_in(project, ".")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checked = re.search(r"Success: no issues found in (\d+) source files", proc.stdout)
     assert checked is not None and int(checked.group(1)) == _python_files(project), proc.stdout

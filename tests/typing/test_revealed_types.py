@@ -9,7 +9,6 @@ reveal exactly the type written beside it (one run of each over the committed pa
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import pytest
 from tvmffi_gen.verify import find_pyright
 
 from conftest import ROOT
+from mypy_reports import mypy_strict_in, user_env
 
 PKG = ROOT / "generated" / "tvmffi_testing"
 
@@ -107,23 +107,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
-
-
 def _expected(column: int) -> list[str]:
     return [case[column] for case in CASES] + [case[column] for case in MATCH_CASES]
 
 
 def test_mypy_reveals_the_declared_types(project: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, "prog.py"],
-        cwd=project,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = mypy_strict_in(project, "prog.py")
     revealed = re.findall(r'^prog\.py:\d+: note: Revealed type is "(.*)"$', proc.stdout, re.M)
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert not errors, proc.stdout
@@ -146,7 +135,7 @@ def test_pyright_reveals_the_declared_types(project: Path, tmp_path: Path) -> No
     proc = subprocess.run(
         [pyright, "--outputjson", "--pythonpath", sys.executable, "--project", str(config)],
         cwd=project,
-        env=_env(),
+        env=user_env(),
         capture_output=True,
         text=True,
         timeout=600,
