@@ -116,9 +116,11 @@ def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(
     runs: list[dict[str, str]] = []
     real = selfcheck.mypy_errors
 
-    def counted(files: dict[str, str], top: str, read: list[str] | None = None) -> dict[str, dict[int, set[str]]]:
+    def counted(
+        files: dict[str, str], top: str, read: list[str] | None = None, warm: selfcheck.Warmup | None = None
+    ) -> dict[str, dict[int, set[str]]]:
         runs.append(files)
-        return real(files, top, read)
+        return real(files, top, read, warm)
 
     monkeypatch.setattr(selfcheck, "mypy_errors", counted)
     stubs = {"pkg/__init__.pyi": "from extpkg import A\ndef f(x): ...\ndef g() -> A: ...\n"}

@@ -178,6 +178,7 @@ class CachedPythonStubs(PythonStubs):
             return
         # the package's own .pyi files as PythonStubs reads them; stubgen is not started
         super().__init__({m: p for m, p in modules.items() if m not in self._hit})
+        self.from_cache = True
         self.modules: dict[str, str] = dict(modules)
         self._hit_sources: list[tuple[str, str]] = sources
 
@@ -265,7 +266,9 @@ def _digests(paths: list[str]) -> list[str] | None:
     return out
 
 
-def cached_mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, set[str]]]:
+def cached_mypy_errors(
+    files: dict[str, str], top: str, warm: selfcheck.Warmup | None = None
+) -> dict[str, dict[int, set[str]]]:
     """``selfcheck.mypy_errors``, from the cache when nothing it reads changed.
 
     The key: the stub texts and their paths, ``top``, mypy's version, the Python version and this
@@ -275,9 +278,9 @@ def cached_mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, s
     that was not found, or that is now found untyped or typed, is checked again). An entry also
     lists every file mypy read outside the stubs (typeshed's, ``tvm_ffi``'s, numpy's: from its
     ``-v`` log) with its SHA-256, compared before the entry is used: an edited installed file (an
-    editable install keeps its version) is a miss."""
+    editable install keeps its version) is a miss. ``warm``: a ``selfcheck.Warmup`` for a miss."""
     if cache_dir() is None:
-        return selfcheck.mypy_errors(files, top)
+        return selfcheck.mypy_errors(files, top, warm=warm)
     key = _key("selfcheck", _mypy_version(), top, json.dumps(sorted(files.items())), *_search_path())
     hit: object = _load("selfcheck", key)
     if isinstance(hit, dict):
@@ -289,7 +292,7 @@ def cached_mypy_errors(files: dict[str, str], top: str) -> dict[str, dict[int, s
                 for path, lines in cast("dict[str, dict[str, list[str]]]", errors).items()
             }
     read_now: list[str] = []
-    result = selfcheck.mypy_errors(files, top, read_now)
+    result = selfcheck.mypy_errors(files, top, read_now, warm)
     digests_now = _digests(read_now)
     if read_now and digests_now is not None:  # none read: mypy's log was not understood
         _store(

@@ -15,7 +15,7 @@ from typing import Any
 import libcst as cst
 
 from .collected import ModuleFacts
-from .stubtext import STUB_HEADER, defines, exported_names, stub_tree
+from .stubtext import INCOMPLETE_IMPORT, STUB_HEADER, defines, exported_names, stub_tree
 
 __all__ = ["drop_missing_imports"]
 
@@ -86,6 +86,6 @@ def drop_missing_imports(stubs: dict[str, str], packages: set[str], facts: dict[
             own = facts[mod].module_names if mod in facts else {}
             modules = {n: m for n, m in own.items() if m in stubs}
             code = _drop_imports(cst.parse_module(text), missing, modules).code
-            if any(n not in modules for _, n in missing) and "from _typeshed import Incomplete" not in code:
-                code = code.replace(STUB_HEADER, STUB_HEADER + "from _typeshed import Incomplete\n", 1)
+            if any(n not in modules for _, n in missing) and INCOMPLETE_IMPORT not in code:
+                code = code.replace(STUB_HEADER, STUB_HEADER + INCOMPLETE_IMPORT + "\n", 1)
             stubs[mod] = code

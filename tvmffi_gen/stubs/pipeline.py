@@ -33,7 +33,8 @@ Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import functools
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 # the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
@@ -47,8 +48,9 @@ from .conversions import load_conversions
 from .errors import StubsError
 from .progress import Progress
 from .project import render_project
-from .selfcheck import silence_own_errors
+from .selfcheck import Warmup, silence_own_errors
 from .stubgen import python_stubs
+from .stubtext import TYPED_IMPORTS, imported_modules
 
 __all__ = ["StubResult", "build_stubs"]
 
@@ -71,44 +73,67 @@ def build_stubs(
     """Everything ``--stubs-for`` writes, relative to OUT; ``progress`` shows the phases."""
     show = progress or Progress(enabled=False)
     conversions = load_conversions()  # a bad file is reported before the package is imported
-    on_disk = modules_on_disk(package, exclude)
-    early = cache.CachedPythonStubs(on_disk) if on_disk else None  # runs while the package imports
-    try:
-        show.show(f"importing {package}")
-        data = take_collection(package, exclude, preload, timeout, show)
-    except BaseException:
-        if early is not None:
-            early.cancel()
-        raise
-    show.show(f"waiting for mypy's stubgen ({len(data.modules)} modules)")
-    if early is not None and set(data.modules) <= set(early.modules):
-        stubs = early.result(set(data.modules))
-    else:
-        if early is not None:
-            early.cancel()
-        stubs = python_stubs({m: f.path for m, f in data.modules.items()})
-    show.show(f"rewriting {len(stubs)} stubs with the registry's members")
-    final, warnings = cache.cached_augment(data, stubs, conversions)
     top = package.split(".")[0]
-    root = f"{top}-stubs"
-    files: dict[str, str] = {}
-    for mod, text in final.items():
-        parts = mod.split(".")
-        is_pkg = data.modules[mod].is_package or (mod == package and len(parts) == 1)
-        rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
-        files[rel] = text
-    # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
-    # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
-    show.show(f"checking the stubs with mypy --strict ({len(files)} files)")
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        checked = pool.submit(silence_own_errors, files, root, top, cache.cached_mypy_errors)
-        allowlist = cache.cached_allowlist(data, stubs, final)
-        try:
-            _ = checked.result()
-        except RuntimeError as exc:
-            raise StubsError(f"{package}: {exc}") from None
+    data, stubs, warm = _import_and_stubgen(package, exclude, preload, timeout, show)
+    try:
+        show.show(f"rewriting {len(stubs)} stubs with the registry's members")
+        final, warnings = cache.cached_augment(data, stubs, conversions)
+        root = f"{top}-stubs"
+        files: dict[str, str] = {}
+        for mod, text in final.items():
+            parts = mod.split(".")
+            is_pkg = data.modules[mod].is_package or (mod == package and len(parts) == 1)
+            rel = "/".join([root, *parts[1:], "__init__.pyi"] if is_pkg else [root, *parts[1:-1], parts[-1] + ".pyi"])
+            files[rel] = text
+        # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
+        # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
+        show.show(f"checking the stubs with mypy --strict ({len(files)} files)")
+        check = functools.partial(cache.cached_mypy_errors, warm=warm)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            checked = pool.submit(silence_own_errors, files, root, top, check)
+            allowlist = cache.cached_allowlist(data, stubs, final)
+            try:
+                _ = checked.result()
+            except RuntimeError as exc:
+                raise StubsError(f"{package}: {exc}") from None
+    finally:
+        if warm is not None:
+            warm.close()
     files[f"{root}/py.typed"] = "partial\n" if data.failed else ""
     files["stubtest-allowlist.txt"] = allowlist
     if project:
         files.update(render_project(data, root, files))
     return StubResult(files, data, warnings)
+
+
+def _import_and_stubgen(
+    package: str, exclude: list[str], preload: list[str], timeout: float, show: Progress
+) -> tuple[Collection, dict[str, str], Warmup | None]:
+    """The package imported in a child process and stubgen over its modules on disk, at once, in
+    two processes; once stubgen has run (not taken from the cache), a ``Warmup`` of what its stubs
+    import, so that the self-check's mypy finds them read."""
+    on_disk = modules_on_disk(package, exclude)
+    early = cache.CachedPythonStubs(on_disk) if on_disk else None
+    show.show(f"importing {package}")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        importing = pool.submit(take_collection, package, exclude, preload, timeout, show)
+        stubbing = pool.submit(early.result, set(early.modules)) if early is not None else None
+        _ = wait([f for f in (importing, stubbing) if f is not None], return_when=FIRST_COMPLETED)
+        if importing.done() and importing.exception() is not None and early is not None:
+            early.stop()  # the import failed: its error is reported without waiting for stubgen
+        warm: Warmup | None = None
+        if stubbing is not None and stubbing.exception() is None and early is not None and not early.from_cache:
+            top = package.split(".")[0]
+            reads = {m for text in stubbing.result().values() for m in imported_modules(text)}
+            reads |= {module for module, _ in TYPED_IMPORTS} | {"_typeshed"}
+            warm = Warmup(m for m in reads if m.split(".")[0] != top)
+        try:
+            data = importing.result()
+            found = stubbing.result() if stubbing is not None else {}
+        except BaseException:
+            if warm is not None:
+                warm.close()
+            raise
+    if early is not None and set(data.modules) <= set(early.modules):
+        return data, {m: t for m, t in found.items() if m in data.modules}, warm
+    return data, python_stubs({m: f.path for m, f in data.modules.items()}), warm

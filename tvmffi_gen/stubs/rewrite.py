@@ -26,7 +26,16 @@ from .missing_imports import drop_missing_imports
 from .parallel import shared
 from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
-from .stubtext import STUB_HEADER, binds, class_attributes, defines, exported_names, star_exports
+from .stubtext import (
+    INCOMPLETE_IMPORT,
+    STUB_HEADER,
+    TYPED_IMPORTS,
+    binds,
+    class_attributes,
+    defines,
+    exported_names,
+    star_exports,
+)
 from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index
 
 __all__ = ["augment"]
@@ -126,12 +135,11 @@ def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
     m.tree = m.tree.visit(filler)
     head = [STUB_HEADER]
     if m.typed_members:
-        head += ["import typing as _t\n", "import collections.abc as _abc\n"]
-        head += ["import ctypes as _ctypes\n", "import tvm_ffi as _tvm_ffi\n"]
+        head += [f"import {module} as {name}\n" for module, name in TYPED_IMPORTS]
     head += [line + "\n" for line in sorted(ctx.imports)]
     code = m.tree.code
-    if (filler.used or m.needs_incomplete) and "from _typeshed import Incomplete" not in code:
-        head.append("from _typeshed import Incomplete\n")
+    if (filler.used or m.needs_incomplete) and INCOMPLETE_IMPORT not in code:
+        head.append(INCOMPLETE_IMPORT + "\n")
     return "".join(head) + ("\n" if len(head) > 1 else "") + code, ctx.warnings
 
 

@@ -3,6 +3,10 @@ and no rule of ``rewrite.py`` can repair (an override its classes really make, `
 an expression, an optional dependency that is not installed) gets the narrowest
 ``# type: ignore[code]`` on the line mypy reports, as a hand-written stub would carry; so the stub
 package has no errors of its own.
+
+Half of that check is mypy reading what the stubs import (typeshed, ``tvm_ffi``, numpy), which
+does not depend on the stubs: ``Warmup`` reads it into a cache of mypy's own, with the same
+options, while the package is still being imported, and the check then takes it from there.
 """
 
 from __future__ import annotations
@@ -14,59 +18,122 @@ import subprocess
 import sys
 import tempfile
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO
 
-__all__ = ["add_ignores", "mypy_errors", "silence_own_errors"]
+__all__ = ["Warmup", "add_ignores", "mypy_errors", "silence_own_errors"]
 
 _ERROR = re.compile(r"^(?P<path>[^:\n]+\.pyi):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
 #: what ``mypy -v`` logs for each file it reads
 _PARSING = re.compile(r"^LOG:  Parsing (?P<path>.+) \((?P<module>[\w.]+)\)$")
+_WARMUP_MODULE = "tvmffi_gen_warmup"
 
 
-def mypy_errors(files: dict[str, str], top: str, read: list[str] | None = None) -> dict[str, dict[int, set[str]]]:
+def _run_mypy(
+    folder: str, targets: list[str], cache: str | None, verbose: bool, log: IO[str] | None = None
+) -> subprocess.Popen[str]:
+    """``mypy --strict`` over ``targets`` in ``folder`` (an empty configuration, no ``MYPYPATH``),
+    with its cache in ``cache`` (none when None); the check and its warm-up share these options,
+    which a cache entry must match to be used. Its output goes to pipes, or with ``log`` (a
+    process nobody reads from while it runs) its stderr to that file and its stdout nowhere."""
+    Path(folder, "empty.ini").write_text("[mypy]\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "MYPY_CACHE_DIR")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--config-file",
+        "empty.ini",
+        *(["--sqlite-cache", "--cache-dir", cache] if cache else ["--cache-dir", os.devnull]),
+        "--show-error-codes",
+        "--no-error-summary",
+        "--hide-error-context",
+        "--no-pretty",
+        "--show-absolute-path",
+        *(["-v"] if verbose else []),
+        *targets,
+    ]
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE if log is None else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if log is None else log,
+        text=True,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _files_read(log: str, outside: Path) -> list[str]:
+    """The files ``mypy -v``'s log says it parsed, outside the folder ``outside``."""
+    out: list[str] = []
+    for line in log.splitlines():
+        m = _PARSING.match(line)
+        if m is not None and not Path(m["path"]).resolve().is_relative_to(outside):
+            out.append(str(Path(m["path"]).resolve()))
+    return out
+
+
+class Warmup:
+    """mypy's cache of ``modules`` (what the stubs will import), filled by ``mypy --strict`` over a
+    module importing them, in a process started now. ``cache`` waits for it: the folder and the
+    files it read (None when it failed; the check then reads everything itself)."""
+
+    def __init__(self, modules: Iterable[str]) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="tvmffi-gen-mypy-")
+        names = sorted(set(modules))
+        Path(self._tmp.name, f"{_WARMUP_MODULE}.py").write_text(
+            "".join(f"import {name}\n" for name in names), encoding="utf-8"
+        )
+        self._log = Path(self._tmp.name, "mypy.log")
+        with self._log.open("w", encoding="utf-8") as log:  # (the process keeps its own handle)
+            self._proc: subprocess.Popen[str] | None = _run_mypy(
+                self._tmp.name, ["-m", _WARMUP_MODULE], os.path.join(self._tmp.name, "cache"), True, log
+            )
+        self._ready: tuple[str, list[str]] | None = None
+
+    def cache(self) -> tuple[str, list[str]] | None:
+        if self._proc is not None:
+            if self._proc.wait() in (0, 1):
+                read = _files_read(self._log.read_text(encoding="utf-8"), Path(self._tmp.name).resolve())
+                self._ready = (os.path.join(self._tmp.name, "cache"), read)
+            self._proc = None
+        return self._ready
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+        self._tmp.cleanup()
+
+
+def mypy_errors(
+    files: dict[str, str], top: str, read: list[str] | None = None, warm: Warmup | None = None
+) -> dict[str, dict[int, set[str]]]:
     """``mypy --strict`` over the stub package ``top`` (``files``: text per path relative to the
     folder holding it): per path, per line, the error codes reported. With ``read``, the files
     mypy read besides these (typeshed's, installed packages': from its ``-v`` log) are appended
-    to it (none when the log's format is not the one known here: it always reads ``builtins``)."""
+    to it (none when the log's format is not the one known here: it always reads ``builtins``).
+    With ``warm``, what the stubs import is taken from its cache (what it read counts as read)."""
+    ready = warm.cache() if warm is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         for rel, text in files.items():
             path = Path(tmp, rel)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        Path(tmp, "empty.ini").write_text("[mypy]\n", encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "MYPY_CACHE_DIR")}
-        cmd = [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--config-file",
-            "empty.ini",
-            "--cache-dir",
-            os.devnull,
-            "--show-error-codes",
-            "--no-error-summary",
-            "--hide-error-context",
-            "--no-pretty",
-            "--show-absolute-path",
-            *(["-v"] if read is not None else []),
-            "-p",
-            top,
-        ]
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, cwd=tmp, env=env, stdin=subprocess.DEVNULL, check=False
-        )
+        proc = _run_mypy(tmp, ["-p", top], ready[0] if ready else None, read is not None)
+        stdout, stderr = proc.communicate()
         if proc.returncode not in (0, 1):
-            raise RuntimeError(f"mypy --strict over the stubs failed: {(proc.stderr or proc.stdout).strip()[-2000:]}")
+            raise RuntimeError(f"mypy --strict over the stubs failed: {(stderr or stdout).strip()[-2000:]}")
         root = Path(tmp).resolve()
         if read is not None:
-            for line in proc.stderr.splitlines():
-                m = _PARSING.match(line)
-                if m is not None and not Path(m["path"]).resolve().is_relative_to(root):
-                    read.append(str(Path(m["path"]).resolve()))
+            now = _files_read(stderr, root)
+            read += sorted(set(ready[1]) | set(now)) if ready else now  # (none: a log not understood)
         out: dict[str, dict[int, set[str]]] = {}
-        for line in proc.stdout.splitlines():
+        for line in stdout.splitlines():
             m = _ERROR.match(line)
             if m is None:
                 continue

@@ -30,6 +30,8 @@ class PythonStubs:
     and imports nothing, so it runs while the package is being imported elsewhere); ``result``
     waits for it and returns the stub text per module (dotted name)."""
 
+    from_cache = False  # (``cache.CachedPythonStubs``: whether stubgen did not run)
+
     def __init__(self, modules: dict[str, str]) -> None:
         self.modules = dict(modules)
         self.own_pyi: dict[str, str] = {}
@@ -78,6 +80,11 @@ class PythonStubs:
             return out
         finally:
             self._tmp.cleanup()
+
+    def stop(self) -> None:
+        """End stubgen's process now, from any thread (``result``, waiting in another, then raises)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
 
     def cancel(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
