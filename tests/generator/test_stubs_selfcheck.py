@@ -12,6 +12,8 @@ import pytest
 
 from tvmffi_gen.stubs import pipeline, selfcheck
 from tvmffi_gen.stubs.collected import Collection, ModuleFacts
+from tvmffi_gen.stubs.errors import StubsError
+from tvmffi_gen.stubs.progress import Progress
 from tvmffi_gen.stubs.stubtext import imported_modules
 
 
@@ -53,7 +55,12 @@ def test_a_warm_check_reports_what_a_cold_one_does_and_lists_what_the_warm_up_re
     assert selfcheck.mypy_errors(STUBS, "pkg", cold_read) == ERRORS
     parsed: list[list[str]] = []  # what each mypy log says was parsed
     real = selfcheck._files_read
-    monkeypatch.setattr(selfcheck, "_files_read", lambda log, outside: parsed.append(real(log, outside)) or parsed[-1])
+
+    def recorded(log: str, outside: Path) -> list[str]:
+        parsed.append(real(log, outside))
+        return parsed[-1]
+
+    monkeypatch.setattr(selfcheck, "_files_read", recorded)
     warm = selfcheck.Warmup(["extpkg", "typing"])
     try:
         warm_read: list[str] = []
@@ -109,7 +116,7 @@ def test_a_first_run_warms_up_what_stubgen_s_stubs_import_and_a_rerun_does_not(
     monkeypatch.setattr(pipeline, "take_collection", lambda *args: data)
     started = _Started()
     monkeypatch.setattr(pipeline, "Warmup", started.warmup)
-    show = pipeline.Progress(enabled=False)
+    show = Progress(enabled=False)
     for run in range(2):
         got, stubs, warm = pipeline._import_and_stubgen("pkg", [], [], 60.0, show)
         assert got is data and set(stubs) == {"pkg", "pkg.a"} and "def f(x: int) -> int" in stubs["pkg.a"]
@@ -131,10 +138,10 @@ def test_a_failed_import_is_reported_without_waiting_for_stubgen(
 
     def failing(*args: object) -> Collection:
         time.sleep(0.5)
-        raise pipeline.StubsError("pkg: the import failed")
+        raise StubsError("pkg: the import failed")
 
     monkeypatch.setattr(pipeline, "take_collection", failing)
     t0 = time.monotonic()
-    with pytest.raises(pipeline.StubsError, match="the import failed"):
-        pipeline._import_and_stubgen("pkg", [], [], 60.0, pipeline.Progress(enabled=False))
+    with pytest.raises(StubsError, match="the import failed"):
+        pipeline._import_and_stubgen("pkg", [], [], 60.0, Progress(enabled=False))
     assert time.monotonic() - t0 < 20, "stubgen's process was waited for"
