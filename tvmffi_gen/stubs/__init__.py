@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..wording import counted
 from .cache import disabled
+from .collector import rare_full_collections
 from .errors import StubsError
 from .importing import PACKAGE_FAILED
 from .pipeline import build_stubs
@@ -68,7 +69,7 @@ def run_stubs(
         )
     shown = Progress(enabled=progress)
     try:
-        with disabled(not use_cache):
+        with disabled(not use_cache), rare_full_collections():
             result = build_stubs(package, exclude, preload, timeout, project, shown)
     finally:
         shown.clear()

@@ -24,6 +24,7 @@ from types import ModuleType
 
 from ..snapshot import TypeSnap
 from .collected import ApiFunction, Collection, ModuleFacts, RegisteredClass
+from .collector import rare_full_collections
 from .importing import CollectError, excluded, import_all, module_files, quick_getmodule, unmatched_excludes
 from .running import module_facts, registered_class
 
@@ -189,7 +190,8 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)  # what the package prints while importing goes to stderr
     sys.stdout = sys.stderr
     try:
-        data = collect(args.package, args.exclude, args.preload)
+        with rare_full_collections():
+            data = collect(args.package, args.exclude, args.preload)
     except Exception as exc:  # noqa: BLE001 - reported to the parent as text on stderr
         sys.stderr.write(f"{exc}\n" if isinstance(exc, CollectError) else f"{type(exc).__name__}: {exc}\n")
         sys.stderr.flush()
