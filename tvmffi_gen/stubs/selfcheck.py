@@ -16,11 +16,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import tokenize
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
+
+from .scratch import scratch_folder
 
 __all__ = ["Warmup", "add_ignores", "mypy_errors", "silence_own_errors"]
 
@@ -82,7 +83,7 @@ class Warmup:
     files it read (None when it failed; the check then reads everything itself)."""
 
     def __init__(self, modules: Iterable[str]) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="tvmffi-gen-mypy-")
+        self._tmp = scratch_folder("tvmffi-gen-mypy-")
         names = sorted(set(modules))
         Path(self._tmp.name, f"{_WARMUP_MODULE}.py").write_text(
             "".join(f"import {name}\n" for name in names), encoding="utf-8"
@@ -119,7 +120,7 @@ def mypy_errors(
     to it (none when the log's format is not the one known here: it always reads ``builtins``).
     With ``warm``, what the stubs import is taken from its cache (what it read counts as read)."""
     ready = warm.cache() if warm is not None else None
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_folder("tvmffi-gen-selfcheck-") as tmp:
         for rel, text in files.items():
             path = Path(tmp, rel)
             path.parent.mkdir(parents=True, exist_ok=True)

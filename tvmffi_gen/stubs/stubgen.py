@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import StubsError
+from .scratch import scratch_folder
 
 __all__ = ["PythonStubs", "python_stubs"]
 
@@ -43,7 +43,7 @@ class PythonStubs:
                 self.own_pyi[name] = pyi.read_text(encoding="utf-8")
             elif path.endswith(".py"):
                 self.sources.append((name, path))
-        self._tmp = tempfile.TemporaryDirectory()
+        self._tmp = scratch_folder("tvmffi-gen-stubgen-")
         self._proc: subprocess.Popen[str] | None = None
         if self.sources:
             cmd = [
