@@ -1,7 +1,5 @@
 """``python -m tvmffi_gen``."""
 
-import sys
+from tvmffi_gen.cli import run
 
-from tvmffi_gen.cli import main
-
-sys.exit(main())
+run()

@@ -152,3 +152,31 @@ def test_the_command_reference_names_every_option() -> None:
     # an option counts as documented under any of its spellings (-q for --quiet)
     missing = [a.option_strings[-1] for a in actions if not any(named(o) for o in a.option_strings)]
     assert missing == []
+
+
+def test_the_command_ends_with_main_s_status_its_output_whole_and_its_exit_handlers_run(tmp_path: Path) -> None:
+    # ``cli.run`` ends the process without the interpreter's teardown; nothing else may change
+    import subprocess
+    import sys
+
+    from tvmffi_gen import __version__
+
+    def command(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tvmffi_gen", *argv], capture_output=True, text=True)
+
+    version = command("--version")
+    assert (version.returncode, version.stdout) == (0, f"tvmffi-gen {__version__}\n")
+    bad = command("--bogus")
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
+    script = (
+        "import sys, tempfile, tvmffi_gen.cli as cli\n"
+        "left = tempfile.TemporaryDirectory()\n"  # removed by its exit handler
+        "def main():\n"
+        "    print(left.name); print('x' * 100000, end=''); return 3\n"
+        "cli.main = main\n"
+        "cli.run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    folder, _, rest = proc.stdout.partition("\n")
+    assert proc.returncode == 3 and rest == "x" * 100000
+    assert folder and not Path(folder).exists()
