@@ -1,0 +1,59 @@
+"""What ``--stubs-for`` asks of the machine around its work: where its scratch files go
+(``scratch.py``) and how often the garbage collector walks the whole heap (``collector.py``)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tvmffi_gen.stubs import scratch
+from tvmffi_gen.stubs.collector import FULL_EVERY, rare_full_collections
+
+
+@pytest.fixture(autouse=True)
+def fresh_choice() -> None:
+    scratch._memory_folder.cache_clear()
+
+
+def test_scratch_files_go_to_memory_when_linux_has_it_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TMPDIR", raising=False)
+    usable = os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
+    with scratch.scratch_folder("tvmffi-gen-test-") as where:
+        assert Path(where).is_dir() and Path(where).name.startswith("tvmffi-gen-test-")
+        if usable and os.statvfs("/dev/shm").f_bavail * os.statvfs("/dev/shm").f_frsize >= scratch.NEEDED:
+            assert Path(where).parent == Path("/dev/shm")
+        else:
+            assert Path(where).parent == Path(tempfile.gettempdir())
+    assert not Path(where).exists()
+
+
+def test_tmpdir_when_the_user_set_it_and_the_default_without_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR again
+    with scratch.scratch_folder("x-") as where:
+        assert Path(where).parent == tmp_path
+    scratch._memory_folder.cache_clear()
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setattr(scratch, "MEMORY", str(tmp_path / "no-such-folder"))
+    assert scratch._memory_folder() is None
+    monkeypatch.setattr(scratch, "MEMORY", str(tmp_path))
+    monkeypatch.setattr(scratch, "NEEDED", 1 << 62)  # more than any disk has free
+    scratch._memory_folder.cache_clear()
+    assert scratch._memory_folder() is None
+
+
+def test_full_collections_are_rare_within_and_as_they_were_after() -> None:
+    before = gc.get_threshold()
+    with rare_full_collections():
+        young, middle, old = gc.get_threshold()
+        assert (young, middle) == before[:2] and old == max(before[2], FULL_EVERY)
+    assert gc.get_threshold() == before
+    with pytest.raises(KeyError), rare_full_collections():
+        raise KeyError("x")
+    assert gc.get_threshold() == before
