@@ -121,6 +121,8 @@ def _import_and_stubgen(
         _ = wait([f for f in (importing, stubbing) if f is not None], return_when=FIRST_COMPLETED)
         if importing.done() and importing.exception() is not None and early is not None:
             early.stop()  # the import failed: its error is reported without waiting for stubgen
+        elif stubbing is not None and not stubbing.done():
+            show.show(f"waiting for mypy's stubgen ({len(early.modules) if early else 0} modules)")
         warm: Warmup | None = None
         if stubbing is not None and stubbing.exception() is None and early is not None and not early.from_cache:
             top = package.split(".")[0]
