@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Generator
 
 __all__ = ["rare_full_collections"]
 
@@ -20,7 +20,7 @@ FULL_EVERY = 1000
 
 
 @contextlib.contextmanager
-def rare_full_collections() -> Iterator[None]:
+def rare_full_collections() -> Generator[None]:
     """Within it, a full collection only after ``FULL_EVERY`` collections of the middle
     generation; the thresholds as they were afterwards."""
     young, middle, old = gc.get_threshold()

@@ -34,8 +34,9 @@ Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 from __future__ import annotations
 
 import functools
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Any
 
 # the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
 # bench_stubs.py times the phases so); spelled in full, since ``from . import`` would name the
@@ -118,7 +119,8 @@ def _import_and_stubgen(
     with ThreadPoolExecutor(max_workers=2) as pool:
         importing = pool.submit(take_collection, package, exclude, preload, timeout, show)
         stubbing = pool.submit(early.result, set(early.modules)) if early is not None else None
-        _ = wait([f for f in (importing, stubbing) if f is not None], return_when=FIRST_COMPLETED)
+        pending: list[Future[Any]] = [importing] if stubbing is None else [importing, stubbing]
+        _ = wait(pending, return_when=FIRST_COMPLETED)
         if importing.done() and importing.exception() is not None and early is not None:
             early.stop()  # the import failed: its error is reported without waiting for stubgen
         elif stubbing is not None and not stubbing.done():
