@@ -116,7 +116,8 @@ class Builder:
         for t in self.types.values():
             if t.type_key in t.ancestors:
                 raise GenerationError(f"type {t.type_key}: lists itself among its ancestors")
-        self.functions = [f for f in snap.functions if self._keep(f.name)]
+        # ``--prefix`` selects registry namespaces; the library's exported functions have none
+        self.functions = [f for f in snap.functions if f.exported or self._keep(f.name)]
         self.modules: dict[Namespace, ModuleModel] = {}
         self.classes: dict[str, ClassModel] = {}
         self.bases: dict[str, Target] = {}  # type key -> its base, spelled with the class body

@@ -122,9 +122,14 @@ def generate(
     model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append, used=used)
     model.bundled = bundle
     model.record_absolute = not portable
+    registered = [t.type_key for t in snapshot.types] + [f.name for f in snapshot.functions if not f.exported]
+    unmatched = [p for p in prefixes or [] if not any(kept_by_prefixes(n, [p]) for n in registered)]
+    if unmatched:  # (the exported functions, kept whatever the prefixes, do not count)
+        raise GenerationError(
+            f"{snapshot.library}: the library registers nothing to generate under {', '.join(unmatched)}"
+        )
     if not model.classes and not any(m.functions for m in model.modules.values()):
-        what = f" under {', '.join(prefixes)}" if prefixes else ""
-        raise GenerationError(f"{snapshot.library}: the library registers nothing to generate{what}")
+        raise GenerationError(f"{snapshot.library}: the library registers nothing to generate")
     files = render_package(model, _tvm_ffi_libdir(), Path(output))
     return snapshot, files, warnings
 

@@ -224,6 +224,21 @@ def test_collisions_follow_the_rule() -> None:
     assert model.classes["tir.For"].fields[0].name == "class_"
 
 
+def test_prefixes_keep_their_namespaces_and_the_library_s_exported_functions() -> None:
+    snap = make_snapshot(
+        [TypeSnap("testing.A", ["ffi.Object"]), TypeSnap("other.B", ["ffi.Object"])],
+        [
+            FunctionSnap("testing.f", schema=fn_schema(INT)),
+            FunctionSnap("other.g", schema=fn_schema(INT)),
+            FunctionSnap("fold_scale", schema=fn_schema(INT, INT), exported=True),
+        ],
+    )
+    model = build_model(snap, "pkg", ["testing"])
+    assert set(model.classes) == {"testing.A"}
+    kept = {(ns, f.name, f.exported) for ns, mod in model.modules.items() for f in mod.functions}
+    assert kept == {(("testing",), "f", False), ((), "fold_scale", True)}
+
+
 def test_auto_init_leaves_out_the_inherited_fields_its_native_init_does_not_take() -> None:
     base = TypeSnap(
         "ir.Type",
