@@ -96,13 +96,14 @@ def _class_api(cls: ast.ClassDef, qual: str) -> dict[str, str]:
     return out
 
 
-def module_api(rel: str, text: str) -> dict[str, str]:
+def module_api(rel: str, text: str, tree: ast.Module | None = None) -> dict[str, str]:
     """The API of the generated file ``rel`` (its path in the package): dotted name inside the
-    package -> ``"KIND SIGNATURE"`` (``"field int"``, ``"method (self) -> int"``, ``"type"``)."""
+    package -> ``"KIND SIGNATURE"`` (``"field int"``, ``"method (self) -> int"``, ``"type"``).
+    ``tree``: ``text`` parsed, when the caller has it (only read here)."""
     module = _module_path(rel)
     if any(part.startswith("_") for part in module.split(".") if part):
         return {}  # a private module (``_lib``): nothing a user names
-    tree = ast.parse(text)
+    tree = tree if tree is not None else ast.parse(text)
     out: dict[str, str] = {}
     for stmt in tree.body:
         if not isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):

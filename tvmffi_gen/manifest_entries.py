@@ -113,12 +113,13 @@ def statement_keys(body: Sequence[cst.CSTNode]) -> list[str]:
     return _with_attribute_docs([statement_key(n) for n in body])
 
 
-def member_keys(text: str) -> list[str]:
+def member_keys(text: str, tree: ast.Module | None = None) -> list[str]:
     """Keys of the members of a generated file: module statements and class members
     (``ClassName::key``), each with the fingerprint of its code after a tab, as recorded in the
-    manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output)."""
+    manifest (keys never hold a raw tab: they are identifiers or ``ast.unparse`` output).
+    ``tree``: ``text`` parsed, when the caller has it (changed here: read it before)."""
     lines = text.splitlines()
-    tree = ast.parse(text)
+    tree = tree if tree is not None else ast.parse(text)
     members = list(zip(_ast_keys(tree.body), tree.body, strict=True))
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):

@@ -90,7 +90,9 @@ def _file_record(item: tuple[str, str]) -> dict[str, Any]:
     """What the manifest records of one generated file (``item``: its path and text): its hash,
     its members' keys and fingerprints, and its API (``api_changes.module_api``)."""
     rel, text = item
-    return {"hash": text_hash(text), "members": member_keys(text), "api": module_api(rel, text)}
+    tree = ast.parse(text)  # once: the API reads it, then the keys change it
+    api = module_api(rel, text, tree)
+    return {"hash": text_hash(text), "members": member_keys(text, tree), "api": api}
 
 
 def _parsed_records(items: list[tuple[str, str]]) -> list[dict[str, Any]]:
