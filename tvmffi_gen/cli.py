@@ -439,7 +439,10 @@ def run() -> NoReturn:
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # output lost (a full disk, a closed pipe): as Python reports it
+        code = code or 120
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code)

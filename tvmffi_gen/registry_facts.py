@@ -204,6 +204,10 @@ def _streamed(
                 kept.append(line)
         proc.wait()
         reader.join()
+    except BaseException:  # an interrupt: the child does not outlive the wait for it
+        proc.kill()
+        proc.wait()
+        raise
     finally:
         timer.cancel()
     if fired.is_set():

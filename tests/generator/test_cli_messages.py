@@ -156,6 +156,7 @@ def test_the_command_reference_names_every_option() -> None:
 
 def test_the_command_ends_with_main_s_status_its_output_whole_and_its_exit_handlers_run(tmp_path: Path) -> None:
     # ``cli.run`` ends the process without the interpreter's teardown; nothing else may change
+    import os
     import subprocess
     import sys
 
@@ -180,3 +181,12 @@ def test_the_command_ends_with_main_s_status_its_output_whole_and_its_exit_handl
     folder, _, rest = proc.stdout.partition("\n")
     assert proc.returncode == 3 and rest == "x" * 100000
     assert folder and not Path(folder).exists()
+    # output that cannot be written (a reader gone) is not a success
+    lost = "import tvmffi_gen.cli as cli\ncli.main = lambda: print('short') or 0\ncli.run()\n"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # lost at run's flush
+    reader_gone = subprocess.Popen(
+        [sys.executable, "-c", lost], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=buffered
+    )
+    assert reader_gone.stdout is not None
+    reader_gone.stdout.close()
+    assert reader_gone.wait() == 120

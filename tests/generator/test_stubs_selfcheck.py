@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,10 +83,29 @@ def test_a_failed_warm_up_leaves_the_check_to_read_everything(extpkg: Path, tmp_
     warm = selfcheck.Warmup(["brokenpkg", "extpkg"])
     try:
         assert warm.cache() is None
-        assert selfcheck.mypy_errors(STUBS, "pkg", None, warm) == ERRORS
+        read: list[str] = []
+        assert selfcheck.mypy_errors(STUBS, "pkg", read, warm) == ERRORS
+        assert str(extpkg.resolve()) in read  # read by the check itself
     finally:
         warm.close()
     assert not Path(warm._tmp.name).exists()  # its folder is removed
+
+
+def test_a_warm_up_that_cannot_start_is_no_error(extpkg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = selfcheck._run_mypy
+
+    def no_process(*args: Any, **kwargs: Any) -> Any:
+        if "log" in kwargs or len(args) > 4:  # the warm-up's run
+            raise OSError(24, "Too many open files")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(selfcheck, "_run_mypy", no_process)
+    warm = selfcheck.Warmup(["extpkg"])
+    try:
+        assert warm.cache() is None
+        assert selfcheck.mypy_errors(STUBS, "pkg", None, warm) == ERRORS
+    finally:
+        warm.close()
 
 
 def _package(where: Path) -> dict[str, str]:
@@ -125,6 +145,44 @@ def test_a_first_run_warms_up_what_stubgen_s_stubs_import_and_a_rerun_does_not(
             warm.close()
     # stubgen's imports, and what the rewrite adds (``stubtext.TYPED_IMPORTS``), not the package's own
     assert started.modules == [{"numpy", "enum", "typing", "collections.abc", "ctypes", "tvm_ffi", "_typeshed"}]
+
+
+def test_no_warm_up_when_the_environment_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TVMFFI_GEN_NO_CACHE", "1")
+    monkeypatch.setenv("TVMFFI_GEN_NO_WARMUP", "1")
+    modules = _package(tmp_path)
+    monkeypatch.setattr(pipeline, "modules_on_disk", lambda package, exclude: modules)
+    data = Collection("pkg", modules={m: ModuleFacts(p) for m, p in modules.items()})
+    monkeypatch.setattr(pipeline, "take_collection", lambda *args: data)
+    _, stubs, warm = pipeline._import_and_stubgen("pkg", [], [], 60.0, Progress(enabled=False))
+    assert warm is None and set(stubs) == {"pkg", "pkg.a"}
+
+
+def test_an_interrupted_import_stops_stubgen_and_closes_the_warm_up_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TVMFFI_GEN_NO_CACHE", "1")
+    modules = _package(tmp_path)
+    monkeypatch.setattr(pipeline, "modules_on_disk", lambda package, exclude: modules)
+    started: list[selfcheck.Warmup] = []
+
+    def warmup(names: Any) -> selfcheck.Warmup:
+        started.append(selfcheck.Warmup(names))
+        return started[-1]
+
+    monkeypatch.setattr(pipeline, "Warmup", warmup)
+
+    def interrupted(*args: object) -> Collection:
+        deadline = time.monotonic() + 60
+        while not started and time.monotonic() < deadline:  # until stubgen ran and the warm-up started
+            time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "take_collection", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline._import_and_stubgen("pkg", [], [], 60.0, Progress(enabled=False))
+    (warm,) = started
+    assert warm._proc is None and not Path(warm._tmp.name).exists()  # ended, its folder removed
 
 
 def test_a_failed_import_is_reported_without_waiting_for_stubgen(

@@ -34,9 +34,9 @@ Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 from __future__ import annotations
 
 import functools
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 # the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
 # bench_stubs.py times the phases so); spelled in full, since ``from . import`` would name the
@@ -112,32 +112,53 @@ def _import_and_stubgen(
 ) -> tuple[Collection, dict[str, str], Warmup | None]:
     """The package imported in a child process and stubgen over its modules on disk, at once, in
     two processes; once stubgen has run (not taken from the cache), a ``Warmup`` of what its stubs
-    import, so that the self-check's mypy finds them read."""
+    import, so that the self-check's mypy finds them read. The import is waited for in this
+    thread (an interrupt ends its child), stubgen in another; a failed import stops stubgen."""
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None
     show.show(f"importing {package}")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        importing = pool.submit(take_collection, package, exclude, preload, timeout, show)
-        stubbing = pool.submit(early.result, set(early.modules)) if early is not None else None
-        pending: list[Future[Any]] = [importing] if stubbing is None else [importing, stubbing]
-        _ = wait(pending, return_when=FIRST_COMPLETED)
-        if importing.done() and importing.exception() is not None and early is not None:
-            early.stop()  # the import failed: its error is reported without waiting for stubgen
-        elif stubbing is not None and not stubbing.done():
-            show.show(f"waiting for mypy's stubgen ({len(early.modules) if early else 0} modules)")
-        warm: Warmup | None = None
-        if stubbing is not None and stubbing.exception() is None and early is not None and not early.from_cache:
-            top = package.split(".")[0]
-            reads = {m for text in stubbing.result().values() for m in imported_modules(text)}
-            reads |= {module for module, _ in TYPED_IMPORTS} | {"_typeshed"}
-            warm = Warmup(m for m in reads if m.split(".")[0] != top)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stubbing = pool.submit(_stubgen_then_warmup, early, package) if early is not None else None
         try:
-            data = importing.result()
-            found = stubbing.result() if stubbing is not None else {}
+            data = take_collection(package, exclude, preload, timeout, show)
+            if stubbing is not None and not stubbing.done():
+                show.show(f"waiting for mypy's stubgen ({len(on_disk or {})} modules)")
+            found, warm = stubbing.result() if stubbing is not None else ({}, None)
         except BaseException:
-            if warm is not None:
-                warm.close()
+            if early is not None:
+                early.stop()
+            _close_started_warmup(stubbing)
             raise
     if early is not None and set(data.modules) <= set(early.modules):
         return data, {m: t for m, t in found.items() if m in data.modules}, warm
-    return data, python_stubs({m: f.path for m, f in data.modules.items()}), warm
+    try:
+        return data, python_stubs({m: f.path for m, f in data.modules.items()}), warm
+    except BaseException:
+        if warm is not None:
+            warm.close()
+        raise
+
+
+def _stubgen_then_warmup(early: cache.CachedPythonStubs, package: str) -> tuple[dict[str, str], Warmup | None]:
+    """stubgen's stubs of every module on disk; and, when stubgen ran rather than came from the
+    cache (so the self-check will run too), a ``Warmup`` of what they import and of what the
+    rewrite adds (none when ``TVMFFI_GEN_NO_WARMUP`` is set)."""
+    stubs = early.result(set(early.modules))
+    if early.from_cache or os.environ.get("TVMFFI_GEN_NO_WARMUP", "") not in ("", "0"):
+        return stubs, None
+    top = package.split(".")[0]
+    reads = {m for text in stubs.values() for m in imported_modules(text)}
+    reads |= {module for module, _ in TYPED_IMPORTS} | {"_typeshed"}
+    try:
+        return stubs, Warmup(m for m in reads if m.split(".")[0] != top)
+    except OSError:  # no scratch folder for it: the check reads everything itself
+        return stubs, None
+
+
+def _close_started_warmup(stubbing: Future[tuple[dict[str, str], Warmup | None]] | None) -> None:
+    """Wait for stubgen's thread (its process stopped) and close the warm-up it started, if any."""
+    if stubbing is None or stubbing.exception() is not None:
+        return
+    _, warm = stubbing.result()
+    if warm is not None:
+        warm.close()

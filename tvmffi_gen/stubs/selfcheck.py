@@ -40,6 +40,7 @@ def _run_mypy(
     process nobody reads from while it runs) its stderr to that file and its stdout nowhere."""
     Path(folder, "empty.ini").write_text("[mypy]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "MYPY_CACHE_DIR")}
+    env["PYTHONIOENCODING"] = "utf-8"  # its paths are read back as UTF-8 whatever the locale
     cmd = [
         sys.executable,
         "-m",
@@ -60,7 +61,8 @@ def _run_mypy(
         cmd,
         stdout=subprocess.PIPE if log is None else subprocess.DEVNULL,
         stderr=subprocess.PIPE if log is None else log,
-        text=True,
+        encoding="utf-8",
+        errors="replace",
         cwd=folder,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -80,26 +82,31 @@ def _files_read(log: str, outside: Path) -> list[str]:
 class Warmup:
     """mypy's cache of ``modules`` (what the stubs will import), filled by ``mypy --strict`` over a
     module importing them, in a process started now. ``cache`` waits for it: the folder and the
-    files it read (None when it failed; the check then reads everything itself)."""
+    files it read (None when it failed, or could not start: it only saves time, and the check
+    then reads everything itself)."""
 
     def __init__(self, modules: Iterable[str]) -> None:
         self._tmp = scratch_folder("tvmffi-gen-mypy-")
-        names = sorted(set(modules))
-        Path(self._tmp.name, f"{_WARMUP_MODULE}.py").write_text(
-            "".join(f"import {name}\n" for name in names), encoding="utf-8"
-        )
         self._log = Path(self._tmp.name, "mypy.log")
-        with self._log.open("w", encoding="utf-8") as log:  # (the process keeps its own handle)
-            self._proc: subprocess.Popen[str] | None = _run_mypy(
-                self._tmp.name, ["-m", _WARMUP_MODULE], os.path.join(self._tmp.name, "cache"), True, log
-            )
+        self._proc: subprocess.Popen[str] | None = None
         self._ready: tuple[str, list[str]] | None = None
+        names = sorted(set(modules))
+        try:
+            Path(self._tmp.name, f"{_WARMUP_MODULE}.py").write_text(
+                "".join(f"import {name}\n" for name in names), encoding="utf-8"
+            )
+            with self._log.open("w", encoding="utf-8") as log:  # (the process keeps its own handle)
+                self._proc = _run_mypy(
+                    self._tmp.name, ["-m", _WARMUP_MODULE], os.path.join(self._tmp.name, "cache"), True, log
+                )
+        except OSError:  # a full scratch folder, no process to spare
+            self._proc = None
 
     def cache(self) -> tuple[str, list[str]] | None:
         if self._proc is not None:
             if self._proc.wait() in (0, 1):
-                read = _files_read(self._log.read_text(encoding="utf-8"), Path(self._tmp.name).resolve())
-                self._ready = (os.path.join(self._tmp.name, "cache"), read)
+                log = self._log.read_text(encoding="utf-8", errors="replace")
+                self._ready = (os.path.join(self._tmp.name, "cache"), _files_read(log, Path(self._tmp.name).resolve()))
             self._proc = None
         return self._ready
 
