@@ -363,6 +363,18 @@ def test_untyped_export_is_generated_with_a_hint(
     assert proc.stdout.strip() == "[1.0, 2.0, 3.0]"
 
 
+def test_a_library_with_exports_only_gets_no_empty_type_table(add_one_nometa_lib: Path, tmp_path: Path) -> None:
+    """A library that registers no types (jax-tvm-ffi's ``jax_tvm_ffi.so``, which only exports
+    functions): its ``_lib.py`` has no ``register_lazy_types`` call over an empty table."""
+    from tvmffi_gen.cli import main as tvmffi_gen
+
+    out = tmp_path / "exports_only"
+    assert tvmffi_gen([str(add_one_nometa_lib), "-o", str(out), "-q"]) == 0
+    text = (out / "_lib.py").read_text()
+    assert "register_lazy_types" not in text and "Where each type's class is defined" not in text, text
+    assert text.endswith('module: _rt.Module = _bind.load_package_module("exports_only", path)\n'), text
+
+
 def test_example_package_passes_both_checkers() -> None:
     from tvmffi_gen.verify import run_mypy, run_pyright
 

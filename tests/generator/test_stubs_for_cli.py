@@ -11,10 +11,13 @@ import pytest
 
 from tvmffi_gen.stubs.stubtext import STUB_HEADER
 
+from conftest import build_shared
 from stubs_for_run import run_tvmffi_gen as _gen
 from stubs_for_run import stubs_for_env as _env
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_a_package_that_does_not_import_is_a_clear_error(tmp_path: Path) -> None:
@@ -28,7 +31,26 @@ def test_a_package_that_registers_nothing_is_a_clear_error(tmp_path: Path) -> No
     (tmp_path / "plain_pkg" / "__init__.py").write_text("def f() -> int:\n    return 1\n")
     proc = _gen(["--stubs-for", "plain_pkg", "-o", str(tmp_path / "out")], _env([tmp_path]), tmp_path)
     assert proc.returncode == 2
-    assert "plain_pkg: it registers no TVM FFI types" in proc.stderr
+    assert "plain_pkg: importing it registers no TVM FFI types" in proc.stderr
+    assert "(mypy's stubgen writes stubs of its Python: stubgen -p plain_pkg -o OUT)" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_package_whose_library_registers_types_it_gives_no_class_is_named_so(tmp_path: Path) -> None:
+    """Its library registers types (tinyir's), the package registers no Python class for any:
+    the refusal says so, rather than that nothing is registered."""
+    lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
+    (tmp_path / "bare_pkg").mkdir()
+    (tmp_path / "bare_pkg" / "__init__.py").write_text(
+        f"import ctypes\n\nimport tvm_ffi\n\n_LIB = ctypes.CDLL({str(lib)!r}, ctypes.RTLD_GLOBAL)\n"
+    )
+    proc = _gen(["--stubs-for", "bare_pkg", "-o", str(tmp_path / "out")], _env([tmp_path]), tmp_path)
+    assert proc.returncode == 2
+    assert "registers no TVM FFI types" not in proc.stderr, proc.stderr
+    assert "importing it registers 7 TVM FFI types (tinyir.Expr, tinyir.Func, tinyir.Node, ...)" in proc.stderr
+    assert "registers no Python class for any of them" in proc.stderr, proc.stderr
+    assert "stubgen -p bare_pkg -o OUT" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_stubs_for_tvm_ffi_itself(tmp_path: Path) -> None:

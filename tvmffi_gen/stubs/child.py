@@ -38,6 +38,9 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> Collection
     for lib in preload:
         ctypes.CDLL(os.path.abspath(lib), mode=ctypes.RTLD_GLOBAL)
     api_calls = _record_init_ffi_api()
+    from tvmffi_runtime import reflection as R
+
+    before = set(R.list_type_keys())
     files, roots = _package_files(package, patterns)
     bound: dict[str, list[str]] = {}
     original_getmodule = quick_getmodule()
@@ -61,6 +64,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> Collection
         failed=failed,
         types=types,
         classes=_registered_classes(types, set(ok)),
+        types_added=sorted(set(types) - before),
         ffi_api=_ffi_api_functions(api_calls, set(ok)),
         exclude_unmatched=unmatched_excludes(package, roots, patterns),
     )

@@ -55,11 +55,27 @@ def take_collection(
     data = Collection.from_json(proc.stdout)
     own = [k for k, c in data.classes.items() if c.module in data.modules]
     if not own and not data.ffi_api:
-        raise StubsError(
-            f"{package}: it registers no TVM FFI types and fills no _ffi_api module: nothing"
-            " to stub beyond its Python (use mypy's stubgen for that)"
-        )
+        raise StubsError(_nothing_to_stub(data))
     return data
+
+
+def _nothing_to_stub(data: Collection) -> str:
+    """Why a package that registers no Python class for a TVM FFI type and fills no ``_ffi_api``
+    module gets no stubs: what its import registered, and the tools that do serve it."""
+    package, added = data.package, data.types_added
+    if added:
+        shown = ", ".join(added[:3]) + (", ..." if len(added) > 3 else "")
+        registered = (
+            f"importing it registers {len(added)} TVM FFI types ({shown}) but it registers no Python"
+            " class for any of them"
+        )
+        generator = "; `tvmffi-gen LIB -o OUT` writes a typed package for the types of the library LIB"
+    else:
+        registered, generator = "importing it registers no TVM FFI types", ""
+    return (
+        f"{package}: {registered} and fills no _ffi_api module: nothing to stub beyond its Python"
+        f" (mypy's stubgen writes stubs of its Python: stubgen -p {package} -o OUT){generator}"
+    )
 
 
 def modules_on_disk(package: str, exclude: list[str]) -> dict[str, str] | None:

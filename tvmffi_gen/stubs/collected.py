@@ -159,6 +159,8 @@ class Collection:
     types: dict[str, TypeSnap] = field(default_factory=dict)
     #: the type keys a Python class is registered for
     classes: dict[str, RegisteredClass] = field(default_factory=dict)
+    #: the type keys importing the package added to the registry (its libraries' types), sorted
+    types_added: list[str] = field(default_factory=list)
     #: per ``_ffi_api`` module, its functions
     ffi_api: dict[str, list[ApiFunction]] = field(default_factory=dict)
     #: ``--exclude`` globs that match no module
@@ -191,6 +193,7 @@ class Collection:
             failed=dict(d.get("failed", {})),
             types={k: type_snap_from_dict({"type_key": k, **t}) for k, t in d.get("types", {}).items()},
             classes={k: _registered_class(c) for k, c in d.get("classes", {}).items()},
+            types_added=list(d.get("types_added", [])),
             ffi_api={m: [ApiFunction(**f) for f in fs] for m, fs in d.get("ffi_api", {}).items()},
             exclude_unmatched=list(d.get("exclude_unmatched", [])),
         )

@@ -32,9 +32,3 @@ path = _bind.find_package_library("add_one_pkg", LIBRARY_ENV, BUNDLED_PATH, RECO
 library = _bind.load_package_library("add_one_pkg", path)
 #: The library as a Module: the functions it exports are looked up here.
 module: _rt.Module = _bind.load_package_module("add_one_pkg", path)
-
-# Where each type's class is defined, so values of not-yet-imported namespaces get their class.
-_bind.register_lazy_types(
-    {
-    }
-)
