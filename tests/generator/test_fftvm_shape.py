@@ -137,11 +137,6 @@ def test_a_builder_method_returns_the_object_it_was_called_on(generated: Path) -
 
 
 @pytest.mark.slow
-@pytest.mark.skip(
-    reason="known gap: a hand-written __init__ forwarding to self.__ffi_init__(...) (tvm_ffi's idiom, fftvm's) "
-    "is not a forwarder (stubs/forwarders.py knows only self.__init_handle_by_constructor__(f, ...)), and an "
-    "unannotated forwarded parameter is left Incomplete: fftvm's Sink(fn) stub takes fn: Incomplete"
-)
 def test_an_init_forwarding_to_ffi_init_takes_what_the_registry_init_takes(stages_lib: Path, tmp_path: Path) -> None:
     src = tmp_path / "src" / "stages_py"
     src.mkdir(parents=True)
