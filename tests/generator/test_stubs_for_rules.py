@@ -339,6 +339,11 @@ class Keyword:
         self.__init_handle_by_constructor__(api.Bytes, data=data)
 
 
+class FfiInit:  # tvm_ffi's idiom: the type's own registered __ffi_init__
+    def __init__(self, fn):
+        self.__ffi_init__(fn)
+
+
 class Expression:
     def __init__(self, data: bytes) -> None:
         self.__init_handle_by_constructor__(api.Bytes, bytes(data))
@@ -397,6 +402,10 @@ def test_forwarding_constructors_are_read_from_their_source(tmp_path: Path) -> N
     assert forwarding(mod.NotRegistry.__init__) == (None, "callee is not a tvm_ffi.Function")
     assert forwarding(mod.Missing.__init__) == (None, "callee not found")
     assert forwarding(object.__init__) == (None, "not a plain function")
+    # self.__ffi_init__(...) forwards to the __ffi_init__ of the type the class is registered for
+    assert forwarding(mod.FfiInit.__init__) == (None, "no type key")
+    assert forwarding(mod.FfiInit.__init__, "no.SuchType") == (None, "type key not registered")
+    assert forwarding(mod.FfiInit.__init__, "ffi.Object") == (None, "no schema")
 
 
 def test_the_pruned_libcst_walk_rewrites_as_a_full_walk_does() -> None:

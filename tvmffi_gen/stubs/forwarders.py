@@ -2,13 +2,15 @@
 
 A registered class's ``__init__`` whose body (after an optional docstring) is exactly one call
 ``self.__init_handle_by_constructor__(f, p1, p2, ...)`` — ``f`` a name or dotted name that
-resolves, through the function's globals, to a ``tvm_ffi.Function`` the registry knows by name,
-and every other argument one of the ``__init__``'s own parameters, by name, passed positionally —
-hands each of those parameters unchanged to that registry function. What the function accepts is
-then what the constructor accepts, whatever the package annotated: Apache TVM's
-``relax.ShapeExpr.__init__(values: list[Expr] | tuple[Expr, ...] | Array)`` builds from
-``(4, 16)``, which its FFI converts. Anything else (another statement, a keyword argument, an
-expression as an argument, ``*args``, a callee that is no registry function) is not a forwarder.
+resolves, through the function's globals, to a ``tvm_ffi.Function`` the registry knows by name —
+or ``self.__ffi_init__(p1, p2, ...)`` — the type's own registered ``__ffi_init__``, ``tvm_ffi``'s
+idiom (fftvm's ``Sink.__init__(self, fn)``) — with every argument one of the ``__init__``'s own
+parameters, by name, passed positionally, hands each of those parameters unchanged to that
+registry function. What the function accepts is then what the constructor accepts, whatever the
+package annotated: Apache TVM's ``relax.ShapeExpr.__init__(values: list[Expr] | tuple[Expr, ...] |
+Array)`` builds from ``(4, 16)``, which its FFI converts. Anything else (another statement, a
+keyword argument, an expression as an argument, ``*args``, a callee that is no registry function)
+is not a forwarder.
 
 ``forwarding`` runs in the child (``collect``), on the live function: it reads the function's
 source, resolves the callee and records the registry name and schema, and which parameter goes
@@ -17,8 +19,10 @@ stub annotates becomes the union of its annotation and the registry parameter's 
 ``_ffi_api`` functions are, ``resolve.StubContext``), the package's members first, members whose
 text repeats one already there dropped, and so are the schema's names of registered classes the
 package's annotation already names (``Expr`` in ``tvm.tirx`` is the schema's ``_tvm_ir.Expr``:
-the child records the type keys of the classes an annotation names). A parameter the package
-did not annotate is left to the fill rules (``Incomplete``).
+the child records the type keys of the classes an annotation names). A forwarded parameter the
+package wrote with neither annotation nor default takes the registry parameter's type alone; one
+with a default and no annotation is left to the fill rules (stubgen writes ``x=None`` as
+``Incomplete | None``).
 """
 
 from __future__ import annotations
@@ -78,13 +82,9 @@ def registry_name(func: object) -> str | None:
     return _REGISTRY.name_of(func)
 
 
-def forwarding(init: object) -> tuple[Forwarding | None, str]:
-    """``(Forwarding(...), "forwards")`` when ``init`` (a class's ``__init__``) only forwards its
-    parameters to a registry function; else ``(None, why not)``."""
-    import tvm_ffi
-
-    from tvmffi_runtime import reflection as R
-
+def forwarding(init: object, type_key: str | None = None) -> tuple[Forwarding | None, str]:
+    """``(Forwarding(...), "forwards")`` when ``init`` (the ``__init__`` of the class registered
+    for ``type_key``) only forwards its parameters to a registry function; else ``(None, why not)``."""
     if not inspect.isfunction(init):
         return None, "not a plain function"
     if hasattr(init, "__wrapped__"):
@@ -96,61 +96,88 @@ def forwarding(init: object) -> tuple[Forwarding | None, str]:
     positional = [*a.posonlyargs, *a.args]
     if not positional:
         return None, "no self parameter"
-    self_name = positional[0].arg
-    params = {p.arg for p in [*positional[1:], *a.kwonlyargs]}
     body = list(fdef.body)
     first = body[0].value if body and isinstance(body[0], ast.Expr) else None
     if isinstance(first, ast.Constant) and isinstance(first.value, str):
         body = body[1:]  # the docstring
-    if len(body) != 1:
-        return None, "other statements"
-    stmt = body[0]
+    stmt = body[0] if len(body) == 1 else None
     call = stmt.value if isinstance(stmt, ast.Expr) else None
     if (
         not isinstance(call, ast.Call)
         or not isinstance(call.func, ast.Attribute)
-        or call.func.attr != "__init_handle_by_constructor__"
         or not isinstance(call.func.value, ast.Name)
-        or call.func.value.id != self_name
+        or call.func.value.id != positional[0].arg
     ):
         return None, "other statements"
+    if call.func.attr == "__ffi_init__":
+        callee, args = _type_init(type_key), call.args
+    elif call.func.attr == "__init_handle_by_constructor__":
+        callee, args = _registry_callee(call, init.__globals__), call.args[1:]
+    else:
+        return None, "other statements"
+    if isinstance(callee, str):
+        return None, callee
     if call.keywords:
         return None, "keyword arguments"
-    if not call.args:
-        return None, "no function"
-    callee = _dotted(call.args[0])
-    if callee is None:
-        return None, "callee is an expression"
+    params = {p.arg for p in [*positional[1:], *a.kwonlyargs]}
     names: list[str] = []
-    for arg in call.args[1:]:
+    for arg in args:
         if not isinstance(arg, ast.Name) or arg.id not in params:
             return None, "an argument is not a parameter"
         if arg.id in names:
             return None, "a parameter passed twice"
         names.append(arg.id)
-    scope: dict[str, Any] = init.__globals__
-    func = resolve_dotted(callee, scope)
-    if func is None:
-        return None, "callee not found"
-    if not isinstance(func, tvm_ffi.Function):
-        return None, "callee is not a tvm_ffi.Function"
-    gname = _REGISTRY.name_of(func)
-    if gname is None:
-        return None, "callee is not a registry function"
-    schema = R.global_function_metadata(gname).get("type_schema")
-    if schema is None:
-        return None, "no schema"
+    name, schema, via = callee
     written = getattr(init, "__annotations__", {})
-    named = {n: keys for n in names if n in written and (keys := _named_keys(written[n], scope))}
+    named = {n: keys for n in names if n in written and (keys := _named_keys(written[n], init.__globals__))}
     return Forwarding(
-        global_name=gname,
+        global_name=name,
         schema=schema,
         count=len(names),
         params={n: i for i, n in enumerate(names)},
-        via=".".join(callee),
+        via=via,
         # per parameter, the registered classes its annotation names as union members
         named=named,
     ), "forwards"
+
+
+def _registry_callee(call: ast.Call, scope: dict[str, Any]) -> tuple[str, Any, str] | str:
+    """``(registry name, schema, spelling)`` of the function ``self.__init_handle_by_constructor__``
+    is called with (its first argument, resolved in ``scope``), or why there is none."""
+    import tvm_ffi
+
+    from tvmffi_runtime import reflection as R
+
+    if not call.args:
+        return "no function"
+    callee = _dotted(call.args[0])
+    if callee is None:
+        return "callee is an expression"
+    func = resolve_dotted(callee, scope)
+    if func is None:
+        return "callee not found"
+    if not isinstance(func, tvm_ffi.Function):
+        return "callee is not a tvm_ffi.Function"
+    gname = _REGISTRY.name_of(func)
+    if gname is None:
+        return "callee is not a registry function"
+    schema = R.global_function_metadata(gname).get("type_schema")
+    return "no schema" if schema is None else (gname, schema, ".".join(callee))
+
+
+def _type_init(type_key: str | None) -> tuple[str, Any, str] | str:
+    """``(name, schema, spelling)`` of the registered ``__ffi_init__`` of ``type_key``, which
+    ``self.__ffi_init__(...)`` calls (``tvm_ffi``'s own idiom), or why there is none."""
+    from tvmffi_runtime import reflection as R
+
+    if type_key is None:
+        return "no type key"
+    try:
+        methods = R.type_info(type_key).methods
+    except KeyError:
+        return "type key not registered"
+    schema = next((m.type_schema for m in methods if m.name == "__ffi_init__"), None)
+    return "no schema" if schema is None else (f"{type_key}.__ffi_init__", schema, "self.__ffi_init__")
 
 
 def _function_source(init: Any) -> ast.FunctionDef | str:
@@ -346,20 +373,25 @@ class WidenForwarded(ClassRewriter):
 
         def widen(p: cst.Param) -> cst.Param:
             pos = record.params.get(p.name.value)
-            if pos is None or p.annotation is None:
-                return p  # not forwarded, or unannotated (the fill rules apply)
+            if pos is None or (p.annotation is None and p.default is not None):
+                return p  # not forwarded, or unannotated with a default (the fill rules apply)
             imports, warnings = set(ctx.imports), list(ctx.warnings)
             # the classes the package's annotation names, as the schema's annotation would name them
             same = {t for k in record.named.get(p.name.value, []) if (t := ctx.resolve(k))}
             ctx.imports.intersection_update(imports)
             extra = ctx.annotate(types[pos], "param", f"{key}.__init__({p.name.value})")
-            new = union_text(p.annotation.annotation, extra, same) if extra != "_t.Any" else None
+            if extra == "_t.Any":
+                new = None
+            elif p.annotation is None:  # nothing written: the value reaches the function as it is
+                new = cst.parse_expression(extra)
+            else:
+                new = union_text(p.annotation.annotation, extra, same)
             if new is None:  # nothing added: nor its imports
                 ctx.imports.intersection_update(imports)
                 ctx.warnings[:] = warnings
                 return p
             self.used = True
-            return p.with_changes(annotation=p.annotation.with_changes(annotation=new))
+            return p.with_changes(annotation=cst.Annotation(new))
 
         ps = init.params
         body[inits[0]] = init.with_changes(

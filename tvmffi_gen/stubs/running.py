@@ -271,7 +271,7 @@ def registered_class(cls: type, paths: list[str]) -> RegisteredClass:
         paths=sorted(set(paths) | {f"{cls.__module__}.{cls.__qualname__}"}),
         python_init=python_init,
         # a hand-written __init__ that only forwards its parameters to a registry function
-        forwards=forwarding(own_init)[0] if python_init else None,
+        forwards=forwarding(own_init, _type_key(cls))[0] if python_init else None,
         late=late_members(cls, cls.__module__.split(".")[0]),
         bases=[f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
         hashable=cls.__hash__ is not None,
@@ -282,6 +282,12 @@ def registered_class(cls: type, paths: list[str]) -> RegisteredClass:
             | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}  # noqa: RUF063
         ),
     )
+
+
+def _type_key(cls: type) -> str | None:
+    """The type key ``cls`` is registered for (its own ``__tvm_ffi_type_info__``, not a base's)."""
+    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
+    return key if isinstance(key, str) else None
 
 
 def _registry_or_dunder(name: str, value: object) -> bool:

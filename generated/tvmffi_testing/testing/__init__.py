@@ -184,7 +184,6 @@ class SchemaAllTypes(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCompare")
 class TestCompare(_rt.Object):
     """Registry type: ``testing.TestCompare``."""
@@ -218,7 +217,6 @@ class TestCompare(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
     """Registry type: ``testing.TestCustomCompare``."""
@@ -243,7 +241,6 @@ class TestCustomCompare(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCustomHash")
 class TestCustomHash(_rt.Object):
     """Registry type: ``testing.TestCustomHash``."""
@@ -266,7 +263,6 @@ class TestCustomHash(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxAutoInit")
@@ -313,7 +309,6 @@ class TestCxxAutoInit(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
@@ -345,7 +340,6 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxAutoInitKwOnlyDefaults")
@@ -406,7 +400,6 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitParent``."""
@@ -448,7 +441,6 @@ class TestCxxAutoInitParent(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
     """Registry type: ``testing.TestCxxAutoInitSimple``."""
@@ -472,7 +464,6 @@ class TestCxxAutoInitSimple(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxClassBase")
@@ -505,7 +496,6 @@ class TestCxxClassBase(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxClassHiddenField")
@@ -545,7 +535,6 @@ class TestCxxClassHiddenField(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
     """Registry type: ``testing.TestCxxClassPolymorphic``."""
@@ -566,7 +555,6 @@ class TestCxxClassPolymorphic(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxEnumHolder")
@@ -610,7 +598,6 @@ class TestCxxEnumHolder(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
     """Registry type: ``testing.TestCxxInitSubset``."""
@@ -649,7 +636,6 @@ class TestCxxInitSubset(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxKwOnly")
@@ -705,7 +691,6 @@ class TestCxxKwOnly(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
     """Registry type: ``testing.TestCxxNoAutoInit``."""
@@ -728,7 +713,6 @@ class TestCxxNoAutoInit(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestDeepCopyEdges")
@@ -768,7 +752,6 @@ class TestDeepCopyEdges(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
     """Registry type: ``testing.TestEqWithoutHash``."""
@@ -793,7 +776,6 @@ class TestEqWithoutHash(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestFrozenCxx", constructible=False)
 class TestFrozenCxx(_rt.Object):
     """Registry type: ``testing.TestFrozenCxx``."""
@@ -810,7 +792,6 @@ class TestFrozenCxx(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestHash")
@@ -846,7 +827,6 @@ class TestHash(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestIntPair")
 class TestIntPair(_rt.Object):
     """Registry type: ``testing.TestIntPair``."""
@@ -876,7 +856,6 @@ class TestIntPair(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
     """Registry type: ``testing.TestNonCopyable``."""
@@ -896,7 +875,6 @@ class TestNonCopyable(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestObjectBase")
@@ -951,7 +929,6 @@ class TestObjectBase(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
     """Registry type: ``testing.TestObjectPtrHolder``."""
@@ -997,7 +974,6 @@ class TestObjectPtrHolder(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestUnregisteredBaseObject")
 class TestUnregisteredBaseObject(_rt.Object):
     """Registry type: ``testing.TestUnregisteredBaseObject``."""
@@ -1030,7 +1006,6 @@ class TestUnregisteredBaseObject(_rt.Object):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
     """Registry type: ``testing.TestVisitHook``."""
@@ -1050,7 +1025,6 @@ class TestVisitHook(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestVisitRegions")
@@ -1098,7 +1072,6 @@ class TestVisitRegions(_rt.Object):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxAutoInitChild")
@@ -1149,7 +1122,6 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
     """Registry type: ``testing.TestCxxClassDerived``."""
@@ -1195,7 +1167,6 @@ class TestCxxClassDerived(TestCxxClassBase):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestEnumVariant", constructible=False)
@@ -1266,7 +1237,6 @@ class TestObjectDerived(TestObjectBase):
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
 
-
 @_bind.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registry type: ``testing.TestUnregisteredObject``."""
@@ -1297,7 +1267,6 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxClassDerivedDerived")
@@ -1351,7 +1320,6 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 
 @_bind.register("testing.TestCxxIntEnum", constructible=False)
