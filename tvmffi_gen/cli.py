@@ -122,12 +122,14 @@ def generate(
     model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append, used=used)
     model.bundled = bundle
     model.record_absolute = not portable
+    # (the exported functions, kept whatever the prefixes, do not count as matching one)
     registered = [t.type_key for t in snapshot.types] + [f.name for f in snapshot.functions if not f.exported]
     unmatched = [p for p in prefixes or [] if not any(kept_by_prefixes(n, [p]) for n in registered)]
-    if unmatched:  # (the exported functions, kept whatever the prefixes, do not count)
+    if prefixes and len(unmatched) == len(prefixes):
         raise GenerationError(
             f"{snapshot.library}: the library registers nothing to generate under {', '.join(unmatched)}"
         )
+    warnings += [f"--prefix {p}: the library registers nothing under it" for p in unmatched]
     if not model.classes and not any(m.functions for m in model.modules.values()):
         raise GenerationError(f"{snapshot.library}: the library registers nothing to generate")
     files = render_package(model, _tvm_ffi_libdir(), Path(output))
