@@ -19,7 +19,8 @@ def fresh_choice() -> None:
 
 
 def test_scratch_files_go_to_memory_when_linux_has_it_to_spare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TMPDIR", raising=False)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(scratch, "MEMORY", str(tmp_path))  # a folder with the space needed
     with scratch.scratch_folder("tvmffi-gen-test-") as where:
         assert Path(where).is_dir() and Path(where).name.startswith("tvmffi-gen-test-")
@@ -36,6 +37,12 @@ def test_tmpdir_when_the_user_set_it_and_the_default_without_memory(
         assert Path(where).parent == tmp_path
     scratch._memory_folder.cache_clear()
     monkeypatch.delenv("TMPDIR")
+    monkeypatch.setenv("TMP", str(tmp_path))  # another of tempfile's choices
+    monkeypatch.setattr(scratch, "MEMORY", str(tmp_path / "memory"))
+    (tmp_path / "memory").mkdir()
+    assert scratch._memory_folder() is None
+    scratch._memory_folder.cache_clear()
+    monkeypatch.delenv("TMP")
     monkeypatch.setattr(scratch, "MEMORY", str(tmp_path / "no-such-folder"))
     assert scratch._memory_folder() is None
     monkeypatch.setattr(scratch, "MEMORY", str(tmp_path))

@@ -2,7 +2,8 @@
 the stubs the self-check's mypy reads, that mypy's cache): a folder in memory when the system has
 one to spare, since thousands of small files written to a journalled disk while other processes
 write cost seconds (tvm, on an ext4 disk: 0.8 s to write the self-check's 800 files, against 0.1 s
-in memory, and a first run 2 s slower in all). ``TMPDIR``, when set, is the user's choice.
+in memory, and a first run 2 s slower in all). ``TMPDIR`` (or ``TEMP``, ``TMP``), when set, is
+the user's choice.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ __all__ = ["scratch_folder"]
 MEMORY = "/dev/shm"
 #: the space it must have free (tvm's scratch files take about 60 MB at once)
 NEEDED = 512 * 1024 * 1024
+#: what ``tempfile`` reads to choose its folder: when one is set, that choice stands
+_CHOSEN = ("TMPDIR", "TEMP", "TMP")
 
 
 @functools.cache
 def _memory_folder() -> str | None:
-    if os.environ.get("TMPDIR") or not os.path.isdir(MEMORY) or not os.access(MEMORY, os.W_OK | os.X_OK):
+    if any(os.environ.get(name) for name in _CHOSEN) or not os.path.isdir(MEMORY):
+        return None
+    if not os.access(MEMORY, os.W_OK | os.X_OK):
         return None
     try:
         stat = os.statvfs(MEMORY)
