@@ -86,12 +86,6 @@ class PythonStubs:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
 
-    def cancel(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.communicate()
-        self._tmp.cleanup()
-
 
 def python_stubs(modules: dict[str, str]) -> dict[str, str]:
     """Stub text per module (dotted name) from the package's sources, by mypy's stubgen."""
