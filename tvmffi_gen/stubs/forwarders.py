@@ -40,7 +40,15 @@ from .collected import Forwarding
 from .resolve import StubContext
 from .transforms import ClassRewriter
 
-__all__ = ["forwarding", "registry_name", "resolve_dotted", "widen_forwarded", "WidenForwarded", "union_text"]
+__all__ = [
+    "forwarding",
+    "own_type_key",
+    "registry_name",
+    "resolve_dotted",
+    "widen_forwarded",
+    "WidenForwarded",
+    "union_text",
+]
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -246,11 +254,17 @@ def _named_keys(annotation: object, scope: dict[str, Any]) -> list[str]:
     walk(annotation)
     keys: list[str] = []
     for obj in found:
-        info = vars(obj).get("__tvm_ffi_type_info__") if isinstance(obj, type) else None
-        key = getattr(info, "type_key", None)
-        if isinstance(key, str) and key not in keys:
+        key = own_type_key(obj) if isinstance(obj, type) else None
+        if key is not None and key not in keys:
             keys.append(key)
     return keys
+
+
+def own_type_key(cls: type) -> str | None:
+    """The type key ``cls`` is registered for: its own ``__tvm_ffi_type_info__``, not one it
+    inherits from a registered base (None for a class registered for none)."""
+    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
+    return key if isinstance(key, str) else None
 
 
 def _schema_params(record: Forwarding) -> list[Any] | None:

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
-from .forwarders import forwarding, registry_name
+from .forwarders import forwarding, own_type_key, registry_name
 from .source_facts import class_source, inferred_returns, narrowed_returns, source_tree, string_aliases
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
@@ -190,11 +190,7 @@ def replaced_bases(mod: ModuleType, names: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for attr in names:
         cls = _namespace(mod)[attr]
-        keys = [
-            key
-            for base in cls.__mro__[1:]
-            if isinstance(key := getattr(base.__dict__.get("__tvm_ffi_type_info__"), "type_key", None), str)
-        ]
+        keys = [key for base in cls.__mro__[1:] if (key := own_type_key(base)) is not None]
         if keys:
             out[attr] = keys
     return out
@@ -271,7 +267,7 @@ def registered_class(cls: type, paths: list[str]) -> RegisteredClass:
         paths=sorted(set(paths) | {f"{cls.__module__}.{cls.__qualname__}"}),
         python_init=python_init,
         # a hand-written __init__ that only forwards its parameters to a registry function
-        forwards=forwarding(own_init, _type_key(cls))[0] if python_init else None,
+        forwards=forwarding(own_init, own_type_key(cls))[0] if python_init else None,
         late=late_members(cls, cls.__module__.split(".")[0]),
         bases=[f"{b.__module__}.{b.__qualname__}" for b in cls.__mro__[1:]],
         hashable=cls.__hash__ is not None,
@@ -282,12 +278,6 @@ def registered_class(cls: type, paths: list[str]) -> RegisteredClass:
             | {n for base in cls.__mro__[1:] for n in base.__dict__.get("__annotations__", {})}  # noqa: RUF063
         ),
     )
-
-
-def _type_key(cls: type) -> str | None:
-    """The type key ``cls`` is registered for (its own ``__tvm_ffi_type_info__``, not a base's)."""
-    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
-    return key if isinstance(key, str) else None
 
 
 def _registry_or_dunder(name: str, value: object) -> bool:

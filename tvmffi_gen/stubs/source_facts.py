@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from .collected import ReturnSource
-from .forwarders import resolve_dotted
+from .forwarders import own_type_key, resolve_dotted
 
 __all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns", "narrowed_returns"]
 
@@ -149,8 +149,8 @@ def class_source(cls: type) -> ReturnSource | None:
     exports it and its qualname (None for a class made in a function)."""
     if "<locals>" in cls.__qualname__:
         return None
-    key = getattr(cls.__dict__.get("__tvm_ffi_type_info__"), "type_key", None)
-    if isinstance(key, str):
+    key = own_type_key(cls)
+    if key is not None:
         return ReturnSource("key", key)
     return ReturnSource("class", f"{_public_module(cls)}:{cls.__qualname__}")
 
