@@ -24,11 +24,10 @@ def rare_full_collections() -> Generator[None]:
     """Within it, a full collection only after ``FULL_EVERY`` collections of the middle
     generation; the thresholds as they were afterwards. (An incremental collector, which has no
     third threshold, is left as it is.)"""
-    thresholds = gc.get_threshold()
-    if len(thresholds) < 3 or thresholds[2] == 0:
+    young, middle, old = gc.get_threshold()
+    if old == 0:
         yield
         return
-    young, middle, old = thresholds
     gc.set_threshold(young, middle, max(old, FULL_EVERY))
     try:
         yield

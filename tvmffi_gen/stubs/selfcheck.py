@@ -71,12 +71,8 @@ def _run_mypy(
 
 def _files_read(log: str, outside: Path) -> list[str]:
     """The files ``mypy -v``'s log says it parsed, outside the folder ``outside``."""
-    out: list[str] = []
-    for line in log.splitlines():
-        m = _PARSING.match(line)
-        if m is not None and not Path(m["path"]).resolve().is_relative_to(outside):
-            out.append(str(Path(m["path"]).resolve()))
-    return out
+    parsed = [Path(m["path"]).resolve() for line in log.splitlines() if (m := _PARSING.match(line))]
+    return [str(path) for path in parsed if not path.is_relative_to(outside)]
 
 
 class Warmup:
