@@ -1,6 +1,6 @@
 """Library authors' own builds generate the typed Python (docs/build-integration.md).
 
-The two example projects are built as an author's users build them: ``pip wheel`` with build
+The example projects are built as an author's users build them: ``pip wheel`` with build
 isolation on, in a fresh venv, tvmffi-gen and tvmffi-runtime served as wheels built from this
 repository (``--find-links``; they are not on PyPI), everything else (scikit-build-core, setuptools,
 apache-tvm-ffi, and cmake and ninja where the machine has none) from the package index.
@@ -9,8 +9,13 @@ apache-tvm-ffi, and cmake and ninja where the machine has none) from the package
   wheel holds the generated package ``shapes`` with the library in it.
 - ``examples/setuptools_plane``: setuptools with ``tvmffi_gen.setuptools.build_ext`` in stubs
   mode: the wheel holds the package ``plane`` (built on tvm_ffi) with ``.pyi`` files and py.typed.
+- ``tests/fixtures/python_packaging``: apache-tvm-ffi's own packaging layout (its
+  ``examples/python_packaging``, without stubgen markers): a package that finds its library with
+  ``load_lib_module`` (the installed distribution's RECORD), ``wheel.install-dir`` set to the
+  package's folder, ``tvmffi_gen_add_stubs``; and, beside it, ``tvmffi_gen_add_package`` into
+  the same wheel, with no ``tvmffi-runtime`` in the dependencies (the build warns).
 
-Both wheels go into another fresh venv; a user's folder outside the repository runs a script on
+The wheels go into another fresh venv; a user's folder outside the repository runs a script on
 each and checks files with ``mypy --strict`` and basedpyright's default mode: fields and results
 reveal ``int``/``str``, deliberate mistakes are reported. The CMake project is then built a second
 time with nothing changed: its library is recompiled (the new build environment's include paths),
@@ -223,12 +228,18 @@ USE = {
     """,
     "use_my_ffi_extension.py": """\
         from my_ffi_extension import IntPair, add_one
-        from my_ffi_typed.my_ffi_extension import IntPair as TypedPair
 
         pair = IntPair(1, 2)
         assert (add_one(3), pair.a, pair.b, pair.sum()) == (4, 1, 2, 3)
-        assert TypedPair(1, 2).sum() == 3
         print("my_ffi_extension OK")
+    """,
+    # a process of its own: my_ffi_typed bundles a second copy of the same library, whose
+    # registrations would clash with the first's
+    "use_my_ffi_typed.py": """\
+        from my_ffi_typed.my_ffi_extension import IntPair, add_one
+
+        assert (add_one(3), IntPair(1, 2).sum()) == (4, 3)
+        print("my_ffi_typed OK")
     """,
     "use_plane.py": """\
         import plane
