@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def quick_getmodule() -> Any:
     return original
 
 
-def import_failure(exc: BaseException, roots: list[str]) -> str:
+def import_failure(exc: BaseException, roots: Sequence[str]) -> str:
     """One line that says why an import failed, enough to act on: the exception's type, the first
     line of its message, and where it was raised in the package's own code (under ``roots``),
     the line a user edits, rather than deep in a library the package called (``tvm_ffi.libinfo``
@@ -197,7 +198,7 @@ class _Watch:
 
 
 def import_all(
-    package: str, files: dict[str, str], bound: dict[str, list[str]], roots: list[str]
+    package: str, files: dict[str, str], bound: dict[str, list[str]], roots: Sequence[str] = ()
 ) -> tuple[list[str], dict[str, str]]:
     """Import each module; ``bound`` gets, per package, the submodules bound on it right after
     its import (what ``import pkg.sub`` gives a user), before later imports bind more; a failure
