@@ -174,8 +174,9 @@ def test_a_package_that_can_register_nothing_is_refused_before_it_is_imported(tm
     assert proc.returncode == 2
     assert not list(package.glob("*.imported")), "a module was imported"
     assert (
-        "sleepy_pkg: none of its 3 Python files names tvm_ffi (nor tvm) and it ships no native library:"
-        " it can register no TVM FFI type and fill no _ffi_api module" in proc.stderr
+        "sleepy_pkg: none of its 3 Python files imports tvm_ffi or tvm or names register_object or"
+        " init_ffi_api, and it ships no native library: it can register no TVM FFI type and fill no _ffi_api module"
+        in proc.stderr
     ), proc.stderr
     assert "stubgen -p sleepy_pkg -o OUT" in proc.stderr
     assert not out.exists()
@@ -195,16 +196,18 @@ def test_a_package_that_names_tvm_ffi_is_imported_before_it_is_judged(tmp_path: 
 def test_nothing_can_register_looks_at_sources_and_libraries(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     package.mkdir()
-    (package / "__init__.py").write_text("import json\n")
+    (package / "__init__.py").write_text("import json\n\ntvm = 'a name, not the package'\n")
     (package / "helper.so").write_bytes(b"\x7fELF not linking anything of interest")
     assert nothing_can_register([str(package)]) == (
-        "none of its 1 Python files names tvm_ffi (nor tvm) and none of its 1 native libraries links libtvm_ffi"
+        "none of its 1 Python files imports tvm_ffi or tvm or names register_object or init_ffi_api, and none"
+        " of its 1 native libraries links libtvm_ffi"
     )
     shutil.copy2(TESTING_LIB, package / "helper.so")  # links libtvm_ffi (its DT_NEEDED)
     assert nothing_can_register([str(package)]) is None
     (package / "helper.so").unlink()
-    (package / "sub.py").write_text("from tvm import relax\n")
-    assert nothing_can_register([str(package)]) is None
+    for line in ("from tvm import relax", "    import tvm_ffi.core", "@xgrammar.register_object('x.Y')"):
+        (package / "sub.py").write_text(f"import os\n{line}\n")
+        assert nothing_can_register([str(package)]) is None, line
     assert nothing_can_register([str(tmp_path / "empty")]) is None  # nothing to judge by
 
 

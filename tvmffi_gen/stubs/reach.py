@@ -3,10 +3,11 @@
 Importing a large package takes minutes (flashinfer: two), and one that registers nothing is
 refused only after all of it imported. What ``--stubs-for`` stubs comes from ``tvm_ffi``: a class
 registered with it, an ``_ffi_api`` module it fills, types a library linking ``libtvm_ffi``
-registers. A module that does any of it names ``tvm_ffi`` (or ``tvm``, built on it) in its source,
-or loads a library that links ``libtvm_ffi``; a package none of whose Python files says "tvm" and
-none of whose native libraries links ``libtvm_ffi`` can register nothing, and is refused before
-it is imported. The test errs towards importing: "tvm" in a comment is enough to go on.
+registers. A package that does any of it has a module importing ``tvm_ffi`` (or ``tvm``, built
+on it), or one naming ``register_object`` or ``init_ffi_api`` (taken from a package built on
+tvm_ffi), or a native library linking ``libtvm_ffi``; one with none of these can register
+nothing, and is refused before it is imported. The test is textual and errs towards importing:
+such a line in a docstring is enough to go on.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from __future__ import annotations
 import importlib.util
 import mmap
 import os
+import re
 from pathlib import Path
 
 __all__ = ["nothing_can_register", "package_folders"]
+
+#: a line of Python that may lead to a registration: an import of tvm_ffi or tvm, or the name of
+#: tvm_ffi's registering functions
+_REGISTERS = re.compile(rb"^[ \t]*(?:from|import)[ \t]+tvm(?:_ffi)?\b|\b(?:register_object|init_ffi_api)\b", re.M)
 
 #: suffixes of the native libraries a package may load (``libfoo.so.1`` too)
 _NATIVE = (".so", ".pyd", ".dylib", ".dll")
@@ -35,21 +41,24 @@ def _native(name: str) -> bool:
     return name.endswith(_NATIVE) or ".so." in name
 
 
-def _holds(path: Path, needle: bytes) -> bool:
+def _holds(path: Path, needle: bytes | re.Pattern[bytes]) -> bool:
     """Whether the file's bytes hold ``needle`` (mapped, not read: libraries can be large)."""
     try:
         with path.open("rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
                 return False
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return data.find(needle) >= 0
+                if isinstance(needle, bytes):
+                    return data.find(needle) >= 0
+                return needle.search(data) is not None
     except (OSError, ValueError):
         return True  # unreadable: not evidence of nothing
 
 
 def nothing_can_register(roots: list[str]) -> str | None:
     """Why the package in ``roots`` can register nothing, or None when it may: a Python file
-    that says ``tvm``, or a native library naming ``libtvm_ffi`` (its DT_NEEDED entry)."""
+    with a line ``_REGISTERS`` matches, or a native library naming ``libtvm_ffi`` (its
+    DT_NEEDED entry)."""
     python_files = native_files = 0
     for root in roots:
         for folder, dirs, names in os.walk(root):
@@ -58,7 +67,7 @@ def nothing_can_register(roots: list[str]) -> str | None:
                 path = Path(folder, name)
                 if name.endswith(".py"):
                     python_files += 1
-                    if _holds(path, b"tvm"):
+                    if _holds(path, _REGISTERS):
                         return None
                 elif _native(name):
                     native_files += 1
@@ -71,4 +80,7 @@ def nothing_can_register(roots: list[str]) -> str | None:
         if native_files
         else "it ships no native library"
     )
-    return f"none of its {python_files} Python files names tvm_ffi (nor tvm) and {libraries}"
+    return (
+        f"none of its {python_files} Python files imports tvm_ffi or tvm or names register_object or"
+        f" init_ffi_api, and {libraries}"
+    )
