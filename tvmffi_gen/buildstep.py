@@ -74,6 +74,9 @@ class Step:
     sources: Path | None = None
     #: stubs mode: the package's Python source files, part of what the output is made from
     source_files: tuple[Path, ...] = field(default=())
+    #: stubs mode: the folder ``sources`` is a staged copy of; the generator's messages name its
+    #: files (the ones an author edits) instead of the copies
+    authored: Path | None = None
 
     @property
     def stamp(self) -> Path:
@@ -161,7 +164,20 @@ def _run_generator(step: Step, snapshot_file: Path) -> int:
     cmd = [sys.executable, "-m", "tvmffi_gen", *step.generator_args(snapshot_file.resolve())]
     # run from the work folder: from the project's folder, `python -m` would import the package's
     # sources (the first entry of sys.path) instead of the built package beside its library
-    return subprocess.run(cmd, env=env, cwd=step.work, check=False).returncode
+    if step.sources is None or step.authored is None:
+        return subprocess.run(cmd, env=env, cwd=step.work, check=False).returncode
+    proc = subprocess.run(cmd, env=env, cwd=step.work, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(authored_paths(proc.stderr, step.sources, step.authored))
+    sys.stderr.flush()
+    return proc.returncode
+
+
+def authored_paths(text: str, stage: Path, authored: Path) -> str:
+    """``text`` with each ``.py`` file of the staged copy named by its path in ``authored``: an
+    import failure points at the line the author edits, not at the build tree's copy."""
+    for folder in {str(stage), str(stage.resolve())}:
+        text = re.sub(re.escape(folder + os.sep) + r"([^\s:()]+\.py)\b", lambda m: str(authored / m.group(1)), text)
+    return text
 
 
 def run_step(step: Step, say: Callable[[str], None] = print) -> int:
@@ -329,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefixes=tuple(args.prefix),
         sources=sources,
         source_files=python_sources(sources, args.package) if sources is not None else (),
+        authored=Path(args.sources).resolve() if sources is not None else None,
     )
     return run_step(step)
 
