@@ -245,3 +245,40 @@ def test_the_core_of_the_suite_passes_on_the_oldest_supported_release(tmp_path: 
     check = [python, "-m", "mypy", "--strict", "--no-incremental", "-p", "tvmffi_testing"]
     mypy = subprocess.run(check, cwd=tmp_path, capture_output=True, text=True, env=_child_env(), timeout=300)
     assert mypy.returncode == 0, mypy.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# tilelang, which pins apache-tvm-ffi<0.1.13 (optional: runs in an environment that has it)
+# ---------------------------------------------------------------------------------------------
+TILELANG_USE = """
+import tvmffi_runtime as rt
+import tilelang_typed.ir as ir
+import tilelang_typed.tirx as tirx
+
+x = tirx.Var("int32", "x", ir.PrimType("int32"))
+total = tirx.Add("int32", x, x)
+assert (repr(total), total.a.name) == ("x + x", "x"), total
+assert rt.structural_equal(total, tirx.Add("int32", x, x))
+"""
+
+
+@pytest.mark.slow
+def test_tilelang_generates_and_gets_stubs_in_its_own_environment(tmp_path: Path):
+    import importlib.util
+
+    spec = importlib.util.find_spec("tilelang")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("tilelang is not installed (pip install tilelang==0.1.15 torch==2.13.0 in a venv of its own)")
+    library = Path(next(iter(spec.submodule_search_locations))) / "lib" / "libtilelang.so"
+    env = _child_env()
+    generate = [sys.executable, "-m", "tvmffi_gen", str(library), "-o", str(tmp_path / "tilelang_typed")]
+    gen = subprocess.run(generate, capture_output=True, text=True, env=env, timeout=600)
+    assert gen.returncode == 0, gen.stderr[-3000:]
+    if importlib.metadata.version("tilelang") == "0.1.15":
+        assert "wrote " in gen.stdout + gen.stderr and "(501 types," in gen.stdout + gen.stderr
+    used = subprocess.run([sys.executable, "-c", TILELANG_USE], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert used.returncode == 0, used.stderr[-3000:]
+    stubs = [sys.executable, "-m", "tvmffi_gen", "--stubs-for", "tilelang", "-o", str(tmp_path / "stubs")]
+    written = subprocess.run(stubs, capture_output=True, text=True, env=env, timeout=900)
+    assert written.returncode == 0, written.stderr[-3000:]
+    assert (tmp_path / "stubs" / "tilelang-stubs" / "__init__.pyi").is_file()
