@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -38,6 +39,26 @@ from tvmffi_runtime.enums import entry_name, entry_ordinal, registered_entries
 from conftest import BUILD_DIR, CHILD_PYTEST_PLUGINS_OFF, ROOT, _build_lock
 
 FEATURES = [BIG_INT, STRUCTURAL_WALK, STRUCTURAL_VISIT, STRUCTURAL_MUTATE]
+
+
+def _c_functions_named_by_the_runtime() -> set[str]:
+    """Every C function of libtvm_ffi the runtime's sources bind by name (``_lib``'s prototypes, the
+    addresses handed to the compiled backend, ``LIB.<name>`` calls), not the struct names."""
+    package = ROOT / "runtime" / "tvmffi_runtime"
+    sources = [*package.rglob("*.py"), *package.rglob("*.c"), *package.rglob("*.h")]
+    pattern = re.compile(r'"(TVMFFI[A-Z][A-Za-z0-9]*)"|LIB\.(TVMFFI[A-Z][A-Za-z0-9]*)')
+    named = {a or b for path in sources for a, b in pattern.findall(path.read_text())}
+    return {n for n in named if not isinstance(getattr(_lib, n, None), type)}
+
+
+def test_every_c_function_the_runtime_uses_is_exported_or_bound_lazily():
+    used = _c_functions_named_by_the_runtime()
+    assert len(used) >= 26 and "TVMFFIFunctionCall" in used  # the reader finds them
+    lacking = {n for n in used if not hasattr(_lib.LIB, n)}
+    assert lacking <= set(_features._SYMBOLS), f"bound at import, but the loaded libtvm_ffi lacks {lacking}"
+    assert set(_features._SYMBOLS) <= used
+    page = (ROOT / "docs" / "versions.md").read_text()
+    assert not [n for n in used if f"`{n}`" not in page], "docs/versions.md lists every C function the runtime uses"
 
 
 def test_feature_error_names_the_feature_the_release_and_the_library():
