@@ -104,7 +104,7 @@ class FeatureUnavailableError(NotImplementedError):
         loaded = f"apache-tvm-ffi {release}'s {library}" if release else library
         kind = "C function" if missing in _SYMBOLS else "global function"
         super().__init__(
-            f"{feature.name} needs apache-tvm-ffi {feature.since} or newer: the loaded libtvm_ffi"
+            f"{feature.name}: needs apache-tvm-ffi {feature.since} or newer; the loaded libtvm_ffi"
             f" ({loaded}) has no {kind} {missing}"
         )
 

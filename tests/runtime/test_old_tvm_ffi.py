@@ -66,7 +66,7 @@ def test_feature_error_names_the_feature_the_release_and_the_library():
     assert isinstance(err, NotImplementedError)
     assert (err.feature, err.missing, err.library) == (BIG_INT, "TVMFFIBigIntFromByteArray", rt.LIB_PATH)
     message = str(err)
-    assert message.startswith("integers outside the int64 range (ffi.BigInt) needs apache-tvm-ffi 0.1.14 or newer")
+    assert message.startswith("integers outside the int64 range (ffi.BigInt): needs apache-tvm-ffi 0.1.14 or newer;")
     assert rt.LIB_PATH in message and message.endswith("has no C function TVMFFIBigIntFromByteArray")
     # the distribution's version, since libtvm_ffi's own number does not tell releases apart
     if err.release is not None:
