@@ -192,17 +192,18 @@ def _old_venv() -> Path:
     """The venv's python: apache-tvm-ffi ``OLDEST_SUPPORTED`` from the package registry, the
     generator's dependencies, pytest and numpy, and this checkout's two packages on its path (a
     ``.pth`` file, as an editable install has, without building the compiled path again). Made
-    once, under a lock; ``READY`` marks a finished one."""
+    once, under a lock, and again when what it needs changes; ``READY`` lists what a finished one
+    holds."""
     python = OLD_VENV / "bin" / "python"
     ready = OLD_VENV / "READY"
-    if ready.exists():
+    wanted = [f"apache-tvm-ffi=={OLDEST_SUPPORTED}", *_generator_dependencies(), "pytest", "numpy"]
+    if ready.exists() and ready.read_text().split() == wanted:
         return python
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     with _build_lock(OLD_VENV):
-        if ready.exists():
+        if ready.exists() and ready.read_text().split() == wanted:
             return python
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(OLD_VENV)], check=True, timeout=120)
-        wanted = [f"apache-tvm-ffi=={OLDEST_SUPPORTED}", *_generator_dependencies(), "pytest", "numpy"]
         install = subprocess.run(
             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted],
             capture_output=True,
