@@ -36,6 +36,7 @@ from .importing import (
 )
 from .reach import nothing_can_register, package_folders
 from .running import module_facts, registered_class
+from .source_facts import registered_type_info
 
 __all__ = ["collect"]
 
@@ -174,8 +175,6 @@ def _registered_types() -> dict[str, TypeSnap]:
 def _registered_classes(types: dict[str, TypeSnap], covered: set[str]) -> dict[str, RegisteredClass]:
     """The Python class registered for each type key that has one, with every path the covered
     modules (and ``tvm_ffi``'s) bind it under."""
-    from tvm_ffi import core
-
     paths: dict[int, list[str]] = {}
     loaded: dict[str, ModuleType | None] = dict(sys.modules)  # a failed import can leave None
     for mod_name, mod in sorted(loaded.items()):
@@ -186,8 +185,7 @@ def _registered_classes(types: dict[str, TypeSnap], covered: set[str]) -> dict[s
                 paths.setdefault(id(value), []).append(f"{mod_name}.{attr}")
     out: dict[str, RegisteredClass] = {}
     for key in sorted(types):
-        index = core._object_type_key_to_index(key)
-        info = core._type_index_to_type_info(index) if index is not None else None
+        info = registered_type_info(key)
         cls = info.type_cls if info is not None else None
         if cls is not None:
             out[key] = registered_class(cls, paths.get(id(cls), []))
