@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -35,7 +36,10 @@ from .uses import UsedPackageError
 from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output
 
-__all__ = ["main", "generate", "default_library", "library_shipped_with"]
+__all__ = ["main", "generate", "default_library", "library_shipped_with", "INTERRUPTED"]
+
+#: The exit status of a run stopped by Ctrl-C (SIGINT): 128 + the signal's number, as shells report it.
+INTERRUPTED = 128 + int(signal.SIGINT)
 
 
 def _package_lib_dirs(package: str) -> list[Path]:
@@ -433,13 +437,18 @@ def run() -> NoReturn:
     """The ``tvmffi-gen`` command: ``main``, then the process ends without the interpreter
     freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree:
     1.7 s after a 10 s run). The exit handlers still run (a temporary folder left open is
-    removed), and the output is flushed."""
+    removed), and the output is flushed. Ctrl-C ends it with one line and status 130: every
+    file is written whole or not at all (staged, then moved into place), so there is nothing
+    to clean up but the temporary folders the exit handlers remove."""
     try:
         code = main()
     except SystemExit as exc:  # argparse's --help, --version and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and one line, not a traceback
+        print("tvmffi-gen: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
