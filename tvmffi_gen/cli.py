@@ -31,7 +31,7 @@ from .project import (
 )
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError
-from .snapshot_process import take_snapshot
+from .snapshot_process import nothing_registered, take_snapshot
 from .uses import UsedPackageError
 from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output
@@ -135,7 +135,7 @@ def generate(
         )
     warnings += [f"--prefix {p}: the library registers nothing under it" for p in unmatched]
     if not model.classes and not any(m.functions for m in model.modules.values()):
-        raise GenerationError(f"{snapshot.library}: the library registers nothing to generate")
+        raise GenerationError(nothing_registered(snapshot))
     files = render_package(model, _tvm_ffi_libdir(), Path(output))
     return snapshot, files, warnings
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from .registry_facts import field_snap, parse_schema, read_type, run_child
 from .snapshot import FunctionSnap, Snapshot, SnapshotError
 
-__all__ = ["snapshot_in_process", "summarise_failure", "take_snapshot"]
+__all__ = ["nothing_registered", "snapshot_in_process", "summarise_failure", "take_snapshot"]
 
 
 def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snapshot:
@@ -140,6 +140,32 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
         reason = error or f"snapshot failed with exit status {proc.returncode}"
         raise SnapshotError(f"{lib}: {reason}" + where + (more if where else ""), proc.stderr)
     return Snapshot.from_json(proc.stdout, source=lib)
+
+
+def _links_tvm_ffi(dependency: str) -> bool:
+    """Whether a dynamic dependency, as a library names it, is libtvm_ffi (any version suffix)."""
+    name = os.path.basename(dependency)
+    return name == "libtvm_ffi.so" or name.startswith(("libtvm_ffi.so.", "libtvm_ffi.dylib", "tvm_ffi.dll"))
+
+
+def nothing_registered(snapshot: Snapshot) -> str:
+    """Why a library gave nothing to generate, naming it by its full path: it does not link
+    libtvm_ffi (read from the file, when its format's dependencies are read: ELF), or it links
+    it and registers nothing."""
+    from .binfmt import BinaryFormatError, dynamic_dependencies
+
+    path = snapshot.library_path
+    try:
+        needed = dynamic_dependencies(path) if os.path.isfile(path) else None
+    except BinaryFormatError:
+        needed = None
+    if needed is not None and not any(_links_tvm_ffi(n) for n in needed):
+        links = f"it links {', '.join(needed)} only" if needed else "it links no library"
+        return (
+            f"{path} does not link libtvm_ffi ({links}): it is not a library built on TVM FFI,"
+            " so it registers nothing to generate"
+        )
+    return f"{path}: the library registers nothing to generate"
 
 
 #: Source files of the dynamic loader, libc and the Python interpreter: frames there say nothing

@@ -21,7 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.binfmt import BinaryFormatError, ExportedFunction, _symbols, elf, exported_ffi_functions, read_exports
+from tvmffi_gen.binfmt import (
+    BinaryFormatError,
+    ExportedFunction,
+    _symbols,
+    dynamic_dependencies,
+    elf,
+    exported_ffi_functions,
+    read_exports,
+)
 from tvmffi_gen.binfmt.macho import macho_exports
 from tvmffi_gen.binfmt.pe import pe_exports
 from tvmffi_gen.cli import main
@@ -340,3 +348,20 @@ def _reference_tool_exports(path: str) -> list[str] | None:
     out = subprocess.run([tool, "--macho", "--exports-trie", path], capture_output=True, text=True, check=True).stdout
     names = {m.group(1) for m in re.finditer(r"^\s*0x[0-9A-Fa-f]+\s+(\S+)", out, re.M)}
     return sorted(n[1:] if n.startswith("_") else n for n in names)
+
+
+def test_elf_dynamic_dependencies_are_the_loaders_needed_entries(tmp_path: Path) -> None:
+    """``DT_NEEDED`` as written, in order: the testing library needs libtvm_ffi first; the same as
+    binutils' readelf lists, when it is installed. A Mach-O or PE file's are not read (None)."""
+    needed = dynamic_dependencies(str(TESTING_LIB))
+    assert needed is not None and needed[0] == "libtvm_ffi.so" and "libc.so.6" in needed, needed
+    readelf = shutil.which("readelf")
+    if readelf is not None:
+        out = subprocess.run([readelf, "-d", str(TESTING_LIB)], capture_output=True, text=True, check=True).stdout
+        assert needed == re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out)
+    assert dynamic_dependencies(str(FIX / "few_x86_64.dylib")) is None
+    assert dynamic_dependencies(str(FIX / "few.dll")) is None
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(TESTING_LIB.read_bytes()[:100])
+    with pytest.raises(BinaryFormatError, match=r"cut\.so: truncated ELF file"):
+        dynamic_dependencies(str(cut))

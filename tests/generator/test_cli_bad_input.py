@@ -123,6 +123,23 @@ def test_misbehaving_libraries(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert not out.exists()
 
 
+def test_a_library_not_built_on_tvm_ffi_is_named_by_its_full_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library that does not link libtvm_ffi (as zlib does not) is said to be one, by the full
+    path of the file given relatively; one that links it and registers nothing is said to be that."""
+    source = '#include <cstdio>\nextern "C" int plain_answer() { return std::puts("42"); }\n'
+    plain = build_shared("plain_cxx", source, link_tvm_ffi=False)
+    monkeypatch.chdir(plain.parent)
+    status, text = run(capsys, plain.name, "-o", str(tmp_path / "pkg"))
+    assert status == 2 and not (tmp_path / "pkg").exists()
+    assert f"{plain} does not link libtvm_ffi (it links libc.so.6 only)" in text, text
+    assert text.rstrip().endswith("it is not a library built on TVM FFI, so it registers nothing to generate")
+    empty = bad_lib("empty")
+    status, text = run(capsys, empty.name, "-o", str(tmp_path / "pkg"))
+    assert status == 2 and f"{empty}: the library registers nothing to generate" in text, text
+
+
 def test_hanging_library_times_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lib = bad_lib("hangs")
     status, text = run(capsys, str(lib), "-o", str(tmp_path / "pkg"), "--timeout", "1")
