@@ -22,7 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .api_changes import ApiChange, NameUse, StaleUse, api_changes, module_api, names_used, stale_uses
+from .api_changes import (
+    ApiChange,
+    NameUse,
+    StaleUse,
+    api_changes,
+    module_api,
+    names_used,
+    removals_to_record,
+    stale_uses,
+    still_removed,
+)
 from .code_names import module_names
 from .manifest_entries import generated_names, member_keys, text_hash
 from .merge import MergeConflict, UserImport, merge_source
@@ -146,9 +156,23 @@ def _recorded_api(records: dict[str, Any]) -> dict[str, str] | None:
     return {name: kind for entry in records.values() for name, kind in entry["api"].items()}
 
 
-def _manifest_text(files: dict[str, str], generator: str, records: dict[str, dict[str, Any]]) -> str:
-    data = {"generator": generator, "files": sorted(files), "generated": dict(sorted(records.items()))}
+def _manifest_text(
+    files: dict[str, str], generator: str, records: dict[str, dict[str, Any]], removed: dict[str, str]
+) -> str:
+    """The manifest: the files written, each one's record, and (only while there are any) the
+    removed API members user code in the package still names (``api_changes.removals_to_record``)."""
+    data: dict[str, Any] = {"generator": generator, "files": sorted(files), "generated": dict(sorted(records.items()))}
+    if removed:
+        data["removed"] = removed
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def _recorded_removals(manifest: dict[str, Any] | None) -> dict[str, str]:
+    """The removals the last run recorded as still named by user code (empty if none or unreadable)."""
+    removed: object = (manifest or {}).get("removed", {})
+    if not isinstance(removed, dict):
+        return {}
+    return {str(k): str(v) for k, v in cast("dict[object, object]", removed).items()}
 
 
 def plan_output(
@@ -206,8 +230,9 @@ def plan_output(
     if conflicts or edits:
         raise OutputError(_refusal(conflicts, edits))
     records = _file_records(files, previous_gen)
-    _plan_api_report(plan, _recorded_api(records), _recorded_api(previous_gen), user_uses)
-    final[MANIFEST] = _manifest_text(files, generator, records)
+    recorded = _recorded_removals(manifest)
+    _plan_api_report(plan, _recorded_api(records), _recorded_api(previous_gen), user_uses, recorded)
+    final[MANIFEST] = _manifest_text(files, generator, records, removals_to_record(plan.stale_uses))
     for rel, text in sorted(final.items()):
         if on_disk[rel] != text:
             plan.changed.append(rel)
@@ -229,14 +254,22 @@ def _refusal(conflicts: list[str], edits: list[str]) -> str:
 
 
 def _plan_api_report(
-    plan: Plan, after: dict[str, str] | None, before: dict[str, str] | None, user_uses: dict[str, list[NameUse]]
+    plan: Plan,
+    after: dict[str, str] | None,
+    before: dict[str, str] | None,
+    user_uses: dict[str, list[NameUse]],
+    recorded: dict[str, str],
 ) -> None:
     """What changed in the API since the last run, and where the user's code in the package
-    names what was removed: in the files merged, and in files of theirs the run never wrote."""
+    names what was removed, by this run or by an earlier one whose removal that code still names
+    (``recorded``): in the files merged, and in files of theirs the run never wrote."""
     if before is None or after is None:
         return
     plan.api_changes = api_changes(before, after)
-    if not any(c.change == "removed" for c in plan.api_changes):
+    reported = {c.name for c in plan.api_changes}
+    removed = [c for c in plan.api_changes if c.change == "removed"]
+    removed += [c for c in still_removed(recorded, after) if c.name not in reported]
+    if not removed:
         return
     uses = dict(user_uses)
     ours = set(plan.files) | set(plan.previous)
@@ -249,7 +282,7 @@ def _plan_api_report(
             except SyntaxError:
                 continue
     for rel, found in sorted(uses.items()):
-        plan.stale_uses += stale_uses(rel, found, plan.api_changes, after)
+        plan.stale_uses += stale_uses(rel, found, removed, after)
 
 
 def _plan_removals(plan: Plan, files: dict[str, str], previous_gen: dict[str, Any]) -> None:
