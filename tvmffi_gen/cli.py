@@ -24,6 +24,7 @@ from .prefixes import kept_by_prefixes
 from .project import (
     ProjectError,
     ProjectPlan,
+    check_project_folder,
     plan_project,
     project_package_name,
     runtime_requirement,
@@ -292,6 +293,8 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
     """Read the registry, render the package and decide every file to write: nothing is written
     here but ``--save-snapshot``'s file."""
     target = _target(args)
+    if target.project_dir is not None:
+        check_project_folder(target.project_dir, target.package_dir, args.force)
     library, snapshot = _registry_source(args, log)
     log.debug(f"reading the registry of {library or args.from_snapshot}")
     snapshot, files, warnings = generate(
@@ -346,6 +349,8 @@ def _report_merges(run: _RunPlan, log: _Log) -> None:
             log.info(f"kept {kept} member(s) you added in {root / rel}")
     for rel in run.output.orphaned:
         log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
+    for path in run.project.kept if run.project is not None else []:
+        log.info(f"kept your {path} (its marker line removed): not regenerated")
 
 
 def _report_api(run: _RunPlan, log: _Log) -> None:
