@@ -203,6 +203,67 @@ def test_editable_install_is_a_plain_path_entry():
     assert Path(tvmffi_runtime.__file__).resolve().is_relative_to(ROOT / "runtime")
 
 
+EDITABLE_SCRIPT = """\
+from editgeom.testing import TestIntPair, add_one
+
+pair = TestIntPair(1, 2)
+total: int = pair.sum()
+assert add_one(41) == 42 and total == 3
+print("OK", total)
+"""
+
+EDITABLE_ERROR = 'from editgeom.testing import add_one\n\nadd_one("x")\n'
+
+
+def _checker(name: str) -> str:
+    """A type checker installed beside this interpreter (the test extras), else on PATH."""
+    found = Path(sys.executable).parent / name
+    path = str(found) if found.is_file() else shutil.which(name)
+    assert path, f"{name} is part of the test extras"
+    return path
+
+
+def test_editable_install_of_a_project_is_seen_by_every_checker_from_a_folder_outside(wheels, tmp_path):
+    """``pip install -e`` of a ``--project`` output (how a user iterates on the C++) puts a plain
+    path line in a .pth file, not setuptools' import-hook finder, which no checker follows: mypy
+    --strict, pyright and basedpyright, run by a user from a folder elsewhere against that venv,
+    see the package's types (an error is found; correct code has none)."""
+    from tvmffi_gen.cli import main
+
+    project = tmp_path / "editgeom"
+    assert main(["-o", str(project), "--project", "-q"]) == 0
+    python = _fresh_venv(tmp_path / "venv")
+    # the runtime is not on PyPI: pip finds it beside the runtime wheel (runtime/README.md's way)
+    _pip_install(python, "--find-links", str(wheels["runtime"].parent), "-e", str(project))
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    assert not list(site.glob("__editable__*finder*.py")), sorted(p.name for p in site.iterdir())
+    (pth,) = site.glob("__editable__*editgeom*.pth")
+    assert pth.read_text().split() == [str(project)]
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "use.py").write_text(EDITABLE_SCRIPT)
+    (user / "wrong.py").write_text(EDITABLE_ERROR)
+    (user / "pyrightconfig.json").write_text(json.dumps({"typeCheckingMode": "strict"}))
+    proc = _run([str(python), "use.py"], cwd=user)
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK 3", proc.stdout + proc.stderr
+    mypy = [sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python), "--no-incremental"]
+    mypy += ["--cache-dir", os.devnull]
+    proc = _run([*mypy, "use.py"], cwd=user)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _run([*mypy, "wrong.py"], cwd=user)
+    assert proc.returncode == 1 and 'Argument 1 to "add_one" has incompatible type "str"' in proc.stdout, proc.stdout
+    for checker in ("pyright", "basedpyright"):
+        exe = _checker(checker)
+        proc = _run([exe, "--pythonpath", str(python), "use.py"], cwd=user)
+        assert proc.returncode == 0 and "0 errors" in proc.stdout, (checker, proc.stdout + proc.stderr)
+        proc = _run([exe, "--pythonpath", str(python), "wrong.py"], cwd=user)
+        assert proc.returncode == 1 and "Argument of type \"Literal['x']\"" in proc.stdout, (
+            checker,
+            proc.stdout + proc.stderr,
+        )
+
+
 CHECKED_SCRIPT = """\
 import tvmffi_runtime as rt
 from outpkg.testing import TestIntPair, add_one
