@@ -132,7 +132,7 @@ def generate(
     unmatched = [p for p in prefixes or [] if not any(kept_by_prefixes(n, [p]) for n in registered)]
     if prefixes and len(unmatched) == len(prefixes):
         raise GenerationError(
-            f"{snapshot.library}: the library registers nothing to generate under {', '.join(unmatched)}"
+            f"{snapshot.library_path}: the library registers nothing to generate under {', '.join(unmatched)}"
         )
     warnings += [f"--prefix {p}: the library registers nothing under it" for p in unmatched]
     if not model.classes and not any(m.functions for m in model.modules.values()):
