@@ -384,9 +384,14 @@ def new_file_mode() -> int:
 def stage_file(target: Path, text: str, mode: int) -> str:
     """Write ``text`` to a temporary file beside ``target`` (to ``os.replace`` it there later)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+    except BaseException:  # a full disk, or Ctrl-C: no partial file is left beside the target
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return tmp
 
 
@@ -406,11 +411,13 @@ def apply_plan(plan: Plan) -> None:
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             staged.append((stage_file(target, plan.files[rel], mode), target))
-    except OSError as exc:
+    except BaseException as exc:  # an OSError, or Ctrl-C while staging: no staged file is left
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        raise OutputError(f"{root}: cannot write the output ({exc})") from None
+        if isinstance(exc, OSError):
+            raise OutputError(f"{root}: cannot write the output ({exc})") from None
+        raise
     for tmp, target in staged:
         os.replace(tmp, target)
     for rel in plan.removed:

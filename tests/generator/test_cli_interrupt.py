@@ -101,3 +101,38 @@ def test_interrupted_stubs_run_says_one_line_and_writes_nothing(tmp_path: Path) 
     assert status == INTERRUPTED, stderr
     assert stderr == "tvmffi-gen: interrupted\n"
     assert not out.exists()
+
+
+def test_interrupted_while_writing_leaves_no_staged_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C between staging two files, or inside the staging of one: every staged file is
+    removed, and the files already there are as they were (each is written whole or not at all)."""
+    from tvmffi_gen import writer
+    from tvmffi_gen.cli import main
+
+    from conftest import TESTING_LIB
+
+    out = tmp_path / "pkg"
+    assert main([str(TESTING_LIB), "-o", str(out), "-q", "--prefix", "testing.TestIntPair"]) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_stage = writer.stage_file
+    staged: list[str] = []
+
+    def stage_then_interrupt(target: Path, text: str, mode: int) -> str:
+        if staged:
+            raise KeyboardInterrupt
+        staged.append(real_stage(target, text, mode))
+        return staged[-1]
+
+    monkeypatch.setattr(writer, "stage_file", stage_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(TESTING_LIB), "-o", str(out), "-q"])  # the whole library: several files change
+    assert staged and {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    monkeypatch.setattr(writer, "stage_file", real_stage)
+
+    def interrupted_chmod(path: str, mode: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer.os, "chmod", interrupted_chmod)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(TESTING_LIB), "-o", str(out), "-q"])
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
