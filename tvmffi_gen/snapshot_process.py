@@ -10,6 +10,7 @@ line and the library's own frames.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -142,23 +143,27 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
     return Snapshot.from_json(proc.stdout, source=lib)
 
 
+#: libtvm_ffi as a library names its dependency on it, on each platform (any version suffix).
+_TVM_FFI_DEPENDENCY = re.compile(r"libtvm_ffi\.so(\.\d+)*|libtvm_ffi(\.\d+)*\.dylib|tvm_ffi\.dll")
+
+
 def _links_tvm_ffi(dependency: str) -> bool:
-    """Whether a dynamic dependency, as a library names it, is libtvm_ffi (any version suffix)."""
-    name = os.path.basename(dependency)
-    return name == "libtvm_ffi.so" or name.startswith(("libtvm_ffi.so.", "libtvm_ffi.dylib", "tvm_ffi.dll"))
+    """Whether a dynamic dependency, as a library names it (``libtvm_ffi.so``,
+    ``@rpath/libtvm_ffi.dylib``, ``tvm_ffi.dll``), is libtvm_ffi."""
+    name = dependency.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return _TVM_FFI_DEPENDENCY.fullmatch(name) is not None
 
 
 def nothing_registered(snapshot: Snapshot) -> str:
     """Why a library gave nothing to generate, naming it by its full path: it does not link
-    libtvm_ffi (read from the file, when its format's dependencies are read: ELF), or it links
-    it and registers nothing."""
+    libtvm_ffi (read from the file's dynamic dependencies), or it links it and registers nothing."""
     from .binfmt import BinaryFormatError, dynamic_dependencies
 
     path = snapshot.library_path
     try:
         needed = dynamic_dependencies(path) if os.path.isfile(path) else None
     except BinaryFormatError:
-        needed = None
+        needed = None  # (the library loaded, so this is unexpected: the plainer message says enough)
     if needed is not None and not any(_links_tvm_ffi(n) for n in needed):
         links = f"it links {', '.join(needed)} only" if needed else "it links no library"
         return (

@@ -1,7 +1,7 @@
 """Find the TVM FFI functions a library exports, without loading it: ELF, Mach-O or PE alike.
 
-One entry point for the three formats apache-tvm-ffi ships for (and, for ELF, the libraries a
-file needs). The format is chosen by the file's first bytes, never by its name or by the platform
+One entry point for the three formats apache-tvm-ffi ships for (and for the libraries a file
+needs, ``dynamic_dependencies``). The format is chosen by the file's first bytes, never by its name or by the platform
 running this, so a macOS or Windows library is read on Linux as well as on its own platform. ELF
 goes through ``elf``, Mach-O through ``macho`` and PE through ``pe``. Each raises
 ``BinaryFormatError`` naming the file and what is wrong with it.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from .elf import ElfError, defined_dynamic_symbols, needed_libraries
 from .errors import BinaryFormatError
-from .macho import is_macho, macho_exports
-from .pe import is_pe, pe_exports
+from .macho import is_macho, macho_dependencies, macho_exports
+from .pe import is_pe, pe_dependencies, pe_exports
 
 __all__ = [
     "BinaryFormatError",
@@ -104,20 +104,25 @@ def exported_ffi_functions(path: str) -> list[str]:
     return [sym[n:] for sym in _symbols(path, EXPORT_PREFIX)[1] if len(sym) > n and sym[n] != "_"]
 
 
-def dynamic_dependencies(path: str) -> list[str] | None:
-    """The libraries an ELF file names as its dynamic dependencies (``DT_NEEDED``, as written:
-    ``libc.so.6``), read without loading it; None for a Mach-O or PE file, whose dependencies
-    are not read here."""
+def dynamic_dependencies(path: str) -> list[str]:
+    """The libraries a file names as its dynamic dependencies, as written, read without loading
+    it: an ELF file's ``DT_NEEDED`` entries (``libc.so.6``), a Mach-O file's ``LC_LOAD_DYLIB``
+    install names (``@rpath/libtvm_ffi.dylib``), a PE file's imported DLLs (``KERNEL32.dll``)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
+            if head == b"\x7fELF":
+                fh.close()
+                try:
+                    return needed_libraries(path)
+                except ElfError as exc:
+                    raise BinaryFormatError(str(exc)) from None
+            if not (is_macho(head) or is_pe(head)):
+                raise BinaryFormatError(f"{path}: not a shared library (neither ELF, Mach-O nor PE)")
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         raise BinaryFormatError(f"{path}: cannot read it ({exc.strerror})") from None
-    if head != b"\x7fELF":
-        return None
     try:
-        return needed_libraries(path)
-    except ElfError as exc:
-        raise BinaryFormatError(str(exc)) from None
-    except OSError as exc:
-        raise BinaryFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+        return macho_dependencies(path, data) if is_macho(head) else pe_dependencies(path, data)
+    finally:
+        data.close()
