@@ -69,14 +69,14 @@ def template_environment() -> jinja2.Environment:
         "sig": _sig,
         "stub": _stub,
         "init_signature": _init_signature,
-        "init_doc": _init_doc,
+        "init_doc": init_doc,
         "init_body": _init_body,
         "method_decorators": _method_decorators,
         "function_signature": _function_signature,
         "register_line": _register_line,
         "field_lines": _field_lines,
-        "match_args_line": _match_args_line,
-        "replace_doc": _replace_doc,
+        "match_args_line": match_args_line,
+        "replace_doc": replace_doc,
         "q": q,
     }
     # jinja2 types its globals by its default ones: the helpers are just more of them
@@ -150,7 +150,7 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "    ", ignore)
 
 
-def _match_args_line(cls: ClassModel) -> str:
+def match_args_line(cls: ClassModel) -> str:
     """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
     narrow what ``case C(x, y)`` captures to the fields' types."""
     assert cls.match_args is not None
@@ -178,7 +178,7 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def _replace_doc(cls: ClassModel) -> str:
+def replace_doc(cls: ClassModel) -> str:
     assert cls.replace is not None
     return "A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."
 
@@ -202,7 +202,7 @@ def _init_signature(cls: ClassModel) -> list[str]:
     return _ignoring(signature_lines("def __init__", render_params(params, "self"), "None", "    "), params, reads=True)
 
 
-def _init_doc(cls: ClassModel) -> str:
+def init_doc(cls: ClassModel) -> str:
     """One line where the registry gives no text (the class docstring names the type key)."""
     assert cls.init is not None
     if cls.init.kind == "none":
@@ -276,7 +276,7 @@ def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
     return _native_decorator(["registry_function", q(fn.reg_name), *result], "")
 
 
-def _result_doc(fn: FunctionModel) -> str:
+def result_doc(fn: FunctionModel) -> str:
     return f"The result of ``{fn.name}``: its items, as its documentation names them."
 
 
@@ -291,6 +291,10 @@ def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
     return "\n".join(docstring_lines(text, ""))
 
 
+def _all_lines(mod: ModuleModel) -> str:
+    return "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
+
+
 def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) -> str:
     def imports(namespaces: set[tuple[str, ...]]) -> list[ImportLine]:
         return [ImportLine(pkg.modules[ns].py_module, pkg.modules[ns].alias) for ns in sorted(namespaces)]
@@ -298,7 +302,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime = imports({ns for ns in mod.runtime_imports if ns != mod.namespace})
     runtime += used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
-    all_lines = "\n".join(filled("__all__ = [", [f'"{name}"' for name in mod.exported_names()], "]"))
+    all_lines = _all_lines(mod)
     text = env.get_template("module.py.jinja").render(
         pkg=pkg,
         mod=mod,
@@ -310,7 +314,7 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
         method_signature=functools.partial(_method_signature, pkg),
         replace_signature=functools.partial(_replace_signature, pkg),
         line_ignore=line_ignore,
-        result_doc=_result_doc,
+        result_doc=result_doc,
         import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
         mypy_disabled_codes=mypy_disabled_codes(mod),
         pyright_header=[_HEADER_MARK],
@@ -402,8 +406,11 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
     """All files of the package: relative path -> text."""
     env = template_environment()
     files: dict[str, str] = {}
+    from .render_face import render_face  # it lays out with this module's helpers
+
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)
+        files[mod.file + "i"] = render_face(env, pkg, mod, pkg.header(), _module_doc(pkg, mod), _all_lines(mod))
     files["_lib.py"] = render_lib(env, pkg, libdir, out_dir)
     files["visitors.py"] = render_visitors(env, pkg)  # every package has one (docs/generated-packages.md), types or not
     files["py.typed"] = ""
