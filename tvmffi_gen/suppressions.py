@@ -80,8 +80,7 @@ LINE_RULES = {
     "reportAny": "Where the registry types a value as any value (ffi Any), its annotation is Any",
     "reportUnannotatedClassAttribute": "__match_args__ and __replace__ take their types from"
     " their values: the literal field names a class pattern reads, and the replace method",
-    "reportExplicitAny": "Where the registry types a value as any value (ffi Any), a stub's"
-    " annotation says Any",
+    "reportExplicitAny": "Where the registry types a value as any value (ffi Any), a stub's annotation says Any",
     "reportPropertyTypeMismatch": "A field's setter takes what the runtime converts (a sequence"
     " for an Array, a str for a DataType), more than a read of it gives",
 }
