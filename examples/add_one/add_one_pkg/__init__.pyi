@@ -6,7 +6,6 @@ from tvmffi_runtime import DLPackExporter, Tensor
 
 __all__ = ["add_one_cpu"]
 
-
 def add_one_cpu(x: Tensor | DLPackExporter, y: Tensor | DLPackExporter) -> None:
     """Write x + 1 into y.
 

@@ -59,7 +59,6 @@ __all__ = [
     "schema_packed", "schema_tensor_view_input", "schema_variant_mix", "test_raise_error",
 ]
 
-
 class SchemaAllTypes(Object):
     """Registered as `testing.SchemaAllTypes`."""
 
@@ -176,7 +175,6 @@ class SchemaAllTypes(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCompare(Object):
     """Registered as `testing.TestCompare`."""
 
@@ -196,7 +194,6 @@ class TestCompare(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCustomCompare(Object):
     """Registered as `testing.TestCustomCompare`."""
 
@@ -213,7 +210,6 @@ class TestCustomCompare(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCustomHash(Object):
     """Registered as `testing.TestCustomHash`."""
 
@@ -229,7 +225,6 @@ class TestCustomHash(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxAutoInit(Object):
     """Registered as `testing.TestCxxAutoInit`."""
@@ -258,7 +253,6 @@ class TestCxxAutoInit(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxAutoInitAllInitOff(Object):
     """Registered as `testing.TestCxxAutoInitAllInitOff`."""
 
@@ -274,7 +268,6 @@ class TestCxxAutoInitAllInitOff(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxAutoInitKwOnlyDefaults(Object):
     """Registered as `testing.TestCxxAutoInitKwOnlyDefaults`."""
@@ -313,7 +306,6 @@ class TestCxxAutoInitKwOnlyDefaults(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxAutoInitParent(Object):
     """Registered as `testing.TestCxxAutoInitParent`."""
 
@@ -335,7 +327,6 @@ class TestCxxAutoInitParent(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxAutoInitSimple(Object):
     """Registered as `testing.TestCxxAutoInitSimple`."""
 
@@ -351,7 +342,6 @@ class TestCxxAutoInitSimple(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxClassBase(Object):
     """Registered as `testing.TestCxxClassBase`."""
@@ -369,7 +359,6 @@ class TestCxxClassBase(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxClassHiddenField(Object):
     """Registered as `testing.TestCxxClassHiddenField`."""
 
@@ -386,7 +375,6 @@ class TestCxxClassHiddenField(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxClassPolymorphic(Object):
     """Registered as `testing.TestCxxClassPolymorphic`."""
 
@@ -400,7 +388,6 @@ class TestCxxClassPolymorphic(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxEnumHolder(Object):
     """Registered as `testing.TestCxxEnumHolder`."""
@@ -422,7 +409,6 @@ class TestCxxEnumHolder(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxInitSubset(Object):
     """Registered as `testing.TestCxxInitSubset`."""
@@ -447,7 +433,6 @@ class TestCxxInitSubset(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxKwOnly(Object):
     """Registered as `testing.TestCxxKwOnly`."""
@@ -474,7 +459,6 @@ class TestCxxKwOnly(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxNoAutoInit(Object):
     """Registered as `testing.TestCxxNoAutoInit`."""
 
@@ -489,7 +473,6 @@ class TestCxxNoAutoInit(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestDeepCopyEdges(Object):
     """Registered as `testing.TestDeepCopyEdges`."""
@@ -507,7 +490,6 @@ class TestDeepCopyEdges(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestEqWithoutHash(Object):
     """Registered as `testing.TestEqWithoutHash`."""
 
@@ -524,7 +506,6 @@ class TestEqWithoutHash(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestFrozenCxx(Object):
     """Registered as `testing.TestFrozenCxx`."""
 
@@ -535,7 +516,6 @@ class TestFrozenCxx(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestHash(Object):
     """Registered as `testing.TestHash`."""
@@ -556,7 +536,6 @@ class TestHash(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestIntPair(Object):
     """Registered as `testing.TestIntPair`."""
 
@@ -576,7 +555,6 @@ class TestIntPair(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestNonCopyable(Object):
     """Registered as `testing.TestNonCopyable`."""
 
@@ -589,7 +567,6 @@ class TestNonCopyable(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestObjectBase(Object):
     """Registered as `testing.TestObjectBase`."""
@@ -619,7 +596,6 @@ class TestObjectBase(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestObjectPtrHolder(Object):
     """Registered as `testing.TestObjectPtrHolder`."""
 
@@ -645,7 +621,6 @@ class TestObjectPtrHolder(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestUnregisteredBaseObject(Object):
     """Registered as `testing.TestUnregisteredBaseObject`."""
 
@@ -663,7 +638,6 @@ class TestUnregisteredBaseObject(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestVisitHook(Object):
     """Registered as `testing.TestVisitHook`."""
 
@@ -677,7 +651,6 @@ class TestVisitHook(Object):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestVisitRegions(Object):
     """Registered as `testing.TestVisitRegions`."""
@@ -711,7 +684,6 @@ class TestVisitRegions(Object):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
     """Registered as `testing.TestCxxAutoInitChild`."""
 
@@ -742,7 +714,6 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxClassDerived(TestCxxClassBase):
     """Registered as `testing.TestCxxClassDerived`."""
 
@@ -772,7 +743,6 @@ class TestCxxClassDerived(TestCxxClassBase):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestEnumVariant(Enum):
     """Registered as `testing.TestEnumVariant`."""
 
@@ -781,7 +751,6 @@ class TestEnumVariant(Enum):
 
     def __init__(self, _never: NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
-
 
 class TestObjectDerived(TestObjectBase):
     """Registered as `testing.TestObjectDerived`."""
@@ -820,7 +789,6 @@ class TestObjectDerived(TestObjectBase):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestUnregisteredObject(TestUnregisteredBaseObject):
     """Registered as `testing.TestUnregisteredObject`."""
 
@@ -837,7 +805,6 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
         """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
-
 
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
     """Registered as `testing.TestCxxClassDerivedDerived`."""
@@ -872,13 +839,11 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
 
-
 class TestCxxIntEnum(IntEnum):
     """Registered as `testing.TestCxxIntEnum`."""
 
     def __init__(self, _never: NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
-
 
 class TestCxxStrEnum(StrEnum):
     """Registered as `testing.TestCxxStrEnum`."""
@@ -886,62 +851,47 @@ class TestCxxStrEnum(StrEnum):
     def __init__(self, _never: NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
 
-
 def TestIntPairSum(_0: TestIntPair, /) -> int:
     """Registered as `testing.TestIntPairSum`."""
-
 
 def add_one(_0: SupportsIndex, /) -> int:
     """Registered as `testing.add_one`."""
 
-
 def apply(*args: Any) -> Any:  # pyright: ignore[reportAny, reportExplicitAny]
     """Registered as `testing.apply`."""
-
 
 def echo(*args: Any) -> Any:  # pyright: ignore[reportAny, reportExplicitAny]
     """Registered as `testing.echo`."""
 
-
 def enum_variant_get(_0: str, /) -> Enum:
     """Registered as `testing.enum_variant_get`."""
-
 
 def get_add_one_c_symbol() -> int:
     """Registered as `testing.get_add_one_c_symbol`."""
 
-
 def get_mlir_add_one_c_symbol() -> int:
     """Registered as `testing.get_mlir_add_one_c_symbol`."""
-
 
 def make_array_with_mixed(_0: Tensor | DLPackExporter, _1: SupportsIndex, /) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_array_with_mixed`."""
 
-
 def make_array_with_tensor(_0: Tensor | DLPackExporter, /) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_array_with_tensor`."""
-
 
 def make_dict_with_tensor(_0: Tensor | DLPackExporter, /) -> Dict[str, Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_dict_with_tensor`."""
 
-
 def make_empty_array_with_tensor_input(_0: Tensor | DLPackExporter, /) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_empty_array_with_tensor_input`."""
-
 
 def make_list_with_tensor(_0: Tensor | DLPackExporter, _1: SupportsIndex, /) -> List[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_list_with_tensor`."""
 
-
 def make_map_with_tensor(_0: Tensor | DLPackExporter, /) -> Map[str, Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_map_with_tensor`."""
 
-
 def make_nested_array_with_tensor(_0: Tensor | DLPackExporter, /) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_nested_array_with_tensor`."""
-
 
 def make_nested_map_with_tensor(
     _0: Tensor | DLPackExporter,
@@ -950,30 +900,23 @@ def make_nested_map_with_tensor(
 ) -> Map[str, Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_nested_map_with_tensor`."""
 
-
 def make_unregistered_object() -> Object:
     """Registered as `testing.make_unregistered_object`."""
-
 
 def make_visit_region_graph(_0: bool, /) -> Any:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.make_visit_region_graph`."""
 
-
 def nop(*args: Any) -> Any:  # pyright: ignore[reportAny, reportExplicitAny]
     """Registered as `testing.nop`."""
-
 
 def object_use_count(_0: Object, /) -> int:
     """Registered as `testing.object_use_count`."""
 
-
 def optional_tensor_view_has_value(_0: Tensor | DLPackExporter | None, /) -> bool:
     """Registered as `testing.optional_tensor_view_has_value`."""
 
-
 def run_check_signal(_0: SupportsIndex, /) -> None:
     """Registered as `testing.run_check_signal`."""
-
 
 def schema_arr_map_opt(
     _0: Sequence[int | None],
@@ -983,150 +926,113 @@ def schema_arr_map_opt(
 ) -> Map[str, Array[int]]:
     """Registered as `testing.schema_arr_map_opt`."""
 
-
 def schema_id_any(_0: Any, /) -> Any:  # pyright: ignore[reportAny, reportExplicitAny]
     """Registered as `testing.schema_id_any`."""
-
 
 def schema_id_arr(_0: Sequence[Any], /) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.schema_id_arr`."""
 
-
 def schema_id_arr_int(_0: Sequence[int], /) -> Array[int]:
     """Registered as `testing.schema_id_arr_int`."""
-
 
 def schema_id_arr_obj(_0: Sequence[Object], /) -> Array[Object]:
     """Registered as `testing.schema_id_arr_obj`."""
 
-
 def schema_id_arr_str(_0: Sequence[str], /) -> Array[str]:
     """Registered as `testing.schema_id_arr_str`."""
-
 
 def schema_id_bool(_0: bool, /) -> bool:
     """Registered as `testing.schema_id_bool`."""
 
-
 def schema_id_bytes(_0: bytes, /) -> bytes:
     """Registered as `testing.schema_id_bytes`."""
-
 
 def schema_id_device(_0: Device, /) -> Device:
     """Registered as `testing.schema_id_device`."""
 
-
 def schema_id_dict_str_int(_0: Dict[str, int], /) -> Dict[str, int]:
     """Registered as `testing.schema_id_dict_str_int`."""
-
 
 def schema_id_dict_str_str(_0: Dict[str, str], /) -> Dict[str, str]:
     """Registered as `testing.schema_id_dict_str_str`."""
 
-
 def schema_id_dltensor(_0: Tensor | DLPackExporter, /) -> Tensor:
     """Registered as `testing.schema_id_dltensor`."""
-
 
 def schema_id_dtype(_0: DataType | str, /) -> DataType:
     """Registered as `testing.schema_id_dtype`."""
 
-
 def schema_id_float(_0: SupportsFloat, /) -> float:
     """Registered as `testing.schema_id_float`."""
-
 
 def schema_id_func(_0: Callable[..., Any], /) -> Function:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.schema_id_func`."""
 
-
 def schema_id_func_typed(_0: Callable[[int, float, Function], None], /) -> Function:
     """Registered as `testing.schema_id_func_typed`."""
-
 
 def schema_id_int(_0: SupportsIndex, /) -> int:
     """Registered as `testing.schema_id_int`."""
 
-
 def schema_id_list_int(_0: List[int], /) -> List[int]:
     """Registered as `testing.schema_id_list_int`."""
-
 
 def schema_id_list_obj(_0: List[Object], /) -> List[Object]:
     """Registered as `testing.schema_id_list_obj`."""
 
-
 def schema_id_list_str(_0: List[str], /) -> List[str]:
     """Registered as `testing.schema_id_list_str`."""
-
 
 def schema_id_map(_0: Mapping[Any, Any], /) -> Map[Any, Any]:  # pyright: ignore[reportExplicitAny]
     """Registered as `testing.schema_id_map`."""
 
-
 def schema_id_map_str_int(_0: Mapping[str, int], /) -> Map[str, int]:
     """Registered as `testing.schema_id_map_str_int`."""
-
 
 def schema_id_map_str_obj(_0: Mapping[str, Object], /) -> Map[str, Object]:
     """Registered as `testing.schema_id_map_str_obj`."""
 
-
 def schema_id_map_str_str(_0: Mapping[str, str], /) -> Map[str, str]:
     """Registered as `testing.schema_id_map_str_str`."""
-
 
 def schema_id_object(_0: Object, /) -> Object:
     """Registered as `testing.schema_id_object`."""
 
-
 def schema_id_opt_int(_0: SupportsIndex | None, /) -> int | None:
     """Registered as `testing.schema_id_opt_int`."""
-
 
 def schema_id_opt_obj(_0: Object | None, /) -> Object | None:
     """Registered as `testing.schema_id_opt_obj`."""
 
-
 def schema_id_opt_str(_0: str | None, /) -> str | None:
     """Registered as `testing.schema_id_opt_str`."""
-
 
 def schema_id_string(_0: str, /) -> str:
     """Registered as `testing.schema_id_string`."""
 
-
 def schema_id_tensor(_0: Tensor | DLPackExporter, /) -> Tensor:
     """Registered as `testing.schema_id_tensor`."""
-
 
 def schema_id_variant_int_str(_0: SupportsIndex | str, /) -> int | str:
     """Registered as `testing.schema_id_variant_int_str`."""
 
-
 def schema_no_args() -> int:
     """Registered as `testing.schema_no_args`."""
-
 
 def schema_no_args_no_return() -> None:
     """Registered as `testing.schema_no_args_no_return`."""
 
-
 def schema_no_return(_0: SupportsIndex, /) -> None:
     """Registered as `testing.schema_no_return`."""
-
 
 def schema_packed(*args: Any) -> Any:  # pyright: ignore[reportAny, reportExplicitAny]
     """Registered as `testing.schema_packed`."""
 
-
 def schema_tensor_view_input(_0: Tensor | DLPackExporter, /) -> None:
     """Registered as `testing.schema_tensor_view_input`."""
 
-
 def schema_variant_mix(_0: SupportsIndex | str | Sequence[int], /) -> int | str | Array[int]:
     """Registered as `testing.schema_variant_mix`."""
-
 
 def test_raise_error(_0: str, _1: str, /) -> None:
     """Registered as `testing.test_raise_error`."""
