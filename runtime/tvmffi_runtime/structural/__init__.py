@@ -368,7 +368,7 @@ def structural_map(
     order: WalkOrder | str = WalkOrder.POST_ORDER,
     *,
     policy: Policy | None = None,
-) -> Any:
+) -> object:
     """Map ``root`` in the engine with typed replacement handlers and return the result.
 
     ``mapper`` is a typed callable ``(value[, kind]) -> replacement``, a tuple of them (first
@@ -452,7 +452,7 @@ def structural_mutate(
 ) -> _Root: ...
 def structural_mutate(
     root: object, mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = None
-) -> Any:
+) -> object:
     """Mutate ``root`` in the engine; matched callbacks own the mutation of their values.
 
     ``mutator`` is a :class:`MutatorBase` instance, a :class:`MutateCallbacks`, or handlers
