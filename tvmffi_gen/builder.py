@@ -389,7 +389,7 @@ class Builder:
         sig = self.schema_sig(f.schema, f"function {f.name}")
         doc = item_doc(f.doc, f"Registered as `{f.name}`.")
         if f.exported:
-            doc = item_doc(f.doc, f"Exported by the library as `{f.name}` (symbol `__tvm_ffi_{f.name}`).")
+            doc = item_doc(f.doc, f"Exported by the library as `{f.name}`\n(symbol `__tvm_ffi_{f.name}`).")
             if sig.params is None and f.schema is None:
                 self.warn(
                     f"exported function {f.name} has no type metadata, so it is generated untyped;"

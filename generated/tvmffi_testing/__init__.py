@@ -25,7 +25,8 @@ __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 @_bind.exported_function("tvmffi_testing._lib", "testing_dll_schema_id_int")
 def testing_dll_schema_id_int(_0: _t.SupportsIndex, /) -> int:
-    """Exported by the library as `testing_dll_schema_id_int` (symbol `__tvm_ffi_testing_dll_schema_id_int`).
+    """Exported by the library as `testing_dll_schema_id_int`
+    (symbol `__tvm_ffi_testing_dll_schema_id_int`).
     """
     ...
 
@@ -46,7 +47,8 @@ def testing_dll_test_add_with_docstring(a: _t.SupportsIndex, b: _t.SupportsIndex
     result : int
         Sum of a and b
 
-    Exported by the library as `testing_dll_test_add_with_docstring` (symbol `__tvm_ffi_testing_dll_test_add_with_docstring`).
+    Exported by the library as `testing_dll_test_add_with_docstring`
+    (symbol `__tvm_ffi_testing_dll_test_add_with_docstring`).
     """
     ...
 

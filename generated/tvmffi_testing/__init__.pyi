@@ -12,7 +12,8 @@ from . import testing as testing
 __all__ = ["testing_dll_schema_id_int", "testing_dll_test_add_with_docstring"]
 
 def testing_dll_schema_id_int(_0: SupportsIndex, /) -> int:
-    """Exported by the library as `testing_dll_schema_id_int` (symbol `__tvm_ffi_testing_dll_schema_id_int`).
+    """Exported by the library as `testing_dll_schema_id_int`
+    (symbol `__tvm_ffi_testing_dll_schema_id_int`).
     """
 
 def testing_dll_test_add_with_docstring(a: SupportsIndex, b: SupportsIndex) -> int:
@@ -30,5 +31,6 @@ def testing_dll_test_add_with_docstring(a: SupportsIndex, b: SupportsIndex) -> i
     result : int
         Sum of a and b
 
-    Exported by the library as `testing_dll_test_add_with_docstring` (symbol `__tvm_ffi_testing_dll_test_add_with_docstring`).
+    Exported by the library as `testing_dll_test_add_with_docstring`
+    (symbol `__tvm_ffi_testing_dll_test_add_with_docstring`).
     """

@@ -27,6 +27,7 @@ def add_one_cpu(x: _rt.Tensor | _rt.DLPackExporter, y: _rt.Tensor | _rt.DLPackEx
     y : Tensor
         1-D float32 CPU tensor with the shape of x (written).
 
-    Exported by the library as `add_one_cpu` (symbol `__tvm_ffi_add_one_cpu`).
+    Exported by the library as `add_one_cpu`
+    (symbol `__tvm_ffi_add_one_cpu`).
     """
     ...

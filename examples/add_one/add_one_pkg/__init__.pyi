@@ -16,5 +16,6 @@ def add_one_cpu(x: Tensor | DLPackExporter, y: Tensor | DLPackExporter) -> None:
     y : Tensor
         1-D float32 CPU tensor with the shape of x (written).
 
-    Exported by the library as `add_one_cpu` (symbol `__tvm_ffi_add_one_cpu`).
+    Exported by the library as `add_one_cpu`
+    (symbol `__tvm_ffi_add_one_cpu`).
     """
