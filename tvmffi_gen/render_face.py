@@ -183,12 +183,14 @@ class _Face:
             return "\n".join([*_any_ignored([line]), *doc])
         if f.getter_type == f.setter_type:
             return "\n".join([*_any_ignored([f"    {f.name}: {self.t(f.getter_type)}{ignore}"]), *doc])
-        ignore = "  # type: ignore[override, misc]" if f.override_ignore else ""
-        getter_line = _any_ignored([f"    def {f.name}(self) -> {self.t(f.getter_type)}:{ignore}"])
+        getter_line = _any_ignored([f"    def {f.name}(self) -> {self.t(f.getter_type)}:"])
         getter = self.defn(getter_line, f.doc, "        ")
         setter = fit(f"def {f.name}(", ["self", f"value: {self.t(f.setter_type)}"], ") -> None: ...", "    ")
         setter = _any_ignored(setter, {0: {"reportPropertyTypeMismatch"}})
-        return "\n".join(["    @property", getter, f"    @{f.name}.setter", *setter])
+        # mypy reports an incompatible property on its decorator, and its setter's on the setter's
+        property_ignore = "  # type: ignore[override, misc]" if f.override_ignore else ""
+        setter_ignore = "  # type: ignore[override]" if f.override_ignore else ""
+        return "\n".join([f"    @property{property_ignore}", getter, f"    @{f.name}.setter{setter_ignore}", *setter])
 
     def entry_line(self, cls: ClassModel, name: str) -> str:
         return f"    {name}: {self.t(_CLASS_VAR)}[{cls.name}]"
