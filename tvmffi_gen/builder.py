@@ -45,7 +45,7 @@ from .model import (
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .prefixes import kept_by_prefixes
-from .registry_facts import auto_init_order, chain_fields
+from .registry_facts import auto_init_order, chain_fields, defaults_to_none
 from .signatures import named_result, params, unnamed, unnamed_note
 from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from .spelling import RUNTIME_BASES, Spelling
@@ -325,12 +325,12 @@ class Builder:
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
                 default = lit if lit is not None else "_bind.NATIVE_DEFAULT"
-                if (
-                    default == "None"
-                    and annotation.text != ANY_ANNOTATION.text
-                    and not annotation.text.endswith("| None")
-                ):
-                    annotation = annotation.or_none()  # a nullable field whose schema does not say Optional
+            if (
+                defaults_to_none(f)
+                and annotation.text != ANY_ANNOTATION.text
+                and not annotation.text.endswith("| None")
+            ):
+                annotation = annotation.or_none()
             auto_params.append(
                 Param(
                     scope.claim(self._field_py_name(owner, f.name) or f.name),
