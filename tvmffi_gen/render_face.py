@@ -186,7 +186,7 @@ class _Face:
         getter_line = _any_ignored([f"    def {f.name}(self) -> {self.t(f.getter_type)}:"])
         getter = self.defn(getter_line, f.doc, "        ")
         setter = fit(f"def {f.name}(", ["self", f"value: {self.t(f.setter_type)}"], ") -> None: ...", "    ")
-        setter = _any_ignored(setter, {0: {"reportPropertyTypeMismatch"}})
+        setter = _any_ignored(setter)
         # mypy reports an incompatible property on its decorator, and its setter's on the setter's
         property_ignore = "  # type: ignore[override, misc]" if f.override_ignore else ""
         setter_ignore = "  # type: ignore[override]" if f.override_ignore else ""
@@ -245,15 +245,14 @@ _ANY_NAME = re.compile(r"(?<![\w.])Any\b")
 _ANY_PARAMETER = re.compile(r"\w: Any(?=[,)]| =)")
 
 
-def _any_ignored(lines: list[str], more: dict[int, set[str]] | None = None) -> list[str]:
+def _any_ignored(lines: list[str]) -> list[str]:
     """Lines of code (a declaration laid out; no docstring) with basedpyright's
     ``reportExplicitAny`` turned off on each that names ``Any`` (``reportAny`` too where a
-    parameter is ``Any`` itself), and the ``more`` rules on the
-    lines they are given for (after a ``# type: ignore`` already there, which mypy reads only
-    at the start of a comment)."""
+    parameter is ``Any`` itself), after a ``# type: ignore`` already there (which mypy reads
+    only at the start of a comment)."""
     out: list[str] = []
-    for i, line in enumerate(lines):
-        rules = set((more or {}).get(i, set()))
+    for line in lines:
+        rules: set[str] = set()
         code = line.partition("  #")[0]
         if _ANY_NAME.search(code):
             rules.add("reportExplicitAny")
@@ -284,9 +283,12 @@ def render_face(
         mypy_disabled_codes=[c for c in mypy_disabled_codes(mod) if c != "empty-body"],
         pyright_header=[_HEADER_MARK],
     )
+    # a stub has no __init__ body; a field written wider than read is a property with a setter
     rules = [
         r for r in pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg)) if r != "reportMissingSuperCall"
     ]
+    if any(f.write is not None and f.getter_type != f.setter_type for c in mod.classes for f in c.fields):
+        rules.append("reportPropertyTypeMismatch")
     lines = pyright_header(rules, line_rules=ignored_on_lines(text))
     return text.replace(_HEADER_MARK + "\n", "".join(line + "\n" for line in lines), 1)
 

@@ -3,12 +3,13 @@
 # basedpyright's default mode: rules that cannot apply to generated code, and why.
 # Members override where the library's types do (typing.override needs Python 3.12):
 # pyright: reportImplicitOverride=false
+# A field's setter takes what the runtime converts (a sequence for an Array, a str for a DataType),
+# more than a read of it gives:
+# pyright: reportPropertyTypeMismatch=false
 # Rules only basedpyright has, which single lines turn off (a pyright ignore comment), and why:
 # reportAny: Where the registry types a value as any value (ffi Any), its annotation is Any.
 # reportExplicitAny: Where the registry types a value as any value (ffi Any), a stub's annotation
 #   says Any.
-# reportPropertyTypeMismatch: A field's setter takes what the runtime converts (a sequence for an
-#   Array, a str for a DataType), more than a read of it gives.
 # reportUnannotatedClassAttribute: __match_args__ and __replace__ take their types from their
 #   values: the literal field names a class pattern reads, and the replace method.
 """Namespace `testing` of `libtvm_ffi_testing.so`."""
@@ -78,7 +79,7 @@ class SchemaAllTypes(Object):
     def v_dtype(self) -> DataType:
         """dtype field"""
     @v_dtype.setter
-    def v_dtype(self, value: DataType | str) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_dtype(self, value: DataType | str) -> None: ...
 
     v_string: str
     """string field"""
@@ -96,37 +97,37 @@ class SchemaAllTypes(Object):
     def v_arr_int(self) -> Array[int]:
         """array<int>"""
     @v_arr_int.setter
-    def v_arr_int(self, value: Sequence[int]) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_arr_int(self, value: Sequence[int]) -> None: ...
 
     @property
     def v_arr_str(self) -> Array[str]:
         """array<str>"""
     @v_arr_str.setter
-    def v_arr_str(self, value: Sequence[str]) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_arr_str(self, value: Sequence[str]) -> None: ...
 
     @property
     def v_map_str_int(self) -> Map[str, int]:
         """map<str,int>"""
     @v_map_str_int.setter
-    def v_map_str_int(self, value: Mapping[str, int]) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_map_str_int(self, value: Mapping[str, int]) -> None: ...
 
     @property
     def v_map_str_arr_int(self) -> Map[str, Array[int]]:
         """map<str,array<int>>"""
     @v_map_str_arr_int.setter
-    def v_map_str_arr_int(self, value: Mapping[str, Sequence[int]]) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_map_str_arr_int(self, value: Mapping[str, Sequence[int]]) -> None: ...
 
     @property
     def v_variant(self) -> str | Array[int] | Map[str, int]:
         """variant<str,array<int>,map<str,int>>"""
     @v_variant.setter
-    def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None: ...
 
     @property
     def v_opt_arr_variant(self) -> Array[int | str] | None:
         """optional<array<variant<int,str>>>"""
     @v_opt_arr_variant.setter
-    def v_opt_arr_variant(self, value: Sequence[int | str] | None) -> None: ...  # pyright: ignore[reportPropertyTypeMismatch]
+    def v_opt_arr_variant(self, value: Sequence[int | str] | None) -> None: ...
 
     def __init__(self, _never: NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -760,12 +761,12 @@ class TestObjectDerived(TestObjectBase):
     @property
     def v_map(self) -> Map[Any, Any]: ...  # pyright: ignore[reportExplicitAny]
     @v_map.setter
-    def v_map(self, value: Mapping[Any, Any]) -> None: ...  # pyright: ignore[reportExplicitAny, reportPropertyTypeMismatch]
+    def v_map(self, value: Mapping[Any, Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
 
     @property
     def v_array(self) -> Array[Any]: ...  # pyright: ignore[reportExplicitAny]
     @v_array.setter
-    def v_array(self, value: Sequence[Any]) -> None: ...  # pyright: ignore[reportExplicitAny, reportPropertyTypeMismatch]
+    def v_array(self, value: Sequence[Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
 
     def __init__(
         self,
