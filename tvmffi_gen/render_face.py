@@ -137,7 +137,7 @@ def face_names(pkg: PackageModel, mod: ModuleModel) -> FaceNames:
     return FaceNames(plain, {k: sorted(v) for k, v in sorted(imports.items())}, dict(sorted(aliases.items())))
 
 
-def _import_lines(names: FaceNames, pkg: PackageModel) -> list[list[str]]:
+def _import_lines(names: FaceNames) -> list[list[str]]:
     """The face's imports in groups: the standard library, then the runtime, then the package's
     own and ``--use`` packages' modules (a group without lines left out)."""
     standard = {module for group in STANDARD_IMPORTS[:1] for module in (_STANDARD_MODULES[a] for a in group)}
@@ -157,10 +157,11 @@ def _import_lines(names: FaceNames, pkg: PackageModel) -> list[list[str]]:
 class _Face:
     """The helpers ``module.pyi.jinja`` calls for one module, in the module's face names."""
 
-    def __init__(self, pkg: PackageModel, mod: ModuleModel, names: FaceNames) -> None:
-        self.pkg, self.mod, self.names = pkg, mod, names
+    def __init__(self, names: FaceNames) -> None:
+        self.names = names
 
     def t(self, text: str) -> str:
+        """An annotation's text in the face's names."""
         return self.names.text(text)
 
     def defn(self, lines: list[str], doc: str, indent: str) -> str:
@@ -267,7 +268,7 @@ def render_face(
 ) -> str:
     """The ``.pyi`` of ``mod``."""
     names = face_names(pkg, mod)
-    face = _Face(pkg, mod, names)
+    face = _Face(names)
     text = env.get_template("module.pyi.jinja").render(
         header=header,
         pkg=pkg,
@@ -279,7 +280,7 @@ def render_face(
         init_doc=init_doc,
         replace_doc=replace_doc,
         line_ignore=line_ignore,
-        import_groups=_import_lines(names, pkg),
+        import_groups=_import_lines(names),
         mypy_disabled_codes=[c for c in mypy_disabled_codes(mod) if c != "empty-body"],
         pyright_header=[_HEADER_MARK],
     )
