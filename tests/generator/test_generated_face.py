@@ -103,3 +103,20 @@ def test_jedi_completes_fields_as_their_values(tmp_path: Path) -> None:
     call = "from tvmffi_testing.testing import TestObjectDerived\nTestObjectDerived("
     (signature,) = jedi.Script(call, path=str(tmp_path / "use.py"), project=project).get_signatures(2, 18)
     assert signature.to_string().startswith("TestObjectDerived(v_map: Mapping[Any, Any], v_array: Sequence[Any],")
+
+
+def test_a_run_prints_one_note_counting_the_unnamed_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tvmffi_gen.cli import main
+
+    from conftest import TESTING_LIB
+
+    assert main([str(TESTING_LIB), "-o", str(tmp_path / "pkg")]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1, notes
+    assert re.match(r"note: \d+ parameters of \d+ functions, methods and constructors have no name", notes[0])
+    assert "numpydoc `Parameters` section" in notes[0] and "README's C++ example" in notes[0]
+    # -q: nothing but errors
+    assert main([str(TESTING_LIB), "-o", str(tmp_path / "pkg"), "-q"]) == 0
+    assert capsys.readouterr().out == ""
