@@ -13,6 +13,7 @@ spelled by :class:`.spelling.Spelling`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 
@@ -44,8 +45,8 @@ from .model import (
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .prefixes import kept_by_prefixes
-from .registry_facts import auto_init_order, chain_fields
-from .signatures import named_result, params
+from .registry_facts import auto_init_order, chain_fields, defaults_to_none
+from .signatures import named_result, params, unnamed, unnamed_note
 from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from .spelling import RUNTIME_BASES, Spelling
 from .typemap import (
@@ -175,7 +176,7 @@ class Builder:
                 namespace=ns,
                 base=Annotation(""),
                 base_key=base_key,
-                doc=item_doc(t.doc, f"Registry type: ``{key}``."),
+                doc=item_doc(t.doc, f"Registered as `{key}`."),
                 depth=len(t.ancestors),
             )
             self.classes[key] = cls
@@ -268,10 +269,39 @@ class Builder:
             if sig.params is None:
                 return InitModel("method", [Param("args", ANY_ANNOTATION, None, "varargs")], t.init_doc)
             ann = self.spelling.annotator(mod, context, members)
-            return InitModel("method", params(sig, ann, skip_self=False, doc=t.init_doc), t.init_doc)
+            init_params = params(sig, ann, skip_self=False, doc=t.init_doc)
+            return InitModel("method", self._named_like_fields(t, sig, init_params), t.init_doc)
         if t.init == "auto":
             return InitModel("auto", self._auto_init_params(t, mod, members), "")
         return InitModel("none", [], "")
+
+    def _named_like_fields(self, t: TypeSnap, sig: FunctionSig, init_params: list[Param]) -> list[Param]:
+        """An ``__ffi_init__`` whose schema names no parameter, taking the type's fields one to one
+        (ancestors' first, as declared; the same types in the same order): its parameters are
+        named after the fields. They stay positional-only: the native init takes no keywords, and
+        nothing says the C++ constructor means them as the fields, only that they fit."""
+        if not init_params or not all(unnamed(p) for p in init_params):
+            return init_params
+        chain = chain_fields(t.type_key, self._fields_of(t), t.ancestors)
+        if len(chain) != len(init_params) or sig.params is None:
+            return init_params
+        names: list[str] = []
+        for (owner, f), ref in zip(chain, sig.params, strict=True):
+            name = self._field_py_name(owner, f.name)
+            if name is None or name == "self" or self.schema_type(f.schema, f"field {owner}.{f.name}") != ref:
+                return init_params
+            names.append(name)
+        return [dataclasses.replace(p, name=name) for p, name in zip(init_params, names, strict=True)]
+
+    def _fields_of(self, t: TypeSnap) -> Callable[[str], list[FieldSnap]]:
+        """The registered fields of ``t`` or of one of its ancestors, by type key (an ancestor
+        of a preloaded library's too)."""
+
+        def fields_of(k: str) -> list[FieldSnap]:
+            snap = self.types.get(k)
+            return t.fields if k == t.type_key else snap.fields if snap else self.snap.external_fields.get(k, [])
+
+        return fields_of
 
     def _field_py_name(self, owner: str, reg_name: str) -> str | None:
         """The attribute name of the field ``reg_name`` in the class of ``owner``, if generated here."""
@@ -285,11 +315,7 @@ class Builder:
     def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
         # The parameters of the native auto-init, in its order (registry_facts, the rule the
         # stubs follow too); each is named like the field's property.
-        def fields_of(k: str) -> list[FieldSnap]:
-            snap = self.types.get(k)  # else a type of a preloaded library
-            return t.fields if k == t.type_key else snap.fields if snap else self.snap.external_fields.get(k, [])
-
-        chain = chain_fields(t.type_key, fields_of, t.ancestors)
+        chain = chain_fields(t.type_key, self._fields_of(t), t.ancestors)
         scope = Scope(RESERVED_MODULE | {"self"})
         auto_params: list[Param] = []
         for owner, f in auto_init_order(t, chain):
@@ -299,12 +325,12 @@ class Builder:
             if f.has_default:
                 lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
                 default = lit if lit is not None else "_bind.NATIVE_DEFAULT"
-                if (
-                    default == "None"
-                    and annotation.text != ANY_ANNOTATION.text
-                    and not annotation.text.endswith("| None")
-                ):
-                    annotation = annotation.or_none()  # a nullable field whose schema does not say Optional
+            if (
+                defaults_to_none(f)
+                and annotation.text != ANY_ANNOTATION.text
+                and not annotation.text.endswith("| None")
+            ):
+                annotation = annotation.or_none()
             auto_params.append(
                 Param(
                     scope.claim(self._field_py_name(owner, f.name) or f.name),
@@ -361,9 +387,9 @@ class Builder:
         gets its final name once every function has claimed one (:meth:`declare`)."""
         ann = self.spelling.annotator(mod, f"function {f.name}")
         sig = self.schema_sig(f.schema, f"function {f.name}")
-        doc = item_doc(f.doc, f"Registry function: ``{f.name}``.")
+        doc = item_doc(f.doc, f"Registered as `{f.name}`.")
         if f.exported:
-            doc = item_doc(f.doc, f"Exported function: ``{f.name}``\n(symbol ``__tvm_ffi_{f.name}``).")
+            doc = item_doc(f.doc, f"Exported by the library as `{f.name}`\n(symbol `__tvm_ffi_{f.name}`).")
             if sig.params is None and f.schema is None:
                 self.warn(
                     f"exported function {f.name} has no type metadata, so it is generated untyped;"
@@ -384,6 +410,10 @@ class Builder:
             mod.classes = _topological(mod.classes)
         derive_imports(self.modules, self.used)
         check_import_cycles(self.modules)
+        signatures = [f.params for m in self.modules.values() for f in m.functions]
+        signatures += [m.params for c in self.classes.values() for m in c.methods]
+        signatures += [c.init.params for c in self.classes.values() if c.init is not None]
+        note = unnamed_note(signatures)
         return PackageModel(
             name=self.name,
             library=self.snap.library,
@@ -395,6 +425,7 @@ class Builder:
             env_var=self.name.upper().replace(".", "_") + "_LIBRARY",
             used_packages=self.used_packages,
             visitors=visitor_hooks(self.classes, self.modules, self.used_packages),
+            notes=[note] if note else [],
         )
 
 

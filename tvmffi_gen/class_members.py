@@ -136,7 +136,7 @@ def field_model(
         # in place as the registry setter would, unless the setter is a function of its own
         in_place = kind in IN_PLACE_KINDS and not f.flags & SETTER_IS_FUNCTION
         write = "in_place" if in_place else "registry"
-    doc = item_doc(f.doc, f"Registry field: ``{owner}.{f.name}``" + ("" if f.writable else " (read-only)") + ".")
+    doc = item_doc(f.doc, " ".join(([] if f.writable else ["Read-only."]) + _registered_as(name, f.name)))
     fm = FieldModel(
         name=name,
         reg_name=f.name,
@@ -155,12 +155,18 @@ def field_model(
     return fm
 
 
+def _registered_as(name: str, reg_name: str) -> list[str]:
+    """What a member's docstring adds about its registry name: the name, where the naming rule
+    changed it (``def_`` for ``def``); its type's is in the class's docstring."""
+    return [] if name == reg_name else [f"Registered as `{reg_name}`."]
+
+
 def method_model(
     owner: str, m: MethodSnap, name: str, sig: FunctionSig, ann: Annotator, base: MethodModel | None
 ) -> MethodModel:
     """The method ``m`` of the type ``owner`` with the signature ``sig``, named ``name``;
     ``base``: the inherited method it overrides, if any."""
-    doc = item_doc(m.doc, f"Registry method: ``{owner}.{m.name}``" + (" (static)" if m.is_static else "") + ".")
+    doc = item_doc(m.doc, " ".join(_registered_as(name, m.name)))
     if sig.params is None or (not m.is_static and not sig.params):
         mm = MethodModel(name, m.name, [], ANY_ANNOTATION, m.is_static, doc, typed=False)
     else:

@@ -112,10 +112,12 @@ def generate(
     timeout: float = 120.0,
     portable: bool = False,
     use: list[str] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Snapshot, dict[str, str], list[str]]:
     """Snapshot (unless given), model and render; returns (snapshot, files, warnings).
 
-    ``use`` names packages generated before for libraries this one extends (``--use``)."""
+    ``use`` names packages generated before for libraries this one extends (``--use``);
+    ``notes``, when given, gets the model's notes to the library's author."""
     from .uses import read_used_package
 
     used = [read_used_package(u) for u in use or []]
@@ -138,6 +140,8 @@ def generate(
     if not model.classes and not any(m.functions for m in model.modules.values()):
         raise GenerationError(nothing_registered(snapshot))
     files = render_package(model, _tvm_ffi_libdir(), Path(output))
+    if notes is not None:
+        notes += model.notes
     return snapshot, files, warnings
 
 
@@ -297,6 +301,7 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
         check_project_folder(target.project_dir, target.package_dir, args.force)
     library, snapshot = _registry_source(args, log)
     log.debug(f"reading the registry of {library or args.from_snapshot}")
+    notes: list[str] = []
     snapshot, files, warnings = generate(
         library,
         str(target.package_dir),
@@ -308,9 +313,12 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
         args.timeout,
         args.portable,
         args.use,
+        notes,
     )
     for w in warnings:
         log.warn(w)
+    for note in notes:
+        log.info(f"note: {note}")
     if args.save_snapshot:
         _save_snapshot(snapshot, args.save_snapshot)
     project = None

@@ -142,12 +142,12 @@ def docstring_lines(text: str, indent: str) -> list[str]:
 
 
 def item_doc(text: str, registry_line: str) -> str:
-    """The registry's documentation of an item followed by where it comes from: on one line
-    when the documentation is one line and both fit (members are indented once), else as a
-    paragraph of its own."""
+    """The registry's documentation of an item followed by what the generator adds (``""``:
+    nothing): on one line when the documentation is one line and both fit (members are indented
+    once), else as a paragraph of its own. Both are Markdown, which every IDE renders."""
     text = text.strip()
-    if not text:
-        return registry_line
+    if not text or not registry_line:
+        return text or registry_line
     if "\n" not in text:
         sentence = text if text.endswith((".", "!", "?", ":")) else f"{text}."
         joined = f"{sentence} {registry_line}"

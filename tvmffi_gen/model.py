@@ -287,6 +287,8 @@ class PackageModel:
     classes: dict[str, ClassModel]
     warnings: list[str]
     version: str = __version__
+    #: What the run tells the library's author beyond warnings (how to name ``_0, _1, ...``).
+    notes: list[str] = field(default_factory=list)
     env_var: str = ""
     bundled: bool = False
     #: Also record the library's absolute path, for a package-relative library found from a

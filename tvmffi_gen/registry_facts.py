@@ -146,6 +146,14 @@ def nearest_known(key: str, ancestors: list[str], known: Callable[[str], T | Non
     return None
 
 
+def defaults_to_none(f: FieldSnap) -> bool:
+    """Whether a field's native default is ``None`` itself (not a factory, not a value the
+    snapshot could not spell): a parameter taking it accepts ``None`` whatever its schema says
+    (a nullable field whose schema does not say ``Optional``). The package and ``--stubs-for``
+    both widen such a parameter to ``T | None``."""
+    return f.has_default and not f.default_is_factory and f.default_repr is None and f.default is None
+
+
 def auto_init_order(t: TypeSnap, chain: list[tuple[str, FieldSnap]]) -> list[tuple[str, FieldSnap]]:
     """The parameters of ``t``'s native auto-init (``TypeSnap.init == "auto"``), from the fields
     of its chain (``chain_fields``), in the order ``tvm_ffi`` binds them: the fields with the init

@@ -15,7 +15,29 @@ from .model import Param, ResultModel
 from .naming import RESERVED_MODULE, Scope, py_name
 from .typemap import Annotator, FunctionSig, TypeRef
 
-__all__ = ["named_result", "params"]
+__all__ = ["named_result", "params", "unnamed", "unnamed_note"]
+
+#: The name of a parameter nothing names: ``_0, _1, ...``.
+_UNNAMED = re.compile(r"_\d+")
+
+
+def unnamed(p: Param) -> bool:
+    """Whether ``p`` is a positional-only ``_N``: neither the schema nor a doc names it."""
+    return p.kind == "posonly" and _UNNAMED.fullmatch(p.name) is not None
+
+
+def unnamed_note(signatures: list[list[Param]]) -> str | None:
+    """One line for a run: how many parameters of ``signatures`` (functions, methods,
+    constructors) nothing names, and how their author names them; None when there are none."""
+    counts = [sum(unnamed(p) for p in params) for params in signatures]
+    total, items = sum(counts), sum(1 for n in counts if n)
+    if not total:
+        return None
+    return (
+        f"{total} parameters of {items} functions, methods and constructors have no name in the"
+        " registry, so they are positional-only `_0, _1, ...`: a numpydoc `Parameters` section in"
+        " each one's registry doc names them (see the README's C++ example)"
+    )
 
 
 def params(sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:

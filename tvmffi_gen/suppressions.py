@@ -62,6 +62,8 @@ PYRIGHT_RULES_OFF = {
     " imports for type checking close cycles the run-time imports do not have",
     "reportMissingSuperCall": "Each __init__ builds its object with the type's native"
     " __ffi_init__, not with the base class's __init__",
+    "reportPropertyTypeMismatch": "A field's setter takes what the runtime converts (a sequence"
+    " for an Array, a str for a DataType), more than a read of it gives",
 }
 
 #: The reasons ``visitors.py`` gives (its hooks, not native functions).
@@ -80,6 +82,7 @@ LINE_RULES = {
     "reportAny": "Where the registry types a value as any value (ffi Any), its annotation is Any",
     "reportUnannotatedClassAttribute": "__match_args__ and __replace__ take their types from"
     " their values: the literal field names a class pattern reads, and the replace method",
+    "reportExplicitAny": "Where the registry types a value as any value (ffi Any), a stub's annotation says Any",
 }
 
 
@@ -196,6 +199,7 @@ def pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tupl
         "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
+        "reportPropertyTypeMismatch": False,  # the .py declares descriptors; its face, properties
     }
     return [rule for rule in PYRIGHT_RULES_OFF if rules[rule]]
 

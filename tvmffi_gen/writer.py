@@ -98,10 +98,11 @@ def _usable_cpus() -> int:
 
 def _file_record(item: tuple[str, str]) -> dict[str, Any]:
     """What the manifest records of one generated file (``item``: its path and text): its hash,
-    its members' keys and fingerprints, and its API (``api_changes.module_api``)."""
+    its members' keys and fingerprints, and its API (``api_changes.module_api``; a module's
+    ``.pyi`` face says the API of its ``.py`` again, so it records none)."""
     rel, text = item
     tree = ast.parse(text)  # once: the API reads it, then the keys change it
-    api = module_api(rel, text, tree)
+    api = module_api(rel, text, tree) if rel.endswith(".py") else {}
     return {"hash": text_hash(text), "members": member_keys(text, tree), "api": api}
 
 
@@ -130,12 +131,12 @@ def _parsed_records(items: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 def _file_records(files: dict[str, str], previous: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``_file_record`` of each generated module; one unchanged since the last run (whose
-    record is of the current form) is taken from the manifest, not parsed again."""
+    """``_file_record`` of each generated module and face (``.pyi``); one unchanged since the
+    last run (whose record is of the current form) is taken from the manifest, not parsed again."""
     records: dict[str, dict[str, Any]] = {}
     to_parse: list[tuple[str, str]] = []
     for rel, text in sorted(files.items()):
-        if not rel.endswith(".py"):
+        if not rel.endswith((".py", ".pyi")):
             continue
         before: dict[str, Any] = previous.get(rel) or {}
         current = "members" in before and isinstance(before.get("api"), dict)

@@ -46,12 +46,12 @@ def test_a_metadata_doc_reaches_the_generated_function(fdoc: Path) -> None:
     finally:
         sys.path.remove(str(fdoc.parent))
     assert with_metadata_doc(21) == 42
-    assert with_metadata_doc.__doc__ == "Double x. Registry function: ``fdoc.with_metadata_doc``."
+    assert with_metadata_doc.__doc__ == "Double x. Registered as `fdoc.with_metadata_doc`."
 
 
 def test_the_registry_gives_no_docstring_argument(fdoc: Path) -> None:
     text = (fdoc / "fdoc" / "__init__.py").read_text()
-    assert '"""Registry function: ``fdoc.with_docstring``."""' in text
+    assert '"""Registered as `fdoc.with_docstring`."""' in text
     assert "Add one to x." not in text
 
 

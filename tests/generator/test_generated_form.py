@@ -293,7 +293,7 @@ def test_a_native_function_keeps_what_its_def_offers(pure: bool) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "(_0: '_t.SupportsIndex', /) -> 'int' add_one Registry function: ``testing.add_one``.",
+        "(_0: '_t.SupportsIndex', /) -> 'int' add_one Registered as `testing.add_one`.",
         "True tvmffi_testing.testing",
         "3 3 () -> 'int'",
         "add_one() takes 1 positional argument but 0 were given",

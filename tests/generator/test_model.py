@@ -263,6 +263,41 @@ def test_auto_init_leaves_out_the_inherited_fields_its_native_init_does_not_take
     assert names("ir.PrimType") == ["ty", "dtype"]
 
 
+def _unnamed_init(key: str, *params: Any, fields: list[FieldSnap], ancestors: list[str] | None = None) -> TypeSnap:
+    """A type whose ``__ffi_init__`` schema names no parameter (``refl::init<...>``)."""
+    schema = {"type": "ffi.Function", "args": [obj(key), *params]}
+    return TypeSnap(key, ancestors or ["ffi.Object"], init="method", init_schema=schema, fields=fields)
+
+
+def test_an_unnamed_init_taking_the_fields_one_to_one_is_named_after_them() -> None:
+    pair = _unnamed_init("g.Pair", INT, INT, fields=[FieldSnap("a", schema=INT), FieldSnap("b", schema=INT)])
+    # ancestors' fields first, as declared: the derived init takes (base, own)
+    base = TypeSnap("g.Base", ["ffi.Object"], init="none", fields=[FieldSnap("name", schema=STR)])
+    derived = _unnamed_init(
+        "g.Derived", STR, INT, fields=[FieldSnap("n", schema=INT)], ancestors=["ffi.Object", "g.Base"]
+    )
+    swapped = _unnamed_init("g.Swapped", STR, INT, fields=[FieldSnap("a", schema=INT), FieldSnap("s", schema=STR)])
+    fewer = _unnamed_init("g.Fewer", INT, fields=[FieldSnap("a", schema=INT), FieldSnap("b", schema=INT)])
+    fn = FunctionSnap("g.f", schema={"type": "ffi.Function", "args": [INT, INT, INT]})
+    model = build_model(make_snapshot([pair, base, derived, swapped, fewer], [fn]), "pkg")
+
+    def params(key: str) -> list[tuple[str, str]]:
+        init = model.classes[key].init
+        assert init is not None
+        return [(p.name, p.kind) for p in init.params]
+
+    # named after the fields, and still positional-only: the native init takes no keywords
+    assert params("g.Pair") == [("a", "posonly"), ("b", "posonly")]
+    assert params("g.Derived") == [("name", "posonly"), ("n", "posonly")]
+    # types in another order, or another number of them: nothing says which field is which
+    assert params("g.Swapped") == [("_0", "posonly"), ("_1", "posonly")]
+    assert params("g.Fewer") == [("_0", "posonly")]
+    # one note for the run counts what stays unnamed (Swapped 2, Fewer 1, f 2) and says the fix
+    assert len(model.notes) == 1 and model.notes[0].startswith("5 parameters of 3 functions,"), model.notes
+    assert "numpydoc `Parameters` section" in model.notes[0] and "README" in model.notes[0]
+    assert model.warnings == []
+
+
 def test_basedpyright_rules_off_are_the_ones_each_module_needs() -> None:
     """ir and tir name each other's types (ir.Span -> tir.Stmt, tir.Stmt derives from ir.Node):
     an import cycle; tir.ext and the root are on none. tir.Stmt.show overrides ir.Node.show."""

@@ -145,6 +145,8 @@ def test_installed_generator_writes_a_project_that_installs_runs_and_type_checks
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (pkg_wheel,) = (tmp_path / "dist").glob("tvmffitest_pkg-*.whl")
     assert not pkg_wheel.name.endswith("-none-any.whl"), pkg_wheel.name  # it bundles a native library
+    # each module's .pyi face, which checkers read in its place, ships beside it
+    assert {"tvmffitest_pkg/__init__.pyi", "tvmffitest_pkg/testing/__init__.pyi"} <= set(_names(pkg_wheel))
     user_python = _fresh_venv(tmp_path / "user-venv")
     # the runtime is not on PyPI: pip finds it beside the runtime wheel (runtime/README.md's way)
     _pip_install(user_python, "--find-links", str(wheels["runtime"].parent), str(pkg_wheel))

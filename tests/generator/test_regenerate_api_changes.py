@@ -41,10 +41,15 @@ def test_summary_names_each_change_and_warns_where_user_code_uses_a_removed_memb
     capsys.readouterr()
     assert main([str(build(2)), "-o", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
-    summary = stdout[stdout.index("API changes") :].splitlines()[:5]
+    summary = stdout[stdout.index("API changes") :].splitlines()[:6]
     assert summary == [
-        "API changes since the last generation: 1 type removed, 1 method removed, 1 field added, 1 method added",
+        "API changes since the last generation: 1 type removed, 1 method removed, 1 constructor changed,"
+        " 1 field added, 1 method added",
         "  removed type regen.Old",
+        # Point(x, y) took its fields one to one, so its parameters were named after them; with z
+        # added it no longer does, and they are _0, _1 again (positional-only either way)
+        "  changed constructor regen.Point.__init__: signature (self, _0: SupportsIndex, _1: SupportsIndex, /)"
+        " -> None, was (self, x: SupportsIndex, y: SupportsIndex, /) -> None",
         "  removed method regen.Point.manhattan(self) -> int",
         "  added method regen.Point.norm1(self) -> int",
         "  added field regen.Point.z: int (read-only)",

@@ -469,3 +469,47 @@ def test_a_result_of_a_runtime_type_the_package_registers_again_is_its_class() -
     ffi = Collection("tvm_ffi", classes={"ffi.Module": RegisteredClass("tvm_ffi.module", "Module")})
     ctx = StubContext(ffi, {"ffi.Module": "tvm_ffi.Module"}, "tvm_ffi.cpp")
     assert ctx.annotate(module, "return", "f") == "_tvm_ffi.Module"
+
+
+def test_registry_members_follow_the_package_generators_rules() -> None:
+    # one rule each, as the package's constructors have them: a parameter whose native default is
+    # None takes None whatever its schema says, and a malformed schema is a warning naming the field
+    from tvmffi_gen.stubs.collected import Collection
+    from tvmffi_gen.stubs.rewrite import augment
+
+    def fld(name: str, schema: object, **more: object) -> dict[str, object]:
+        return {"name": name, "schema": schema, "writable": True, "doc": "", "init": True, "kw_only": False, **more}
+
+    data = {
+        "package": "pkg",
+        "modules": {"pkg": {"path": "pkg/__init__.py"}},
+        "classes": {
+            "pkg.Node": {
+                "module": "pkg",
+                "qualname": "Node",
+                "paths": ["pkg.Node"],
+                "bases": [],
+                "inherited": [],
+                "late": {},
+                "python_init": False,
+                "hashable": True,
+            }
+        },
+        "types": {
+            "pkg.Node": {
+                "ancestors": ["ffi.Object"],
+                "fields": [
+                    fld("bad", {"type": 3}, has_default=False),
+                    fld("label", {"type": "ffi.String"}, has_default=True, default=None),
+                ],
+                "methods": [],
+                "init": "auto",
+            }
+        },
+    }
+    out, warnings = augment(Collection.from_dict(data), {"pkg": "class Node: ...\n"})
+    assert "def __init__(self, bad: _t.Any, label: str | None = ...) -> None: ..." in out["pkg"], out["pkg"]
+    assert warnings == [
+        "field pkg.Node.bad: malformed type schema (expected an object with a 'type' string, got"
+        " {'type': 3}); typed as Any"
+    ], warnings

@@ -388,7 +388,7 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
     docs = " ".join(" ".join(text.split()) for text in literals)  # whitespace-normalised docstrings
 
     def in_docs(name: str) -> bool:
-        return " ".join(f"``{name}``".split()) in docs
+        return " ".join(f"`{name}`".split()) in docs
 
     # Nothing is dropped: every type is a class, every registry name is looked up exactly (the
     # string literal passed to the runtime) and named in a docstring.

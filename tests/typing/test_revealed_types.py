@@ -59,7 +59,11 @@ CASES: list[tuple[str, str, str]] = [
     ("TestEnumVariant.Alpha", "tvmffi_testing.testing.TestEnumVariant", "TestEnumVariant"),
     # visitor hooks and the engine's results
     ("Mapper().map_test_int_pair(pair)", "object", "object"),
-    ("rt.structural_map(pair, Mapper())", "object", "object"),
+    # the result keeps the root's type (copy.replace's rule), through move() too
+    ("rt.structural_map(pair, Mapper())", "tvmffi_testing.testing.TestIntPair", "TestIntPair"),
+    ("rt.structural_map(rt.move(pair), Mapper())", "tvmffi_testing.testing.TestIntPair", "TestIntPair"),
+    ("rt.structural_mutate(pair, Mutator())", "tvmffi_testing.testing.TestIntPair", "TestIntPair"),
+    ("rt.structural_mutate(rt.move(pair), Mutator())", "tvmffi_testing.testing.TestIntPair", "TestIntPair"),
     (
         "rt.structural_walk(pair, Walker())",
         "tvmffi_runtime.structural._markers.VisitInterrupt | None",
@@ -83,7 +87,7 @@ def _program() -> str:
         "    SchemaAllTypes, TestCxxAutoInitSimple, TestEnumVariant, TestIntPair, add_one, schema_id_arr_int,",
         "    schema_id_map_str_int, schema_id_opt_int,",
         ")",
-        "from tvmffi_testing.visitors import Mapper, Walker",
+        "from tvmffi_testing.visitors import Mapper, Mutator, Walker",
         "",
         "",
         "def main(pair: TestIntPair, s: SchemaAllTypes, simple: TestCxxAutoInitSimple) -> None:",

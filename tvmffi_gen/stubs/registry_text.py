@@ -13,7 +13,7 @@ import keyword
 from typing import Any
 
 from ..docparams import documented_param_names
-from ..registry_facts import auto_init_order, chain_fields
+from ..registry_facts import auto_init_order, chain_fields, defaults_to_none
 from ..snapshot import FieldSnap
 from ..typemap import SchemaError, TypeRef, function_sig, parse_schema
 from .collected import Collection
@@ -147,10 +147,15 @@ def _declarable(name: str, taken: set[str], inherited: set[str]) -> bool:
     return name not in taken and name not in inherited and name.isidentifier() and not is_keyword(name)
 
 
-def _field_ref(f: FieldSnap) -> TypeRef:
+def _field_ref(ctx: StubContext, f: FieldSnap, where: str) -> TypeRef:
+    """The type a field's schema gives; a warning naming ``where`` and Any when it is malformed,
+    as the package generator does."""
     try:
         return parse_schema(f.schema) if f.schema is not None else TypeRef("Any")
-    except SchemaError:
+    except SchemaError as exc:
+        warning = f"field {where}: malformed type schema ({exc}); typed as Any"
+        if warning not in ctx.warnings:  # the constructor reads the field's schema again
+            ctx.warnings.append(warning)
         return TypeRef("Any")
 
 
@@ -166,7 +171,7 @@ def _field_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[str
         if not _declarable(f.name, taken, inherited):
             continue
         taken.add(f.name)
-        ann = ctx.annotate(_field_ref(f), "return", f"{key}.{f.name}")
+        ann = ctx.annotate(_field_ref(ctx, f, f"{key}.{f.name}"), "return", f"{key}.{f.name}")
         if f.writable or f.name in base_attrs:
             parts.append(f"{_IND}{f.name}: {ann}\n" + (_doc(f.doc, _IND) if f.doc else ""))
         else:
@@ -197,8 +202,11 @@ def _init_text(ctx: StubContext, key: str) -> str:
     for f in auto_init_fields(ctx.data, key):
         if not f.name.isidentifier() or is_keyword(f.name):
             continue
-        text = f"{f.name}: {ctx.annotate(_field_ref(f), 'param', key + '.' + f.name)}"
-        (kw if f.kw_only else pos).append(text + (" = ..." if f.has_default else ""))
+        where = f"{key}.{f.name}"
+        ann = ctx.annotate(_field_ref(ctx, f, where), "param", where)
+        if defaults_to_none(f) and ann != "_t.Any" and not ann.endswith("| None"):
+            ann += " | None"  # the rule the package's constructors follow
+        (kw if f.kw_only else pos).append(f"{f.name}: {ann}" + (" = ..." if f.has_default else ""))
     return def_text("__init__", ", ".join(["self", *pos, *(["*", *kw] if kw else [])]), "None", "", _IND)
 
 

@@ -13,7 +13,7 @@
 #   values: the literal field names a class pattern reads, and the replace method.
 # reportUnusedParameter: The def of a native function or method declares its signature; its
 #   decorator puts the native call in its place, so the def's body reads no parameter.
-"""Namespace ``testing`` of ``libtvm_ffi_testing.so``."""
+"""Namespace `testing` of `libtvm_ffi_testing.so`."""
 
 from __future__ import annotations
 
@@ -53,90 +53,84 @@ __all__ = [
 
 @_bind.register("testing.SchemaAllTypes", constructible=False)
 class SchemaAllTypes(_rt.Object):
-    """Registry type: ``testing.SchemaAllTypes``."""
+    """Registered as `testing.SchemaAllTypes`."""
 
     __slots__: tuple[str, ...] = ()
 
     v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
-    """bool field. Registry field: ``testing.SchemaAllTypes.v_bool``."""
+    """bool field"""
 
     v_int: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """int field. Registry field: ``testing.SchemaAllTypes.v_int``."""
+    """int field"""
 
     v_float: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
-    """float field. Registry field: ``testing.SchemaAllTypes.v_float``."""
+    """float field"""
 
     v_device: _bind.Field[_rt.Device, _rt.Device] = _bind.registry_field(write=True)
-    """device field. Registry field: ``testing.SchemaAllTypes.v_device``."""
+    """device field"""
 
     v_dtype: _bind.Field[_rt.DataType, _rt.DataType | str] = _bind.registry_field(write=True)
-    """dtype field. Registry field: ``testing.SchemaAllTypes.v_dtype``."""
+    """dtype field"""
 
     v_string: _bind.Field[str, str] = _bind.field("any", 64, write="registry")
-    """string field. Registry field: ``testing.SchemaAllTypes.v_string``."""
+    """string field"""
 
     v_bytes: _bind.Field[bytes, bytes] = _bind.field("any", 80, write="registry")
-    """bytes field. Registry field: ``testing.SchemaAllTypes.v_bytes``."""
+    """bytes field"""
 
     v_opt_int: _bind.Field[int | None, int | None] = _bind.registry_field(write=True)
-    """optional int. Registry field: ``testing.SchemaAllTypes.v_opt_int``."""
+    """optional int"""
 
     v_opt_str: _bind.Field[str | None, str | None] = _bind.registry_field(write=True)
-    """optional str. Registry field: ``testing.SchemaAllTypes.v_opt_str``."""
+    """optional str"""
 
     v_arr_int: _bind.Field[_rt.Array[int], _abc.Sequence[int]] = _bind.field(
         "object", 128, write="registry"
     )
-    """array<int>. Registry field: ``testing.SchemaAllTypes.v_arr_int``."""
+    """array<int>"""
 
     v_arr_str: _bind.Field[_rt.Array[str], _abc.Sequence[str]] = _bind.field(
         "object", 136, write="registry"
     )
-    """array<str>. Registry field: ``testing.SchemaAllTypes.v_arr_str``."""
+    """array<str>"""
 
     v_map_str_int: _bind.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _bind.field(
         "object", 144, write="registry"
     )
-    """map<str,int>. Registry field: ``testing.SchemaAllTypes.v_map_str_int``."""
+    """map<str,int>"""
 
     v_map_str_arr_int: _bind.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
     ] = _bind.field("object", 152, write="registry")
-    """map<str,array<int>>. Registry field: ``testing.SchemaAllTypes.v_map_str_arr_int``."""
+    """map<str,array<int>>"""
 
     v_variant: _bind.Field[
         str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
     ] = _bind.registry_field(write=True)
-    """variant<str,array<int>,map<str,int>>
-
-    Registry field: ``testing.SchemaAllTypes.v_variant``.
-    """
+    """variant<str,array<int>,map<str,int>>"""
 
     v_opt_arr_variant: _bind.Field[
         _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
     ] = _bind.registry_field(write=True)
-    """optional<array<variant<int,str>>>
-
-    Registry field: ``testing.SchemaAllTypes.v_opt_arr_variant``.
-    """
+    """optional<array<variant<int,str>>>"""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.SchemaAllTypes")
 
     @_bind.registry_method("testing.SchemaAllTypes", "add_int")
     def add_int(self, _0: _t.SupportsIndex, /) -> int:
-        """add int method. Registry method: ``testing.SchemaAllTypes.add_int``."""
+        """add int method"""
         ...
 
     @_bind.registry_method("testing.SchemaAllTypes", "append_int")
     def append_int(self, _0: _abc.Sequence[int], _1: _t.SupportsIndex, /) -> _rt.Array[int]:
-        """append int to array. Registry method: ``testing.SchemaAllTypes.append_int``."""
+        """append int to array"""
         ...
 
     @_bind.registry_method("testing.SchemaAllTypes", "maybe_concat")
     def maybe_concat(self, _0: str | None, _1: str | None, /) -> str | None:
-        """optional concat. Registry method: ``testing.SchemaAllTypes.maybe_concat``."""
+        """optional concat"""
         ...
 
     @_bind.registry_method("testing.SchemaAllTypes", "merge_map")
@@ -146,16 +140,13 @@ class SchemaAllTypes(_rt.Object):
         _1: _abc.Mapping[str, _abc.Sequence[int]],
         /,
     ) -> _rt.Map[str, _rt.Array[int]]:
-        """merge maps. Registry method: ``testing.SchemaAllTypes.merge_map``."""
+        """merge maps"""
         ...
 
     @staticmethod
     @_bind.registry_method("testing.SchemaAllTypes", "make_with")
     def make_with(_0: _t.SupportsIndex, _1: _t.SupportsFloat, _2: str, /) -> SchemaAllTypes:
-        """Constructor with subset of fields
-
-        Registry method: ``testing.SchemaAllTypes.make_with`` (static).
-        """
+        """Constructor with subset of fields"""
         ...
 
     @_bind.replace_method
@@ -178,7 +169,7 @@ class SchemaAllTypes(_rt.Object):
         v_variant: str | _abc.Sequence[int] | _abc.Mapping[str, int] = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         v_opt_arr_variant: _abc.Sequence[int | str] | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> SchemaAllTypes:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -186,22 +177,27 @@ class SchemaAllTypes(_rt.Object):
 
 @_bind.register("testing.TestCompare")
 class TestCompare(_rt.Object):
-    """Registry type: ``testing.TestCompare``."""
+    """Registered as `testing.TestCompare`."""
 
     __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestCompare.key`` (read-only)."""
+    """Read-only."""
 
     name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Registry field: ``testing.TestCompare.name`` (read-only)."""
+    """Read-only."""
 
     ignored_field: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
-    """Registry field: ``testing.TestCompare.ignored_field`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
-        """Construct through ``testing.TestCompare.__ffi_init__``."""
-        _bind.construct(self, "testing.TestCompare", (_0, _1, _2))
+    def __init__(
+        self,
+        key: _t.SupportsIndex,
+        name: str,
+        ignored_field: _t.SupportsIndex,
+        /,
+    ) -> None:
+        _bind.construct(self, "testing.TestCompare", (key, name, ignored_field))
 
     @_bind.replace_method
     def replace(
@@ -211,7 +207,7 @@ class TestCompare(_rt.Object):
         name: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         ignored_field: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCompare:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -219,23 +215,22 @@ class TestCompare(_rt.Object):
 
 @_bind.register("testing.TestCustomCompare")
 class TestCustomCompare(_rt.Object):
-    """Registry type: ``testing.TestCustomCompare``."""
+    """Registered as `testing.TestCustomCompare`."""
 
     __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestCustomCompare.key`` (read-only)."""
+    """Read-only."""
 
     label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Registry field: ``testing.TestCustomCompare.label`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
-        """Construct through ``testing.TestCustomCompare.__ffi_init__``."""
-        _bind.construct(self, "testing.TestCustomCompare", (_0, _1))
+    def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
+        _bind.construct(self, "testing.TestCustomCompare", (key, label))
 
     @_bind.replace_method
     def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomCompare:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -243,23 +238,22 @@ class TestCustomCompare(_rt.Object):
 
 @_bind.register("testing.TestCustomHash")
 class TestCustomHash(_rt.Object):
-    """Registry type: ``testing.TestCustomHash``."""
+    """Registered as `testing.TestCustomHash`."""
 
     __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestCustomHash.key`` (read-only)."""
+    """Read-only."""
 
     label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Registry field: ``testing.TestCustomHash.label`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
-        """Construct through ``testing.TestCustomHash.__ffi_init__``."""
-        _bind.construct(self, "testing.TestCustomHash", (_0, _1))
+    def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
+        _bind.construct(self, "testing.TestCustomHash", (key, label))
 
     @_bind.replace_method
     def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestCustomHash:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -267,22 +261,18 @@ class TestCustomHash(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInit")
 class TestCxxAutoInit(_rt.Object):
-    """Registry type: ``testing.TestCxxAutoInit``."""
+    """Registered as `testing.TestCxxAutoInit`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("a", "d")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInit.a``."""
 
     b: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInit.b``."""
 
     c: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInit.c``."""
 
     d: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInit.d``."""
 
     def __init__(
         self,
@@ -291,7 +281,6 @@ class TestCxxAutoInit(_rt.Object):
         *,
         c: _t.SupportsIndex,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(self, "testing.TestCxxAutoInit", (("a", a), ("d", d), ("c", c)))
 
     @_bind.replace_method
@@ -303,7 +292,7 @@ class TestCxxAutoInit(_rt.Object):
         c: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         d: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInit:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -311,21 +300,17 @@ class TestCxxAutoInit(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInitAllInitOff")
 class TestCxxAutoInitAllInitOff(_rt.Object):
-    """Registry type: ``testing.TestCxxAutoInitAllInitOff``."""
+    """Registered as `testing.TestCxxAutoInitAllInitOff`."""
 
     __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitAllInitOff.x``."""
 
     y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitAllInitOff.y``."""
 
     z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitAllInitOff.z``."""
 
     def __init__(self) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
 
     @_bind.replace_method
@@ -336,7 +321,7 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
         y: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         z: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitAllInitOff:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -344,25 +329,20 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInitKwOnlyDefaults")
 class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
-    """Registry type: ``testing.TestCxxAutoInitKwOnlyDefaults``."""
+    """Registered as `testing.TestCxxAutoInitKwOnlyDefaults`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("p_required", "p_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_required``."""
 
     p_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.p_default``."""
 
     k_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_required``."""
 
     k_default: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.k_default``."""
 
     hidden: _bind.Field[int, int] = _bind.field("i64", 56, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitKwOnlyDefaults.hidden``."""
 
     def __init__(
         self,
@@ -372,7 +352,6 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
         k_required: _t.SupportsIndex,
         k_default: _t.SupportsIndex = 22,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitKwOnlyDefaults",
@@ -394,7 +373,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
         k_default: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         hidden: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitKwOnlyDefaults:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -402,23 +381,20 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInitParent")
 class TestCxxAutoInitParent(_rt.Object):
-    """Registry type: ``testing.TestCxxAutoInitParent``."""
+    """Registered as `testing.TestCxxAutoInitParent`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitParent.parent_required``."""
 
     parent_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitParent.parent_default``."""
 
     def __init__(
         self,
         parent_required: _t.SupportsIndex,
         parent_default: _t.SupportsIndex = 5,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitParent",
@@ -435,7 +411,7 @@ class TestCxxAutoInitParent(_rt.Object):
         parent_required: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         parent_default: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxAutoInitParent:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -443,24 +419,21 @@ class TestCxxAutoInitParent(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInitSimple")
 class TestCxxAutoInitSimple(_rt.Object):
-    """Registry type: ``testing.TestCxxAutoInitSimple``."""
+    """Registered as `testing.TestCxxAutoInitSimple`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("x", "y")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitSimple.x``."""
 
     y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitSimple.y``."""
 
     def __init__(self, x: _t.SupportsIndex, y: _t.SupportsIndex) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
 
     @_bind.replace_method
     def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxAutoInitSimple:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -468,19 +441,16 @@ class TestCxxAutoInitSimple(_rt.Object):
 
 @_bind.register("testing.TestCxxClassBase")
 class TestCxxClassBase(_rt.Object):
-    """Registry type: ``testing.TestCxxClassBase``."""
+    """Registered as `testing.TestCxxClassBase`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxClassBase.v_i64``."""
 
     v_i32: _bind.Field[int, int] = _bind.field("i32", 32, write="registry")
-    """Registry field: ``testing.TestCxxClassBase.v_i32``."""
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxClassBase",
@@ -492,7 +462,7 @@ class TestCxxClassBase(_rt.Object):
 
     @_bind.replace_method
     def replace(self, *, v_i64: int = _bind.KEEP, v_i32: int = _bind.KEEP) -> TestCxxClassBase:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -500,19 +470,16 @@ class TestCxxClassBase(_rt.Object):
 
 @_bind.register("testing.TestCxxClassHiddenField")
 class TestCxxClassHiddenField(_rt.Object):
-    """Registry type: ``testing.TestCxxClassHiddenField``."""
+    """Registered as `testing.TestCxxClassHiddenField`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxClassHiddenField.v_i64``."""
 
     v_i32: _bind.Field[int, int] = _bind.field("i32", 40, write="registry")
-    """Registry field: ``testing.TestCxxClassHiddenField.v_i32``."""
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxClassHiddenField",
@@ -529,7 +496,7 @@ class TestCxxClassHiddenField(_rt.Object):
         v_i64: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         v_i32: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxClassHiddenField:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -537,21 +504,19 @@ class TestCxxClassHiddenField(_rt.Object):
 
 @_bind.register("testing.TestCxxClassPolymorphic")
 class TestCxxClassPolymorphic(_rt.Object):
-    """Registry type: ``testing.TestCxxClassPolymorphic``."""
+    """Registered as `testing.TestCxxClassPolymorphic`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxClassPolymorphic.v_i64``."""
 
     def __init__(self, v_i64: _t.SupportsIndex) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
 
     @_bind.replace_method
     def replace(self, *, v_i64: int = _bind.KEEP) -> TestCxxClassPolymorphic:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -559,7 +524,7 @@ class TestCxxClassPolymorphic(_rt.Object):
 
 @_bind.register("testing.TestCxxEnumHolder")
 class TestCxxEnumHolder(_rt.Object):
-    """Registry type: ``testing.TestCxxEnumHolder``."""
+    """Registered as `testing.TestCxxEnumHolder`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("priority", "opcode")  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -567,15 +532,12 @@ class TestCxxEnumHolder(_rt.Object):
     priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
         "object", 24, write="registry"
     )
-    """Registry field: ``testing.TestCxxEnumHolder.priority``."""
 
     opcode: _bind.Field[TestCxxStrEnum, TestCxxStrEnum] = _bind.field(
         "object", 32, write="registry"
     )
-    """Registry field: ``testing.TestCxxEnumHolder.opcode``."""
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxEnumHolder",
@@ -592,7 +554,7 @@ class TestCxxEnumHolder(_rt.Object):
         priority: TestCxxIntEnum = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         opcode: TestCxxStrEnum = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxEnumHolder:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -600,22 +562,18 @@ class TestCxxEnumHolder(_rt.Object):
 
 @_bind.register("testing.TestCxxInitSubset")
 class TestCxxInitSubset(_rt.Object):
-    """Registry type: ``testing.TestCxxInitSubset``."""
+    """Registered as `testing.TestCxxInitSubset`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("required_field",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
     required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxInitSubset.required_field``."""
 
     optional_field: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxInitSubset.optional_field``."""
 
     note: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
-    """Registry field: ``testing.TestCxxInitSubset.note``."""
 
     def __init__(self, required_field: _t.SupportsIndex) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxInitSubset",
@@ -632,7 +590,7 @@ class TestCxxInitSubset(_rt.Object):
         optional_field: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         note: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxInitSubset:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -640,21 +598,17 @@ class TestCxxInitSubset(_rt.Object):
 
 @_bind.register("testing.TestCxxKwOnly")
 class TestCxxKwOnly(_rt.Object):
-    """Registry type: ``testing.TestCxxKwOnly``."""
+    """Registered as `testing.TestCxxKwOnly`."""
 
     __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxKwOnly.x``."""
 
     y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxKwOnly.y``."""
 
     z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxKwOnly.z``."""
 
     w: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
-    """Registry field: ``testing.TestCxxKwOnly.w``."""
 
     def __init__(
         self,
@@ -664,7 +618,6 @@ class TestCxxKwOnly(_rt.Object):
         z: _t.SupportsIndex,
         w: _t.SupportsIndex = 100,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxKwOnly",
@@ -685,7 +638,7 @@ class TestCxxKwOnly(_rt.Object):
         z: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         w: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestCxxKwOnly:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -693,23 +646,21 @@ class TestCxxKwOnly(_rt.Object):
 
 @_bind.register("testing.TestCxxNoAutoInit", constructible=False)
 class TestCxxNoAutoInit(_rt.Object):
-    """Registry type: ``testing.TestCxxNoAutoInit``."""
+    """Registered as `testing.TestCxxNoAutoInit`."""
 
     __slots__: tuple[str, ...] = ()
 
     x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """Registry field: ``testing.TestCxxNoAutoInit.x``."""
 
     y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """Registry field: ``testing.TestCxxNoAutoInit.y``."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestCxxNoAutoInit")
 
     @_bind.replace_method
     def replace(self, *, x: int = _bind.KEEP, y: int = _bind.KEEP) -> TestCxxNoAutoInit:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -717,19 +668,16 @@ class TestCxxNoAutoInit(_rt.Object):
 
 @_bind.register("testing.TestDeepCopyEdges")
 class TestDeepCopyEdges(_rt.Object):
-    """Registry type: ``testing.TestDeepCopyEdges``."""
+    """Registered as `testing.TestDeepCopyEdges`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_any", "v_obj")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
-    """Registry field: ``testing.TestDeepCopyEdges.v_any``."""
 
     v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
-    """Registry field: ``testing.TestDeepCopyEdges.v_obj``."""
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:  # pyright: ignore[reportAny]
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestDeepCopyEdges",
@@ -746,7 +694,7 @@ class TestDeepCopyEdges(_rt.Object):
         v_any: _t.Any = _bind.KEEP,  # pyright: ignore[reportAny, reportUnusedParameter]
         v_obj: _rt.Object = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestDeepCopyEdges:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -754,23 +702,22 @@ class TestDeepCopyEdges(_rt.Object):
 
 @_bind.register("testing.TestEqWithoutHash")
 class TestEqWithoutHash(_rt.Object):
-    """Registry type: ``testing.TestEqWithoutHash``."""
+    """Registered as `testing.TestEqWithoutHash`."""
 
     __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestEqWithoutHash.key`` (read-only)."""
+    """Read-only."""
 
     label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Registry field: ``testing.TestEqWithoutHash.label`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: str, /) -> None:
-        """Construct through ``testing.TestEqWithoutHash.__ffi_init__``."""
-        _bind.construct(self, "testing.TestEqWithoutHash", (_0, _1))
+    def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
+        _bind.construct(self, "testing.TestEqWithoutHash", (key, label))
 
     @_bind.replace_method
     def replace(self, *, key: int = _bind.KEEP, label: str = _bind.KEEP) -> TestEqWithoutHash:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -778,17 +725,17 @@ class TestEqWithoutHash(_rt.Object):
 
 @_bind.register("testing.TestFrozenCxx", constructible=False)
 class TestFrozenCxx(_rt.Object):
-    """Registry type: ``testing.TestFrozenCxx``."""
+    """Registered as `testing.TestFrozenCxx`."""
 
     __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestFrozenCxx")
 
     @_bind.replace_method
     def replace(self) -> TestFrozenCxx:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -796,22 +743,27 @@ class TestFrozenCxx(_rt.Object):
 
 @_bind.register("testing.TestHash")
 class TestHash(_rt.Object):
-    """Registry type: ``testing.TestHash``."""
+    """Registered as `testing.TestHash`."""
 
     __slots__: tuple[str, ...] = ()
 
     key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestHash.key`` (read-only)."""
+    """Read-only."""
 
     name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Registry field: ``testing.TestHash.name`` (read-only)."""
+    """Read-only."""
 
     hash_ignored: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
-    """Registry field: ``testing.TestHash.hash_ignored`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: str, _2: _t.SupportsIndex, /) -> None:
-        """Construct through ``testing.TestHash.__ffi_init__``."""
-        _bind.construct(self, "testing.TestHash", (_0, _1, _2))
+    def __init__(
+        self,
+        key: _t.SupportsIndex,
+        name: str,
+        hash_ignored: _t.SupportsIndex,
+        /,
+    ) -> None:
+        _bind.construct(self, "testing.TestHash", (key, name, hash_ignored))
 
     @_bind.replace_method
     def replace(
@@ -821,7 +773,7 @@ class TestHash(_rt.Object):
         name: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         hash_ignored: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestHash:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -829,28 +781,27 @@ class TestHash(_rt.Object):
 
 @_bind.register("testing.TestIntPair")
 class TestIntPair(_rt.Object):
-    """Registry type: ``testing.TestIntPair``."""
+    """Registered as `testing.TestIntPair`."""
 
     __slots__: tuple[str, ...] = ()
 
     a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Field `a`. Registry field: ``testing.TestIntPair.a`` (read-only)."""
+    """Field `a`. Read-only."""
 
     b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Field `b`. Registry field: ``testing.TestIntPair.b`` (read-only)."""
+    """Field `b`. Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
-        """Construct through ``testing.TestIntPair.__ffi_init__``."""
-        _bind.construct(self, "testing.TestIntPair", (_0, _1))
+    def __init__(self, a: _t.SupportsIndex, b: _t.SupportsIndex, /) -> None:
+        _bind.construct(self, "testing.TestIntPair", (a, b))
 
     @_bind.registry_method("testing.TestIntPair", "sum")
     def sum(self) -> int:
-        """Method to compute sum of a and b. Registry method: ``testing.TestIntPair.sum``."""
+        """Method to compute sum of a and b"""
         ...
 
     @_bind.replace_method
     def replace(self, *, a: int = _bind.KEEP, b: int = _bind.KEEP) -> TestIntPair:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -858,20 +809,19 @@ class TestIntPair(_rt.Object):
 
 @_bind.register("testing.TestNonCopyable")
 class TestNonCopyable(_rt.Object):
-    """Registry type: ``testing.TestNonCopyable``."""
+    """Registered as `testing.TestNonCopyable`."""
 
     __slots__: tuple[str, ...] = ()
 
     value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestNonCopyable.value`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, /) -> None:
-        """Construct through ``testing.TestNonCopyable.__ffi_init__``."""
-        _bind.construct(self, "testing.TestNonCopyable", (_0,))
+    def __init__(self, value: _t.SupportsIndex, /) -> None:
+        _bind.construct(self, "testing.TestNonCopyable", (value,))
 
     @_bind.replace_method
     def replace(self, *, value: int = _bind.KEEP) -> TestNonCopyable:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -879,19 +829,18 @@ class TestNonCopyable(_rt.Object):
 
 @_bind.register("testing.TestObjectBase")
 class TestObjectBase(_rt.Object):
-    """Registry type: ``testing.TestObjectBase``."""
+    """Registered as `testing.TestObjectBase`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """i64 field. Registry field: ``testing.TestObjectBase.v_i64``."""
+    """i64 field"""
 
     v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)
-    """Registry field: ``testing.TestObjectBase.v_f64`` (read-only)."""
+    """Read-only."""
 
     v_str: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
-    """Registry field: ``testing.TestObjectBase.v_str``."""
 
     def __init__(
         self,
@@ -899,7 +848,6 @@ class TestObjectBase(_rt.Object):
         v_f64: _t.SupportsFloat = 10.0,
         v_str: str = "hello",
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestObjectBase",
@@ -912,7 +860,7 @@ class TestObjectBase(_rt.Object):
 
     @_bind.registry_method("testing.TestObjectBase", "add_i64")
     def add_i64(self, _0: _t.SupportsIndex, /) -> int:
-        """add_i64 method. Registry method: ``testing.TestObjectBase.add_i64``."""
+        """add_i64 method"""
         ...
 
     @_bind.replace_method
@@ -923,7 +871,7 @@ class TestObjectBase(_rt.Object):
         v_f64: float = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         v_str: str = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestObjectBase:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -931,7 +879,7 @@ class TestObjectBase(_rt.Object):
 
 @_bind.register("testing.TestObjectPtrHolder")
 class TestObjectPtrHolder(_rt.Object):
-    """Registry type: ``testing.TestObjectPtrHolder``."""
+    """Registered as `testing.TestObjectPtrHolder`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("value", "optional_value")  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -939,19 +887,16 @@ class TestObjectPtrHolder(_rt.Object):
     value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
         "object", 24, write="registry"
     )
-    """Registry field: ``testing.TestObjectPtrHolder.value``."""
 
     optional_value: _bind.Field[TestObjectBase | None, TestObjectBase | None] = _bind.field(
         "object", 32, write="registry"
     )
-    """Registry field: ``testing.TestObjectPtrHolder.optional_value``."""
 
     def __init__(
         self,
         value: TestObjectBase,
         optional_value: TestObjectBase | None = None,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestObjectPtrHolder",
@@ -968,7 +913,7 @@ class TestObjectPtrHolder(_rt.Object):
         value: TestObjectBase = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         optional_value: TestObjectBase | None = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestObjectPtrHolder:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -976,31 +921,25 @@ class TestObjectPtrHolder(_rt.Object):
 
 @_bind.register("testing.TestUnregisteredBaseObject")
 class TestUnregisteredBaseObject(_rt.Object):
-    """Registry type: ``testing.TestUnregisteredBaseObject``."""
+    """Registered as `testing.TestUnregisteredBaseObject`."""
 
     __slots__: tuple[str, ...] = ()
 
     v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestUnregisteredBaseObject.v1`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, /) -> None:
-        """Constructor of TestUnregisteredBaseObject
-
-        Construct through ``testing.TestUnregisteredBaseObject.__ffi_init__``.
-        """
-        _bind.construct(self, "testing.TestUnregisteredBaseObject", (_0,))
+    def __init__(self, v1: _t.SupportsIndex, /) -> None:
+        """Constructor of TestUnregisteredBaseObject"""
+        _bind.construct(self, "testing.TestUnregisteredBaseObject", (v1,))
 
     @_bind.registry_method("testing.TestUnregisteredBaseObject", "get_v1_plus_one")
     def get_v1_plus_one(self) -> int:
-        """Get (v1 + 1) from TestUnregisteredBaseObject
-
-        Registry method: ``testing.TestUnregisteredBaseObject.get_v1_plus_one``.
-        """
+        """Get (v1 + 1) from TestUnregisteredBaseObject"""
         ...
 
     @_bind.replace_method
     def replace(self, *, v1: int = _bind.KEEP) -> TestUnregisteredBaseObject:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1008,20 +947,20 @@ class TestUnregisteredBaseObject(_rt.Object):
 
 @_bind.register("testing.TestVisitHook", constructible=False)
 class TestVisitHook(_rt.Object):
-    """Registry type: ``testing.TestVisitHook``."""
+    """Registered as `testing.TestVisitHook`."""
 
     __slots__: tuple[str, ...] = ()
 
     child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
-    """Registry field: ``testing.TestVisitHook.child`` (read-only)."""
+    """Read-only."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestVisitHook")
 
     @_bind.replace_method
     def replace(self, *, child: _rt.Object = _bind.KEEP) -> TestVisitHook:  # pyright: ignore[reportUnusedParameter]
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1029,19 +968,19 @@ class TestVisitHook(_rt.Object):
 
 @_bind.register("testing.TestVisitRegions")
 class TestVisitRegions(_rt.Object):
-    """Registry type: ``testing.TestVisitRegions``."""
+    """Registered as `testing.TestVisitRegions`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("simple", "pattern", "ordinary")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Registry field: ``testing.TestVisitRegions.simple`` (read-only)."""
+    """Read-only."""
 
     pattern: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Registry field: ``testing.TestVisitRegions.pattern`` (read-only)."""
+    """Read-only."""
 
     ordinary: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
-    """Registry field: ``testing.TestVisitRegions.ordinary`` (read-only)."""
+    """Read-only."""
 
     def __init__(
         self,
@@ -1049,7 +988,6 @@ class TestVisitRegions(_rt.Object):
         pattern: _t.SupportsIndex,
         ordinary: _t.SupportsIndex,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestVisitRegions",
@@ -1068,7 +1006,7 @@ class TestVisitRegions(_rt.Object):
         pattern: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
         ordinary: int = _bind.KEEP,  # pyright: ignore[reportUnusedParameter]
     ) -> TestVisitRegions:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1076,16 +1014,14 @@ class TestVisitRegions(_rt.Object):
 
 @_bind.register("testing.TestCxxAutoInitChild")
 class TestCxxAutoInitChild(TestCxxAutoInitParent):
-    """Registry type: ``testing.TestCxxAutoInitChild``."""
+    """Registered as `testing.TestCxxAutoInitChild`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "child_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitChild.child_required``."""
 
     child_kw_only: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
-    """Registry field: ``testing.TestCxxAutoInitChild.child_kw_only``."""
 
     def __init__(
         self,
@@ -1095,7 +1031,6 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         *,
         child_kw_only: _t.SupportsIndex,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxAutoInitChild",
@@ -1116,7 +1051,7 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
         child_required: int = _bind.KEEP,
         child_kw_only: int = _bind.KEEP,
     ) -> TestCxxAutoInitChild:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1124,16 +1059,14 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
 
 @_bind.register("testing.TestCxxClassDerived")
 class TestCxxClassDerived(TestCxxClassBase):
-    """Registry type: ``testing.TestCxxClassDerived``."""
+    """Registered as `testing.TestCxxClassDerived`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
-    """Registry field: ``testing.TestCxxClassDerived.v_f64``."""
 
     v_f32: _bind.Field[float, float] = _bind.field("f32", 48, write="registry")
-    """Registry field: ``testing.TestCxxClassDerived.v_f32``."""
 
     def __init__(
         self,
@@ -1142,7 +1075,6 @@ class TestCxxClassDerived(TestCxxClassBase):
         v_f64: _t.SupportsFloat,
         v_f32: _t.SupportsFloat = 8.0,
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxClassDerived",
@@ -1163,7 +1095,7 @@ class TestCxxClassDerived(TestCxxClassBase):
         v_f64: float = _bind.KEEP,
         v_f32: float = _bind.KEEP,
     ) -> TestCxxClassDerived:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1171,7 +1103,7 @@ class TestCxxClassDerived(TestCxxClassBase):
 
 @_bind.register("testing.TestEnumVariant", constructible=False)
 class TestEnumVariant(_rt.Enum):
-    """Registry type: ``testing.TestEnumVariant``."""
+    """Registered as `testing.TestEnumVariant`."""
 
     __slots__: tuple[str, ...] = ()
 
@@ -1179,13 +1111,13 @@ class TestEnumVariant(_rt.Enum):
     Beta: _t.ClassVar[TestEnumVariant] = _bind.enum_entry("Beta")  # pyright: ignore[reportAny]
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestEnumVariant")
 
 
 @_bind.register("testing.TestObjectDerived")
 class TestObjectDerived(TestObjectBase):
-    """Registry type: ``testing.TestObjectDerived``."""
+    """Registered as `testing.TestObjectDerived`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1193,12 +1125,10 @@ class TestObjectDerived(TestObjectBase):
     v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
         "object", 56, write="registry"
     )
-    """Registry field: ``testing.TestObjectDerived.v_map``."""
 
     v_array: _bind.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _bind.field(
         "object", 64, write="registry"
     )
-    """Registry field: ``testing.TestObjectDerived.v_array``."""
 
     def __init__(
         self,
@@ -1208,7 +1138,6 @@ class TestObjectDerived(TestObjectBase):
         v_f64: _t.SupportsFloat = 10.0,
         v_str: str = "hello",
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestObjectDerived",
@@ -1231,7 +1160,7 @@ class TestObjectDerived(TestObjectBase):
         v_map: _abc.Mapping[_t.Any, _t.Any] = _bind.KEEP,
         v_array: _abc.Sequence[_t.Any] = _bind.KEEP,
     ) -> TestObjectDerived:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1239,31 +1168,25 @@ class TestObjectDerived(TestObjectBase):
 
 @_bind.register("testing.TestUnregisteredObject")
 class TestUnregisteredObject(TestUnregisteredBaseObject):
-    """Registry type: ``testing.TestUnregisteredObject``."""
+    """Registered as `testing.TestUnregisteredObject`."""
 
     __slots__: tuple[str, ...] = ()
 
     v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Registry field: ``testing.TestUnregisteredObject.v2`` (read-only)."""
+    """Read-only."""
 
-    def __init__(self, _0: _t.SupportsIndex, _1: _t.SupportsIndex, /) -> None:
-        """Constructor of TestUnregisteredObject
-
-        Construct through ``testing.TestUnregisteredObject.__ffi_init__``.
-        """
-        _bind.construct(self, "testing.TestUnregisteredObject", (_0, _1))
+    def __init__(self, v1: _t.SupportsIndex, v2: _t.SupportsIndex, /) -> None:
+        """Constructor of TestUnregisteredObject"""
+        _bind.construct(self, "testing.TestUnregisteredObject", (v1, v2))
 
     @_bind.registry_method("testing.TestUnregisteredObject", "get_v2_plus_two")
     def get_v2_plus_two(self) -> int:
-        """Get (v2 + 2) from TestUnregisteredObject
-
-        Registry method: ``testing.TestUnregisteredObject.get_v2_plus_two``.
-        """
+        """Get (v2 + 2) from TestUnregisteredObject"""
         ...
 
     @_bind.replace_method
     def replace(self, *, v1: int = _bind.KEEP, v2: int = _bind.KEEP) -> TestUnregisteredObject:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1271,16 +1194,14 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
 @_bind.register("testing.TestCxxClassDerivedDerived")
 class TestCxxClassDerivedDerived(TestCxxClassDerived):
-    """Registry type: ``testing.TestCxxClassDerivedDerived``."""
+    """Registered as `testing.TestCxxClassDerivedDerived`."""
 
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
-    """Registry field: ``testing.TestCxxClassDerivedDerived.v_str``."""
 
     v_bool: _bind.Field[bool, bool] = _bind.field("bool", 72, write="in_place")
-    """Registry field: ``testing.TestCxxClassDerivedDerived.v_bool``."""
 
     def __init__(
         self,
@@ -1291,7 +1212,6 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         v_f32: _t.SupportsFloat = 8.0,
         v_str: str = "default",
     ) -> None:
-        """Reflected auto-init: omitted arguments take the native defaults."""
         _bind.construct_auto(
             self,
             "testing.TestCxxClassDerivedDerived",
@@ -1316,7 +1236,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
         v_str: str = _bind.KEEP,
         v_bool: bool = _bind.KEEP,
     ) -> TestCxxClassDerivedDerived:
-        """A new object with the given fields changed; also ``__replace__`` (``copy.replace``)."""
+        """A new object with the given fields changed; also `__replace__` (`copy.replace`)."""
         ...
 
     __replace__ = replace  # pyright: ignore[reportUnannotatedClassAttribute]
@@ -1324,65 +1244,65 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
 
 @_bind.register("testing.TestCxxIntEnum", constructible=False)
 class TestCxxIntEnum(_rt.IntEnum):
-    """Registry type: ``testing.TestCxxIntEnum``."""
+    """Registered as `testing.TestCxxIntEnum`."""
 
     __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestCxxIntEnum")
 
 
 @_bind.register("testing.TestCxxStrEnum", constructible=False)
 class TestCxxStrEnum(_rt.StrEnum):
-    """Registry type: ``testing.TestCxxStrEnum``."""
+    """Registered as `testing.TestCxxStrEnum`."""
 
     __slots__: tuple[str, ...] = ()
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
-        """Not constructible from Python: the type registers no ``__ffi_init__``."""
+        """Not constructible from Python: the type registers no `__ffi_init__`."""
         _bind.not_constructible(self, "testing.TestCxxStrEnum")
 
 
 @_bind.registry_function("testing.TestIntPairSum")
 def TestIntPairSum(_0: TestIntPair, /) -> int:
-    """Registry function: ``testing.TestIntPairSum``."""
+    """Registered as `testing.TestIntPairSum`."""
     ...
 
 
 @_bind.registry_function("testing.add_one")
 def add_one(_0: _t.SupportsIndex, /) -> int:
-    """Registry function: ``testing.add_one``."""
+    """Registered as `testing.add_one`."""
     ...
 
 
 @_bind.registry_function("testing.apply")
 def apply(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
-    """Registry function: ``testing.apply``."""
+    """Registered as `testing.apply`."""
     ...
 
 
 @_bind.registry_function("testing.echo")
 def echo(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
-    """Registry function: ``testing.echo``."""
+    """Registered as `testing.echo`."""
     ...
 
 
 @_bind.registry_function("testing.enum_variant_get")
 def enum_variant_get(_0: str, /) -> _rt.Enum:
-    """Registry function: ``testing.enum_variant_get``."""
+    """Registered as `testing.enum_variant_get`."""
     ...
 
 
 @_bind.registry_function("testing.get_add_one_c_symbol")
 def get_add_one_c_symbol() -> int:
-    """Registry function: ``testing.get_add_one_c_symbol``."""
+    """Registered as `testing.get_add_one_c_symbol`."""
     ...
 
 
 @_bind.registry_function("testing.get_mlir_add_one_c_symbol")
 def get_mlir_add_one_c_symbol() -> int:
-    """Registry function: ``testing.get_mlir_add_one_c_symbol``."""
+    """Registered as `testing.get_mlir_add_one_c_symbol`."""
     ...
 
 
@@ -1392,19 +1312,19 @@ def make_array_with_mixed(
     _1: _t.SupportsIndex,
     /,
 ) -> _rt.Array[_t.Any]:
-    """Registry function: ``testing.make_array_with_mixed``."""
+    """Registered as `testing.make_array_with_mixed`."""
     ...
 
 
 @_bind.registry_function("testing.make_array_with_tensor")
 def make_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
-    """Registry function: ``testing.make_array_with_tensor``."""
+    """Registered as `testing.make_array_with_tensor`."""
     ...
 
 
 @_bind.registry_function("testing.make_dict_with_tensor")
 def make_dict_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Dict[str, _t.Any]:
-    """Registry function: ``testing.make_dict_with_tensor``."""
+    """Registered as `testing.make_dict_with_tensor`."""
     ...
 
 
@@ -1413,7 +1333,7 @@ def make_empty_array_with_tensor_input(
     _0: _rt.Tensor | _rt.DLPackExporter,
     /,
 ) -> _rt.Array[_t.Any]:
-    """Registry function: ``testing.make_empty_array_with_tensor_input``."""
+    """Registered as `testing.make_empty_array_with_tensor_input`."""
     ...
 
 
@@ -1423,19 +1343,19 @@ def make_list_with_tensor(
     _1: _t.SupportsIndex,
     /,
 ) -> _rt.List[_t.Any]:
-    """Registry function: ``testing.make_list_with_tensor``."""
+    """Registered as `testing.make_list_with_tensor`."""
     ...
 
 
 @_bind.registry_function("testing.make_map_with_tensor")
 def make_map_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Map[str, _t.Any]:
-    """Registry function: ``testing.make_map_with_tensor``."""
+    """Registered as `testing.make_map_with_tensor`."""
     ...
 
 
 @_bind.registry_function("testing.make_nested_array_with_tensor")
 def make_nested_array_with_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Array[_t.Any]:
-    """Registry function: ``testing.make_nested_array_with_tensor``."""
+    """Registered as `testing.make_nested_array_with_tensor`."""
     ...
 
 
@@ -1445,43 +1365,43 @@ def make_nested_map_with_tensor(
     _1: _rt.Tensor | _rt.DLPackExporter,
     /,
 ) -> _rt.Map[str, _t.Any]:
-    """Registry function: ``testing.make_nested_map_with_tensor``."""
+    """Registered as `testing.make_nested_map_with_tensor`."""
     ...
 
 
 @_bind.registry_function("testing.make_unregistered_object")
 def make_unregistered_object() -> _rt.Object:
-    """Registry function: ``testing.make_unregistered_object``."""
+    """Registered as `testing.make_unregistered_object`."""
     ...
 
 
 @_bind.registry_function("testing.make_visit_region_graph")
 def make_visit_region_graph(_0: bool, /) -> _t.Any:  # pyright: ignore[reportAny]
-    """Registry function: ``testing.make_visit_region_graph``."""
+    """Registered as `testing.make_visit_region_graph`."""
     ...
 
 
 @_bind.registry_function("testing.nop")
 def nop(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
-    """Registry function: ``testing.nop``."""
+    """Registered as `testing.nop`."""
     ...
 
 
 @_bind.registry_function("testing.object_use_count")
 def object_use_count(_0: _rt.Object, /) -> int:
-    """Registry function: ``testing.object_use_count``."""
+    """Registered as `testing.object_use_count`."""
     ...
 
 
 @_bind.registry_function("testing.optional_tensor_view_has_value")
 def optional_tensor_view_has_value(_0: _rt.Tensor | _rt.DLPackExporter | None, /) -> bool:
-    """Registry function: ``testing.optional_tensor_view_has_value``."""
+    """Registered as `testing.optional_tensor_view_has_value`."""
     ...
 
 
 @_bind.registry_function("testing.run_check_signal")
 def run_check_signal(_0: _t.SupportsIndex, /) -> None:
-    """Registry function: ``testing.run_check_signal``."""
+    """Registered as `testing.run_check_signal`."""
     ...
 
 
@@ -1492,217 +1412,217 @@ def schema_arr_map_opt(
     _2: str | None,
     /,
 ) -> _rt.Map[str, _rt.Array[int]]:
-    """Registry function: ``testing.schema_arr_map_opt``."""
+    """Registered as `testing.schema_arr_map_opt`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_any")
 def schema_id_any(_0: _t.Any, /) -> _t.Any:  # pyright: ignore[reportAny]
-    """Registry function: ``testing.schema_id_any``."""
+    """Registered as `testing.schema_id_any`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_arr")
 def schema_id_arr(_0: _abc.Sequence[_t.Any], /) -> _rt.Array[_t.Any]:
-    """Registry function: ``testing.schema_id_arr``."""
+    """Registered as `testing.schema_id_arr`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_arr_int")
 def schema_id_arr_int(_0: _abc.Sequence[int], /) -> _rt.Array[int]:
-    """Registry function: ``testing.schema_id_arr_int``."""
+    """Registered as `testing.schema_id_arr_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_arr_obj")
 def schema_id_arr_obj(_0: _abc.Sequence[_rt.Object], /) -> _rt.Array[_rt.Object]:
-    """Registry function: ``testing.schema_id_arr_obj``."""
+    """Registered as `testing.schema_id_arr_obj`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_arr_str")
 def schema_id_arr_str(_0: _abc.Sequence[str], /) -> _rt.Array[str]:
-    """Registry function: ``testing.schema_id_arr_str``."""
+    """Registered as `testing.schema_id_arr_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_bool")
 def schema_id_bool(_0: bool, /) -> bool:
-    """Registry function: ``testing.schema_id_bool``."""
+    """Registered as `testing.schema_id_bool`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_bytes")
 def schema_id_bytes(_0: bytes, /) -> bytes:
-    """Registry function: ``testing.schema_id_bytes``."""
+    """Registered as `testing.schema_id_bytes`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_device")
 def schema_id_device(_0: _rt.Device, /) -> _rt.Device:
-    """Registry function: ``testing.schema_id_device``."""
+    """Registered as `testing.schema_id_device`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_dict_str_int")
 def schema_id_dict_str_int(_0: _rt.Dict[str, int], /) -> _rt.Dict[str, int]:
-    """Registry function: ``testing.schema_id_dict_str_int``."""
+    """Registered as `testing.schema_id_dict_str_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_dict_str_str")
 def schema_id_dict_str_str(_0: _rt.Dict[str, str], /) -> _rt.Dict[str, str]:
-    """Registry function: ``testing.schema_id_dict_str_str``."""
+    """Registered as `testing.schema_id_dict_str_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_dltensor")
 def schema_id_dltensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
-    """Registry function: ``testing.schema_id_dltensor``."""
+    """Registered as `testing.schema_id_dltensor`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_dtype")
 def schema_id_dtype(_0: _rt.DataType | str, /) -> _rt.DataType:
-    """Registry function: ``testing.schema_id_dtype``."""
+    """Registered as `testing.schema_id_dtype`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_float")
 def schema_id_float(_0: _t.SupportsFloat, /) -> float:
-    """Registry function: ``testing.schema_id_float``."""
+    """Registered as `testing.schema_id_float`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_func")
 def schema_id_func(_0: _abc.Callable[..., _t.Any], /) -> _rt.Function:
-    """Registry function: ``testing.schema_id_func``."""
+    """Registered as `testing.schema_id_func`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_func_typed")
 def schema_id_func_typed(_0: _abc.Callable[[int, float, _rt.Function], None], /) -> _rt.Function:
-    """Registry function: ``testing.schema_id_func_typed``."""
+    """Registered as `testing.schema_id_func_typed`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_int")
 def schema_id_int(_0: _t.SupportsIndex, /) -> int:
-    """Registry function: ``testing.schema_id_int``."""
+    """Registered as `testing.schema_id_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_list_int")
 def schema_id_list_int(_0: _rt.List[int], /) -> _rt.List[int]:
-    """Registry function: ``testing.schema_id_list_int``."""
+    """Registered as `testing.schema_id_list_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_list_obj")
 def schema_id_list_obj(_0: _rt.List[_rt.Object], /) -> _rt.List[_rt.Object]:
-    """Registry function: ``testing.schema_id_list_obj``."""
+    """Registered as `testing.schema_id_list_obj`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_list_str")
 def schema_id_list_str(_0: _rt.List[str], /) -> _rt.List[str]:
-    """Registry function: ``testing.schema_id_list_str``."""
+    """Registered as `testing.schema_id_list_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_map")
 def schema_id_map(_0: _abc.Mapping[_t.Any, _t.Any], /) -> _rt.Map[_t.Any, _t.Any]:
-    """Registry function: ``testing.schema_id_map``."""
+    """Registered as `testing.schema_id_map`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_map_str_int")
 def schema_id_map_str_int(_0: _abc.Mapping[str, int], /) -> _rt.Map[str, int]:
-    """Registry function: ``testing.schema_id_map_str_int``."""
+    """Registered as `testing.schema_id_map_str_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_map_str_obj")
 def schema_id_map_str_obj(_0: _abc.Mapping[str, _rt.Object], /) -> _rt.Map[str, _rt.Object]:
-    """Registry function: ``testing.schema_id_map_str_obj``."""
+    """Registered as `testing.schema_id_map_str_obj`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_map_str_str")
 def schema_id_map_str_str(_0: _abc.Mapping[str, str], /) -> _rt.Map[str, str]:
-    """Registry function: ``testing.schema_id_map_str_str``."""
+    """Registered as `testing.schema_id_map_str_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_object")
 def schema_id_object(_0: _rt.Object, /) -> _rt.Object:
-    """Registry function: ``testing.schema_id_object``."""
+    """Registered as `testing.schema_id_object`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_opt_int")
 def schema_id_opt_int(_0: _t.SupportsIndex | None, /) -> int | None:
-    """Registry function: ``testing.schema_id_opt_int``."""
+    """Registered as `testing.schema_id_opt_int`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_opt_obj")
 def schema_id_opt_obj(_0: _rt.Object | None, /) -> _rt.Object | None:
-    """Registry function: ``testing.schema_id_opt_obj``."""
+    """Registered as `testing.schema_id_opt_obj`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_opt_str")
 def schema_id_opt_str(_0: str | None, /) -> str | None:
-    """Registry function: ``testing.schema_id_opt_str``."""
+    """Registered as `testing.schema_id_opt_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_string")
 def schema_id_string(_0: str, /) -> str:
-    """Registry function: ``testing.schema_id_string``."""
+    """Registered as `testing.schema_id_string`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_tensor")
 def schema_id_tensor(_0: _rt.Tensor | _rt.DLPackExporter, /) -> _rt.Tensor:
-    """Registry function: ``testing.schema_id_tensor``."""
+    """Registered as `testing.schema_id_tensor`."""
     ...
 
 
 @_bind.registry_function("testing.schema_id_variant_int_str")
 def schema_id_variant_int_str(_0: _t.SupportsIndex | str, /) -> int | str:
-    """Registry function: ``testing.schema_id_variant_int_str``."""
+    """Registered as `testing.schema_id_variant_int_str`."""
     ...
 
 
 @_bind.registry_function("testing.schema_no_args")
 def schema_no_args() -> int:
-    """Registry function: ``testing.schema_no_args``."""
+    """Registered as `testing.schema_no_args`."""
     ...
 
 
 @_bind.registry_function("testing.schema_no_args_no_return")
 def schema_no_args_no_return() -> None:
-    """Registry function: ``testing.schema_no_args_no_return``."""
+    """Registered as `testing.schema_no_args_no_return`."""
     ...
 
 
 @_bind.registry_function("testing.schema_no_return")
 def schema_no_return(_0: _t.SupportsIndex, /) -> None:
-    """Registry function: ``testing.schema_no_return``."""
+    """Registered as `testing.schema_no_return`."""
     ...
 
 
 @_bind.registry_function("testing.schema_packed")
 def schema_packed(*args: _t.Any) -> _t.Any:  # pyright: ignore[reportAny, reportUnusedParameter]
-    """Registry function: ``testing.schema_packed``."""
+    """Registered as `testing.schema_packed`."""
     ...
 
 
 @_bind.registry_function("testing.schema_tensor_view_input")
 def schema_tensor_view_input(_0: _rt.Tensor | _rt.DLPackExporter, /) -> None:
-    """Registry function: ``testing.schema_tensor_view_input``."""
+    """Registered as `testing.schema_tensor_view_input`."""
     ...
 
 
@@ -1711,11 +1631,11 @@ def schema_variant_mix(
     _0: _t.SupportsIndex | str | _abc.Sequence[int],
     /,
 ) -> int | str | _rt.Array[int]:
-    """Registry function: ``testing.schema_variant_mix``."""
+    """Registered as `testing.schema_variant_mix`."""
     ...
 
 
 @_bind.registry_function("testing.test_raise_error")
 def test_raise_error(_0: str, _1: str, /) -> None:
-    """Registry function: ``testing.test_raise_error``."""
+    """Registered as `testing.test_raise_error`."""
     ...

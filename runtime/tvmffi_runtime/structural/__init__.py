@@ -31,7 +31,7 @@ the same engine are the public submodule ``equality``, which the traversal does 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from .._errors import walk_result_error
 from .._graph_guard import check_graph
@@ -63,6 +63,7 @@ from ._markers import (
     UNCHANGED,
     DefRegionKind,
     InplaceMode,
+    Moved,
     Unchanged,
     VisitInterrupt,
     WalkOrder,
@@ -343,6 +344,24 @@ def _run_visit(
 # =============================================================================================
 # structural_map
 # =============================================================================================
+#: The root of a map or mutate, and so its result: a mapper keeps each value's type (a handler
+#: returning another type for the root is the caller's to cast), as ``copy.replace`` does.
+_Root = TypeVar("_Root")
+_MovedRoot = TypeVar("_MovedRoot", bound=Object)
+
+
+@overload
+def structural_map(
+    root: Moved[_MovedRoot],
+    mapper: MapperBase | Handlers,
+    order: WalkOrder | str = ...,
+    *,
+    policy: Policy | None = ...,
+) -> _MovedRoot: ...
+@overload
+def structural_map(
+    root: _Root, mapper: MapperBase | Handlers, order: WalkOrder | str = ..., *, policy: Policy | None = ...
+) -> _Root: ...
 def structural_map(
     root: object,
     mapper: MapperBase | Handlers,
@@ -361,8 +380,10 @@ def structural_map(
     but its children are mapped. ``POST_ORDER``: children are mapped first and the handler's
     result is final. Keys of Map / Dict are never mapped. Copy-on-write unless the root is
     passed with :func:`move` (uniquely owned containers are then reused in place). Handlers
-    run at every occurrence (results are not cached). The result is typed ``object``: a handler
-    may replace the root by any value, so narrow it (``isinstance``) before use.
+    run at every occurrence (results are not cached). The result is typed as the root (the moved
+    object for ``move(root)``), as ``copy.replace`` types its result: a mapper that replaces the
+    root by a value of another type needs a cast (``cast(IntImm, structural_map(expr, fold))``)
+    or an ``isinstance`` check.
     """
     _expect_base(mapper, MapperBase, "structural_map")
     check_graph(_unmove(root), "structural_map")
@@ -421,6 +442,14 @@ def _map_with_policy(root: Any, entries: list[_Entry], order: WalkOrder, pol: _P
 # =============================================================================================
 # structural_mutate
 # =============================================================================================
+@overload
+def structural_mutate(
+    root: Moved[_MovedRoot], mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = ...
+) -> _MovedRoot: ...
+@overload
+def structural_mutate(
+    root: _Root, mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = ...
+) -> _Root: ...
 def structural_mutate(
     root: object, mutator: MutatorBase | MutateCallbacks | Handlers, *, policy: Policy | None = None
 ) -> object:
@@ -430,8 +459,9 @@ def structural_mutate(
     ``(value[, ctx])`` (first match wins). A callback returns the result for its value
     (``UNCHANGED`` keeps it) and recurses through its context; unmatched values get the default
     mutation with their current in-place permission. Copy-on-write unless ``root`` is passed
-    with :func:`move`. Returns the mutated value, typed ``object`` (a callback may return any
-    value for the root: narrow it before use).
+    with :func:`move`. Returns the mutated value, typed as the root (the moved object for
+    ``move(root)``), as ``copy.replace`` types its result: a mutator that replaces the root by a
+    value of another type needs a cast or an ``isinstance`` check.
     """
     _expect_base(mutator, MutatorBase, "structural_mutate")
     check_graph(_unmove(root), "structural_mutate")

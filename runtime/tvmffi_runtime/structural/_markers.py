@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from enum import IntEnum
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from .. import _convert, _lib, _object
 from .._call import ffi_call, global_handle
@@ -127,23 +127,33 @@ def _interrupt_value_field() -> Any:
 # =============================================================================================
 # move(): give up the caller's reference so the engine may reuse uniquely owned storage
 # =============================================================================================
-class Moved:
+#: The class of a moved object: what ``structural_map`` / ``structural_mutate`` return for it.
+_O = TypeVar("_O", bound=Object)
+
+
+class Moved(Generic[_O]):
     """An object whose wrapper gives up its reference when passed (see :func:`move`)."""
 
     __slots__ = ("obj",)
+    obj: _O
 
-    def __init__(self, obj: object) -> None:
-        if not isinstance(obj, Object):
-            raise TypeError(f"move() takes a runtime Object, got {type(obj).__name__}")
-        if not obj._h:
-            raise ValueError("move(): the object has already been moved from")
+    def __init__(self, obj: _O) -> None:
+        _check_movable(obj)
         self.obj = obj
 
     def __repr__(self) -> str:
         return f"move({self.obj!r})"
 
 
-def move(obj: Object) -> Moved:
+def _check_movable(obj: object) -> None:
+    """What ``move`` takes: a live runtime Object (a caller without a checker may pass anything)."""
+    if not isinstance(obj, Object):
+        raise TypeError(f"move() takes a runtime Object, got {type(obj).__name__}")
+    if not obj._h:
+        raise ValueError("move(): the object has already been moved from")
+
+
+def move(obj: _O) -> Moved[_O]:
     """Pass ``obj`` to ``structural_map`` / ``structural_mutate`` giving up this reference.
 
     The wrapper's handle is stolen when the call packs its arguments (the wrapper is empty
@@ -172,7 +182,7 @@ class _StolenRef:
                 pass
 
 
-def pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
+def pack_moved(buf: Any, off: int, v: Moved[Object], temps: list[Any]) -> None:
     obj = v.obj
     h = obj._h
     if not h:
@@ -184,4 +194,4 @@ def pack_moved(buf: Any, off: int, v: Moved, temps: list[Any]) -> None:
 
 
 def _unmove(root: Any) -> Any:
-    return root.obj if isinstance(root, Moved) else root
+    return cast("Moved[Object]", root).obj if isinstance(root, Moved) else root
