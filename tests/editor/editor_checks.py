@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from editor_workspace import Side, testing_sides, tvm_installed, tvm_sides
+from editor_workspace import Side, generated_sides, tvm_installed, tvm_sides
 from lsp_answers import (
     CompletionItem,
     completion_items,
@@ -127,13 +127,30 @@ def item_by_label(answer: Any) -> dict[str, CompletionItem]:
     return {re.sub(r"\W.*", "", item.label): item for item in completion_items(answer)}
 
 
-def shown(type_pattern: str) -> str:
-    """A pattern for a value type shown as the type of the thing (``a: int``, or ``int`` alone as
-    pylsp's hover shows it), not as an argument of another type (``ReadOnlyField[int]``)."""
-    return rf"{NOT_ARGUMENT}{type_pattern}(?!\w)"
+class Shows(NamedTuple):
+    """What a completion item must show: a pattern, and how a failure names it."""
+
+    what: str
+    pattern: str
 
 
-def completion_members(typed: dict[str, str], read_only: Sequence[str] = (), writable: Sequence[str] = ()) -> Judge:
+def shown(type_pattern: str, what: str = "") -> Shows:
+    """A value type shown as the type of the thing (``a: int``, or ``int`` alone as pylsp's hover
+    shows it), not as an argument of another type (``ReadOnlyField[int]``)."""
+    return Shows(f"its type {what or type_pattern}", rf"{NOT_ARGUMENT}{type_pattern}(?!\w)")
+
+
+def returns(type_name: str) -> Shows:
+    """A method's return type shown after its arrow."""
+    return Shows(f"its return type {type_name}", rf"->\s*\(?{type_name}\b")
+
+
+def says(words: str) -> Shows:
+    """Words of a doc, or a name, shown as they are."""
+    return Shows(repr(words), re.escape(words))
+
+
+def completion_members(typed: dict[str, Shows], read_only: Sequence[str] = (), writable: Sequence[str] = ()) -> Judge:
     """Completion offers each member of ``typed`` and shows what its pattern matches (a field's
     value type, a method's return); the ``read_only`` members are shown read-only and the
     ``writable`` ones are not."""
@@ -141,9 +158,9 @@ def completion_members(typed: dict[str, str], read_only: Sequence[str] = (), wri
     def judge(answer: Any, context: Context) -> list[str]:
         items = item_by_label(answer)
         problems = [f"{name!r} not offered" for name in typed if name not in items]
-        for name, pattern in typed.items():
+        for name, (what, pattern) in typed.items():
             if name in items:
-                problems += missing(pattern, items[name].shown, f"{name!r} shown without {pattern!r}")
+                problems += missing(pattern, items[name].shown, f"{name!r} shown without {what}")
                 problems += internals_shown(items[name].shown, context, params_unknown=True)
         for name in read_only:
             item = items.get(name)
@@ -226,7 +243,7 @@ TESTING_CHECKS = (
         "completion: fields and methods with their types",
         "completion",
         Spot("first = pair."),
-        completion_members({"a": shown("int"), "b": shown("int"), "sum": r"->\s*int"}),
+        completion_members({"a": shown("int"), "b": shown("int"), "sum": returns("int")}),
         resolve=("a", "b", "sum"),
     ),
     Check(
@@ -243,9 +260,9 @@ TESTING_CHECKS = (
         completion_members(
             {
                 "v_i64": shown("int"),
-                "v_map": shown(r"(Map|Mapping)\[Any, Any\]"),
-                "v_array": shown(r"(Array|Sequence)\[Any\]"),
-                "add_i64": r"->\s*int",
+                "v_map": shown(r"(Map|Mapping)\[Any, Any\]", "Map[Any, Any]"),
+                "v_array": shown(r"(Array|Sequence)\[Any\]", "Array[Any]"),
+                "add_i64": returns("int"),
             }
         ),
         resolve=("v_i64", "v_map", "v_array", "add_i64"),
@@ -254,7 +271,7 @@ TESTING_CHECKS = (
         "completion: method shows the registry's doc",
         "completion",
         Spot("first = pair."),
-        completion_members({"sum": r"compute sum of a and b"}),
+        completion_members({"sum": says("compute sum of a and b")}),
         resolve=("sum",),
     ),
     Check(
@@ -281,13 +298,13 @@ TESTING_CHECKS = (
         "hover: read-only field shows its type, read-only",
         "hover",
         Spot("first = pair.a"),
-        hover_read_only(shown("int")),
+        hover_read_only(shown("int").pattern),
     ),
     Check(
         "hover: field shows its type and the registry's doc",
         "hover",
         Spot("count = derived.v_i64"),
-        hover_shows({"the value type": shown("int"), "the registry's doc": r"i64 field"}),
+        hover_shows({"the value type": shown("int").pattern, "the registry's doc": r"i64 field"}),
     ),
     Check(
         "hover: method shows its signature and the registry's doc",
@@ -320,7 +337,9 @@ TVM_CHECKS = (
         "completion: fields and methods with their types",
         "completion",
         Spot("label = x."),
-        completion_members({"name": shown("str"), "span": shown(r"Span \| None"), "astype": r"\bdtype\b"}),
+        completion_members(
+            {"name": shown("str"), "span": shown(r"Span \| None", "Span | None"), "astype": says("dtype")}
+        ),
         resolve=("name", "span", "astype"),
     ),
     Check(
@@ -334,14 +353,14 @@ TVM_CHECKS = (
         "completion: on a value whose type the source determines",
         "completion",
         Spot("cast = y."),
-        completion_members({"same_as": r"same_as", "ty": r"\bty\b"}),
+        completion_members({"same_as": says("same_as"), "ty": says("ty")}),
         resolve=("same_as", "ty"),
     ),
     Check(
         "completion: tvm.cpu() offers tvm's Device members",
         "completion",
         Spot("ready = dev."),
-        completion_members({"exist": r"exist", "sync": r"sync"}),
+        completion_members({"exist": says("exist"), "sync": says("sync")}),
         resolve=("exist", "sync"),
     ),
     Check(
@@ -369,7 +388,7 @@ TVM_CHECKS = (
         "hover: field shows its type",
         "hover",
         Spot("label = x.name", back=1),
-        hover_shows({"the value type": shown("str")}),
+        hover_shows({"the value type": shown("str").pattern}),
     ),
     Check(
         "signature help: constructor call",
@@ -483,7 +502,7 @@ class Verdicts:
 
 def markdown_table(verdicts: Sequence[Verdict]) -> str:
     """The table: one row per server, subject and check, with ours' and the peer's verdict."""
-    rows = {}
+    rows: dict[tuple[str, str, str], dict[str, Verdict]] = {}
     for verdict in verdicts:
         rows.setdefault((verdict.server, verdict.subject, verdict.check), {})[verdict.side] = verdict
     lines = ["| server | subject | check | ours | peer |", "|---|---|---|---|---|"]
@@ -491,7 +510,7 @@ def markdown_table(verdicts: Sequence[Verdict]) -> str:
         cells = [describe(sides.get(side)) for side in ("ours", "peer")]
         lines.append(f"| {server} | {subject} | {check} | {cells[0]} | {cells[1]} |")
     count = {side: sum(v.passed for v in verdicts if v.side == side) for side in ("ours", "peer")}
-    worse = sum(1 for sides in rows.values() if sides["peer"].passed and not sides["ours"].passed)
+    worse = len([s for s in rows.values() if s["peer"].passed and not s["ours"].passed])
     lines.append("")
     lines.append(
         f"ours passes {count['ours']} of {len(rows)} checks, the peer {count['peer']}; "
@@ -508,7 +527,7 @@ def describe(verdict: Verdict | None) -> str:
 
 def subjects(base: Path, with_tvm: bool) -> list[tuple[Subject, tuple[Side, Side]]]:
     """The subjects with their sides written under ``base`` (tvm only when asked and installed)."""
-    found = [(TESTING, testing_sides(base / "testing"))]
+    found = [(TESTING, generated_sides(base / "testing"))]
     if with_tvm and tvm_installed():
         found.append((TVM, tvm_sides(base / "tvm")))
     return found

@@ -82,7 +82,7 @@ def installed_package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
-def testing_sides(base: Path) -> tuple[Side, Side]:
+def generated_sides(base: Path) -> tuple[Side, Side]:
     """The generated package for ``libtvm_ffi_testing.so`` and the peer's hand-written classes,
     each imported by the same program in the user's folder ``base/user``."""
     site = base / "site"

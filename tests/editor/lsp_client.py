@@ -104,6 +104,8 @@ class LanguageServer:
         self._versions: dict[str, int] = {}
         # the server's log: kept as long as the server runs, closed by close()
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        #: when the process was started (perf_counter): a cold answer is timed from here
+        self.started = time.perf_counter()
         self._process = subprocess.Popen(
             SERVERS[name],
             stdin=subprocess.PIPE,
@@ -114,7 +116,6 @@ class LanguageServer:
         )
         self._reader = threading.Thread(target=self._read_loop, name=f"lsp-{name}", daemon=True)
         self._reader.start()
-        self.started = time.perf_counter()
         try:
             self.capabilities: dict[str, Any] = self.request(
                 "initialize",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from editor_asserts import assert_at_least_as_good_as_the_peer, assert_shows_what_a_user_needs
 from editor_checks import TESTING, TESTING_CHECKS, Check, Verdicts
-from editor_workspace import testing_sides
+from editor_workspace import generated_sides
 from lsp_client import SERVERS
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ CASES = [pytest.param(server, check, id=f"{server}-{check.name}") for server in 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> Verdicts:
     base: Path = tmp_path_factory.mktemp("editor-generated")
-    return Verdicts(TESTING, testing_sides(base))
+    return Verdicts(TESTING, generated_sides(base))
 
 
 @pytest.mark.parametrize(("server", "check"), CASES)
