@@ -122,9 +122,14 @@ def missing(pattern: str, text: str, what: str) -> list[str]:
 # -- judges -----------------------------------------------------------------------------------
 
 
+def member_name(label: str) -> str:
+    """The name a completion label completes (pylsp labels a method ``sum()``)."""
+    return re.sub(r"\W.*", "", label)
+
+
 def item_by_label(answer: Any) -> dict[str, CompletionItem]:
-    """The items by the name they complete (pylsp labels a method ``sum()``)."""
-    return {re.sub(r"\W.*", "", item.label): item for item in completion_items(answer)}
+    """The items by the name they complete."""
+    return {member_name(item.label): item for item in completion_items(answer)}
 
 
 class Shows(NamedTuple):
@@ -143,6 +148,10 @@ def shown(type_pattern: str, what: str = "") -> Shows:
 def returns(type_name: str) -> Shows:
     """A method's return type shown after its arrow."""
     return Shows(f"its return type {type_name}", rf"->\s*\(?{type_name}\b")
+
+
+#: A member offered, whatever its item shows.
+OFFERED = Shows("anything", "")
 
 
 def says(words: str) -> Shows:
@@ -237,6 +246,8 @@ def definition_at(class_line: str) -> Judge:
 # -- the checks of each subject -----------------------------------------------------------------
 
 INT = r"(int|SupportsIndex)"
+#: ``Var``'s parameter ``ty``, as tvm's source spells it (a string annotation, which jedi quotes)
+TY_PARAMETER = r"\bty: \"?(tvm\.ir\.)?Type \| str \| None\b"
 
 TESTING_CHECKS = (
     Check(
@@ -353,7 +364,7 @@ TVM_CHECKS = (
         "completion: on a value whose type the source determines",
         "completion",
         Spot("cast = y."),
-        completion_members({"same_as": says("same_as"), "ty": says("ty")}),
+        completion_members({"same_as": OFFERED, "ty": OFFERED}),
         resolve=("same_as", "ty"),
     ),
     Check(
@@ -371,7 +382,7 @@ TVM_CHECKS = (
             {
                 "the class": r"\bVar\(",
                 "parameter name": r"\bname: str \| None\b",
-                "parameter ty": r"\bty: Type \| str \| None\b",
+                "parameter ty": TY_PARAMETER,
                 "the doc": r"canonical local variable",
             }
         ),
@@ -394,7 +405,7 @@ TVM_CHECKS = (
         "signature help: constructor call",
         "signatureHelp",
         Spot('Var("'),
-        signature_shows({"parameter name": r"\bname: str \| None\b", "parameter ty": r"\bty: Type \| str \| None\b"}),
+        signature_shows({"parameter name": r"\bname: str \| None\b", "parameter ty": TY_PARAMETER}),
     ),
     Check(
         "signature help: method call",
@@ -435,6 +446,8 @@ class Verdict:
     check: str
     side: str
     problems: tuple[str, ...]
+    #: what the answer showed, as text (quoted in docs/editor.md)
+    shown: str = ""
 
     @property
     def passed(self) -> bool:
@@ -452,7 +465,25 @@ def ask(server: LanguageServer, check: Check, program: Path) -> Any:
     if not server.capabilities.get("completionProvider", {}).get("resolveProvider"):
         return answer
     items = answer.get("items", []) if isinstance(answer, dict) else (answer or [])
-    return [server.request("completionItem/resolve", i) if i["label"] in check.resolve else i for i in items]
+    return [
+        server.request("completionItem/resolve", i) if member_name(i["label"]) in check.resolve else i for i in items
+    ]
+
+
+def answer_shown(check: Check, answer: Any) -> str:
+    """The text a user sees for an answer: the checked completion items, the hover, the active
+    signature with its docs, or where a definition lands."""
+    if check.method == "completion":
+        items = item_by_label(answer)
+        return "\n".join(
+            f"{name} [kind {items[name].kind}]: {items[name].shown}" for name in check.resolve if name in items
+        )
+    if check.method == "hover":
+        return hover_text(answer)
+    if check.method == "signatureHelp":
+        shown = signature(answer)
+        return f"{shown.label}\n{shown.documentation}" if shown else ""
+    return "\n".join(f"{place.path}:{place.line + 1}" for place in definition_places(answer))
 
 
 def judge_side(server: LanguageServer, subject: Subject, side: Side) -> list[Verdict]:
@@ -461,10 +492,11 @@ def judge_side(server: LanguageServer, subject: Subject, side: Side) -> list[Ver
     verdicts = []
     for check in subject.checks:
         try:
-            problems = check.judge(ask(server, check, side.program), context)
+            answer = ask(server, check, side.program)
+            problems, shown = check.judge(answer, context), answer_shown(check, answer)
         except ServerError as error:
-            problems = [f"server error: {error}"]
-        verdicts.append(Verdict(server.name, subject.name, check.name, side.name, tuple(problems)))
+            problems, shown = [f"server error: {error}"], ""
+        verdicts.append(Verdict(server.name, subject.name, check.name, side.name, tuple(problems), shown))
     return verdicts
 
 
