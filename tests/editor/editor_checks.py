@@ -404,13 +404,13 @@ TVM_CHECKS = (
     Check(
         "signature help: constructor call",
         "signatureHelp",
-        Spot('Var("'),
+        Spot("Var("),
         signature_shows({"parameter name": r"\bname: str \| None\b", "parameter ty": TY_PARAMETER}),
     ),
     Check(
         "signature help: method call",
         "signatureHelp",
-        Spot('astype("'),
+        Spot("astype("),
         signature_shows({"parameter dtype": r"\bdtype\b"}, params_unknown=True),
     ),
     Check(
