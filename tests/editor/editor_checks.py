@@ -44,9 +44,10 @@ READ_ONLY_KINDS = {10, 21}
 READ_ONLY_TEXT = re.compile(r"read-only|\((constant|property)\)|\bproperty\b|\bFinal\b")
 #: reStructuredText's inline literal, which Markdown shows with its backticks (not a code fence)
 RST_LITERAL = re.compile(r"(?<!`)``(?!`)")
-#: A value type shown as such, not as a type argument (``ReadOnlyField[int]``) or attribute
-#: (``_t.Any``): what ``shown("int")`` looks for.
-NOT_ARGUMENT = r"(?<![\[\w.])"
+#: A value type shown as such: not as a type argument (``ReadOnlyField[int]``) or attribute
+#: (``_t.Any``), except ``Final``'s, which shows the value type and that it is read-only
+#: (``a: Final[int]``): what ``shown("int")`` looks for.
+VALUE_TYPE_START = r"(?:(?<![\[\w.])|(?<=\bFinal\[))"
 #: Markdown escapes pyright puts in docs (``add\_i64``), taken out before matching words.
 MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|])")
 
@@ -140,9 +141,9 @@ class Shows(NamedTuple):
 
 
 def shown(type_pattern: str, what: str = "") -> Shows:
-    """A value type shown as the type of the thing (``a: int``, or ``int`` alone as pylsp's hover
-    shows it), not as an argument of another type (``ReadOnlyField[int]``)."""
-    return Shows(f"its type {what or type_pattern}", rf"{NOT_ARGUMENT}{type_pattern}(?!\w)")
+    """A value type shown as the type of the thing (``a: int``, ``a: Final[int]``, or ``int`` alone
+    as pylsp's hover shows it), not as an argument of another type (``ReadOnlyField[int]``)."""
+    return Shows(f"its type {what or type_pattern}", rf"{VALUE_TYPE_START}{type_pattern}(?!\w)")
 
 
 def returns(type_name: str) -> Shows:
