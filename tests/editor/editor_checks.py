@@ -171,7 +171,7 @@ def completion_members(typed: dict[str, Shows], read_only: Sequence[str] = (), w
         for name, (what, pattern) in typed.items():
             if name in items:
                 problems += missing(pattern, items[name].shown, f"{name!r} shown without {what}")
-                problems += internals_shown(items[name].shown, context, params_unknown=True)
+                problems += internals_shown(items[name].shown, context, params_unknown=not context.generated)
         for name in read_only:
             item = items.get(name)
             if item is not None and item.kind not in READ_ONLY_KINDS and not READ_ONLY_TEXT.search(item.shown):
