@@ -156,9 +156,10 @@ class LanguageServer:
             name, _, value = line.partition(b":")
             if name.lower() == b"content-length":
                 length = int(value)
-        if length is None:
-            return None
-        message: dict[str, Any] = json.loads(stdout.read(length))
+        body = stdout.read(length) if length is not None else b""
+        if len(body) != length:
+            return None  # the server exited mid-message: the reader ends, the waiting requests fail
+        message: dict[str, Any] = json.loads(body)
         return message
 
     def _read_loop(self) -> None:
