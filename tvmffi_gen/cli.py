@@ -431,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``tvmffi-gen`` command: ``main``, then the process ends without the interpreter
-    freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree:
-    1.7 s after a 10 s run). The exit handlers still run (a temporary folder left open is
-    removed), and the output is flushed."""
+    freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree: its
+    cost is in benchmarks/results_stubs.md). The exit handlers still run (a temporary folder left
+    open is removed), and the output is flushed."""
     try:
         code = main()
     except SystemExit as exc:  # argparse's --help, --version and usage errors
