@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tvmffi_gen.cli import main
 
 from conftest import ROOT, build_shared
@@ -23,6 +25,7 @@ def readme_block(language: str, after: str) -> str:
     return match.group(1)
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_readme_cpp_and_python_examples_run_and_type_check(tmp_path: Path, have_gxx: bool) -> None:
     library = build_shared("readme_geom", readme_block("cpp", "## The C++ side"))
     assert main([str(library), "-o", str(tmp_path / "geom"), "-q"]) == 0
