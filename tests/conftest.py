@@ -22,6 +22,8 @@ sys.path.insert(0, str(ROOT / "runtime"))  # tests run against the source tree's
 os.environ.setdefault("TVMFFI_GEN_CACHE_DIR", str(BUILD_DIR / "stubs-cache"))
 
 import tvmffi_runtime as rt  # noqa: E402
+from tvmffi_runtime._call import lacks  # noqa: E402
+from tvmffi_runtime._features import Feature  # noqa: E402
 
 TVM_FFI_LIBDIR = Path(rt.LIB_PATH).parent
 TVM_FFI_INCLUDE = TVM_FFI_LIBDIR.parent / "include"
@@ -92,7 +94,8 @@ def _compiled_once(out: Path, source: str, suffix: str, command: Callable[[str, 
 def build_shared(name: str, source: str, extra: list[str] | None = None, link_tvm_ffi: bool = True) -> Path:
     """Compile C++ ``source`` into ``tests/_build/<name>-<hash>.so`` (cached by content, built once)."""
     extra = extra or []
-    digest = hashlib.sha256((source + repr(extra) + repr(link_tvm_ffi)).encode()).hexdigest()[:12]
+    # the flags name the apache-tvm-ffi headers: a venv with another release builds its own copy
+    digest = hashlib.sha256((source + repr(extra) + repr(link_tvm_ffi) + repr(cxx_flags())).encode()).hexdigest()[:12]
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     link = [f"-L{TVM_FFI_LIBDIR}", "-ltvm_ffi"] if link_tvm_ffi else []
     return _compiled_once(
@@ -105,15 +108,26 @@ def build_shared(name: str, source: str, extra: list[str] | None = None, link_tv
 
 def build_executable(name: str, source: str, c: bool = True) -> Path:
     """Compile a small C (or C++) program against the apache-tvm-ffi headers."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
     flags = [f for f in cxx_flags() if not f.startswith("-std=")]
+    digest = hashlib.sha256((source + repr(flags)).encode()).hexdigest()[:12]
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
     compiler = "gcc" if c else "g++"
     return _compiled_once(
         BUILD_DIR / f"{name}-{digest}",
         source,
         ".c" if c else ".cc",
         lambda src, tmp: [compiler, *flags, src, "-o", tmp],
+    )
+
+
+def needs(feature: Feature) -> pytest.MarkDecorator:
+    """Skip a test of ``feature`` when the loaded libtvm_ffi is from an apache-tvm-ffi release
+    older than it (``tvmffi_runtime._features``; tests/runtime/test_old_tvm_ffi.py runs the core
+    of the suite on the oldest supported release)."""
+    missing = lacks(feature)
+    return pytest.mark.skipif(
+        missing is not None,
+        reason=f"{feature.name} needs apache-tvm-ffi {feature.since}; the loaded libtvm_ffi has no {missing}",
     )
 
 

@@ -5,7 +5,10 @@ the registered types (classes under ``@_bind.register``), their fields and metho
 included), and the module's public functions, each with its annotation or signature as code. The
 manifest records it per file, so the next run compares (``api_changes``) and says what changed;
 ``stale_uses`` finds the places in the user's own code in the package that name something removed
-(``self.radius`` after the library dropped ``radius``), which would fail only when that code runs.
+(``self.radius`` after the library dropped ``radius``, ``from .geom import Circle`` after it
+dropped ``Circle``), which would fail only when that code runs or is imported. The manifest keeps
+the removals such code still names (``removals_to_record``), so every later run warns again
+(``still_removed``) until the code no longer names them.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ __all__ = [
     "change_summary",
     "module_api",
     "names_used",
+    "removals_to_record",
     "stale_uses",
+    "still_removed",
 ]
 
 #: What each kind of member is called in a summary, in the order a summary counts them.
@@ -206,16 +211,19 @@ class NameUse:
 
 
 def names_used(tree: ast.AST, first_line: int = 1, owner: str = "") -> list[NameUse]:
-    """The names and attribute names ``tree`` reads or calls (line numbers as if the tree's
-    code started at ``first_line``); ``owner``: the class whose body the code is in."""
+    """The names and attribute names ``tree`` reads, calls or imports (``from .m import Old``
+    names ``Old``; line numbers as if the tree's code started at ``first_line``); ``owner``:
+    the class whose body the code is in."""
     out: list[NameUse] = []
     for node in ast.walk(tree):
-        line = node.lineno + first_line - 1 if isinstance(node, (ast.Attribute, ast.Name)) else 0
+        line = node.lineno + first_line - 1 if isinstance(node, (ast.Attribute, ast.Name, ast.ImportFrom)) else 0
         if isinstance(node, ast.Attribute):
             on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
             out.append(NameUse(node.attr, line, True, owner if on_self else ""))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             out.append(NameUse(node.id, line, False))
+        elif isinstance(node, ast.ImportFrom):
+            out += [NameUse(alias.name, line, False) for alias in node.names if alias.name != "*"]
     return out
 
 
@@ -234,6 +242,27 @@ class StaleUse:
             f"{shown_path}:{self.line}: your code uses {self.name!r}, but the library no longer has"
             f" {self.removed.kind} {self.removed.name}"
         )
+
+
+def still_removed(recorded: Mapping[str, str], api: Mapping[str, str]) -> list[ApiChange]:
+    """The removals an earlier run recorded (``recorded``: dotted name -> ``"KIND SIGNATURE"``,
+    as ``removals_to_record`` gives them) that the package (``api``: as it is now) still lacks:
+    user code naming one is warned about on every run until it no longer does."""
+    out: list[ApiChange] = []
+    for name, entry in sorted(recorded.items()):
+        if name not in api:
+            kind, signature = _split(entry)
+            out.append(ApiChange(kind, name, "removed", before=signature))
+    return out
+
+
+def removals_to_record(uses: Iterable[StaleUse]) -> dict[str, str]:
+    """What the manifest keeps of the removals user code still names (read back by
+    ``still_removed``): dotted name -> ``"KIND SIGNATURE"``; empty once no code names one."""
+    return {
+        use.removed.name: f"{use.removed.kind} {use.removed.before}".rstrip()
+        for use in sorted(uses, key=lambda u: u.removed.name)
+    }
 
 
 def stale_uses(path: str, uses: Iterable[NameUse], changes: list[ApiChange], api: Mapping[str, str]) -> list[StaleUse]:

@@ -22,6 +22,7 @@ import filecmp
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,17 @@ from . import __version__
 from .snapshot import SnapshotError
 from .snapshot_process import take_snapshot
 
-__all__ = ["Step", "authors_marker", "cmake_dir", "main", "python_sources", "run_step"]
+__all__ = [
+    "Step",
+    "authors_marker",
+    "cmake_dir",
+    "main",
+    "python_sources",
+    "run_step",
+    "write_dist_info",
+    "lacks_runtime",
+    "declared_requirements",
+]
 
 Mode = Literal["package", "stubs"]
 
@@ -63,6 +74,9 @@ class Step:
     sources: Path | None = None
     #: stubs mode: the package's Python source files, part of what the output is made from
     source_files: tuple[Path, ...] = field(default=())
+    #: stubs mode: the folder ``sources`` is a staged copy of; the generator's messages name its
+    #: files (the ones an author edits) instead of the copies
+    authored: Path | None = None
 
     @property
     def stamp(self) -> Path:
@@ -150,7 +164,20 @@ def _run_generator(step: Step, snapshot_file: Path) -> int:
     cmd = [sys.executable, "-m", "tvmffi_gen", *step.generator_args(snapshot_file.resolve())]
     # run from the work folder: from the project's folder, `python -m` would import the package's
     # sources (the first entry of sys.path) instead of the built package beside its library
-    return subprocess.run(cmd, env=env, cwd=step.work, check=False).returncode
+    if step.sources is None or step.authored is None:
+        return subprocess.run(cmd, env=env, cwd=step.work, check=False).returncode
+    proc = subprocess.run(cmd, env=env, cwd=step.work, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(authored_paths(proc.stderr, step.sources, step.authored))
+    sys.stderr.flush()
+    return proc.returncode
+
+
+def authored_paths(text: str, stage: Path, authored: Path) -> str:
+    """``text`` with each ``.py`` file of the staged copy named by its path in ``authored``: an
+    import failure points at the line the author edits, not at the build tree's copy."""
+    for folder in {str(stage), str(stage.resolve())}:
+        text = re.sub(re.escape(folder + os.sep) + r"([^\s:()]+\.py)\b", lambda m: str(authored / m.group(1)), text)
+    return text
 
 
 def run_step(step: Step, say: Callable[[str], None] = print) -> int:
@@ -186,6 +213,41 @@ def run_step(step: Step, say: Callable[[str], None] = print) -> int:
     return 0
 
 
+#: the distribution a generated package (package mode) imports at run time
+RUNTIME = "tvmffi-runtime"
+
+
+def lacks_runtime(requirements: Sequence[object]) -> str | None:
+    """The warning for a distribution whose requirements (``[project] dependencies``) do not
+    include tvmffi-runtime, which the generated package imports; None when they do."""
+    names = [re.split(r"[\s\[<>=!~;@(]", str(r).strip(), maxsplit=1)[0] for r in requirements]
+    if any(re.sub(r"[-_.]+", "-", n).lower() == RUNTIME for n in names):
+        return None
+    return (
+        "warning: tvmffi-gen: the generated package imports tvmffi_runtime, which this distribution"
+        f' does not require: add "{RUNTIME}" to [project] dependencies'
+    )
+
+
+def declared_requirements(project_dir: Path) -> list[str] | None:
+    """``[project] dependencies`` of the first ``pyproject.toml`` at or above ``project_dir``;
+    None when there is none or they are ``dynamic`` (another tool fills them in: not known here)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10: tomli, which scikit-build-core requires there
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
+
+    for folder in [project_dir, *project_dir.parents]:
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            with pyproject.open("rb") as f:
+                project = tomllib.load(f).get("project", {})
+            if "dependencies" in project.get("dynamic", []):
+                return None
+            return [str(r) for r in project.get("dependencies", [])]
+    return None
+
+
 def python_sources(sources: Path, package: str) -> tuple[Path, ...]:
     """The ``.py`` files of ``package`` under ``sources`` (the folder holding it)."""
     root = sources.joinpath(*package.split("."))
@@ -200,7 +262,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--destination", required=True, help="the package folder the output is copied into")
     p.add_argument("--work", required=True, help="the step's own folder (stamp, generator output)")
     p.add_argument("--prefix", action="append", default=[], help="package mode: a namespace to keep")
+    p.add_argument(
+        "--project-dir",
+        help="package mode: the project's folder; the build warns when its pyproject.toml lacks tvmffi-runtime",
+    )
     p.add_argument("--sources", help="stubs mode: the folder holding the package")
+    p.add_argument(
+        "--distribution",
+        default="",
+        help="stubs mode: the distribution the package is installed by (default: its top-level name)",
+    )
+    p.add_argument("--version", default="0", help="stubs mode: the distribution's version")
     p.add_argument(
         "--library-dir",
         default=".",
@@ -211,7 +283,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _staged_sources(args: argparse.Namespace, work: Path) -> Path:
     """A copy of the package's sources with the built library where the package loads it from,
-    so ``--stubs-for`` imports the package as it is installed."""
+    and the distribution's metadata, so ``--stubs-for`` imports the package as it is installed."""
     stage = work / "stage"
     shutil.rmtree(stage, ignore_errors=True)
     rel = Path(*args.package.split("."))
@@ -219,7 +291,30 @@ def _staged_sources(args: argparse.Namespace, work: Path) -> Path:
     lib_dir = stage / rel / args.library_dir
     lib_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(args.library, lib_dir / Path(args.library).name)
+    write_dist_info(stage, args.distribution or args.package.split(".")[0], args.version)
     return stage
+
+
+def write_dist_info(stage: Path, distribution: str, version: str) -> Path:
+    """The ``.dist-info`` an installed wheel of ``distribution`` has, for the files under ``stage``.
+
+    A package can find its own files through its distribution's metadata: apache-tvm-ffi's
+    ``tvm_ffi.libinfo.load_lib_module(distribution, target)`` looks for the library in the
+    ``RECORD`` of the installed distribution (then only on ``LD_LIBRARY_PATH``/``PATH``), and
+    ``importlib.metadata.version(distribution)`` is a common ``__version__``. In the build tree
+    nothing is installed; with this folder on ``sys.path`` before site-packages, both answer as
+    they will once the wheel is installed.
+    """
+    name = re.sub(r"[-_.]+", "_", distribution)
+    files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+    dist_info = stage / f"{name}-{version}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n", encoding="utf-8"
+    )
+    record = [f"{f},," for f in files] + [f"{dist_info.name}/METADATA,,", f"{dist_info.name}/RECORD,,"]
+    (dist_info / "RECORD").write_text("\n".join(record) + "\n", encoding="utf-8")
+    return dist_info
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -236,6 +331,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         work.mkdir(parents=True, exist_ok=True)
         sources = _staged_sources(args, work)
+    elif args.project_dir:
+        requirements = declared_requirements(Path(args.project_dir))
+        warning = lacks_runtime(requirements) if requirements is not None else None
+        if warning:
+            print(warning, file=sys.stderr)
     step = Step(
         mode=args.mode,
         library=Path(args.library),
@@ -245,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefixes=tuple(args.prefix),
         sources=sources,
         source_files=python_sources(sources, args.package) if sources is not None else (),
+        authored=Path(args.sources).resolve() if sources is not None else None,
     )
     return run_step(step)
 

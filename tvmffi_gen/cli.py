@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from .prefixes import kept_by_prefixes
 from .project import (
     ProjectError,
     ProjectPlan,
+    check_project_folder,
     plan_project,
     project_package_name,
     runtime_requirement,
@@ -30,12 +32,15 @@ from .project import (
 )
 from .render import render_package
 from .snapshot import Snapshot, SnapshotError
-from .snapshot_process import take_snapshot
+from .snapshot_process import nothing_registered, take_snapshot
 from .uses import UsedPackageError
 from .wording import counted
 from .writer import OutputError, Plan, apply_plan, plan_output
 
-__all__ = ["main", "generate", "default_library", "library_shipped_with"]
+__all__ = ["main", "generate", "default_library", "library_shipped_with", "INTERRUPTED"]
+
+#: The exit status of a run stopped by Ctrl-C (SIGINT): 128 + the signal's number, as shells report it.
+INTERRUPTED = 128 + int(signal.SIGINT)
 
 
 def _package_lib_dirs(package: str) -> list[Path]:
@@ -127,11 +132,11 @@ def generate(
     unmatched = [p for p in prefixes or [] if not any(kept_by_prefixes(n, [p]) for n in registered)]
     if prefixes and len(unmatched) == len(prefixes):
         raise GenerationError(
-            f"{snapshot.library}: the library registers nothing to generate under {', '.join(unmatched)}"
+            f"{snapshot.library_path}: the library registers nothing to generate under {', '.join(unmatched)}"
         )
     warnings += [f"--prefix {p}: the library registers nothing under it" for p in unmatched]
     if not model.classes and not any(m.functions for m in model.modules.values()):
-        raise GenerationError(f"{snapshot.library}: the library registers nothing to generate")
+        raise GenerationError(nothing_registered(snapshot))
     files = render_package(model, _tvm_ffi_libdir(), Path(output))
     return snapshot, files, warnings
 
@@ -288,6 +293,8 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
     """Read the registry, render the package and decide every file to write: nothing is written
     here but ``--save-snapshot``'s file."""
     target = _target(args)
+    if target.project_dir is not None:
+        check_project_folder(target.project_dir, target.package_dir, args.force)
     library, snapshot = _registry_source(args, log)
     log.debug(f"reading the registry of {library or args.from_snapshot}")
     snapshot, files, warnings = generate(
@@ -342,6 +349,8 @@ def _report_merges(run: _RunPlan, log: _Log) -> None:
             log.info(f"kept {kept} member(s) you added in {root / rel}")
     for rel in run.output.orphaned:
         log.warn(f"{root / rel} is no longer generated, but you edited it: left in place")
+    for path in run.project.kept if run.project is not None else []:
+        log.info(f"kept your {path} (its marker line removed): not regenerated")
 
 
 def _report_api(run: _RunPlan, log: _Log) -> None:
@@ -433,13 +442,18 @@ def run() -> NoReturn:
     """The ``tvmffi-gen`` command: ``main``, then the process ends without the interpreter
     freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree: its
     cost is in benchmarks/results_stubs.md). The exit handlers still run (a temporary folder left
-    open is removed), and the output is flushed."""
+    open is removed), and the output is flushed. Ctrl-C ends it with one line and status 130: every
+    file is written whole or not at all (staged, then moved into place), so there is nothing
+    to clean up but the temporary folders the exit handlers remove."""
     try:
         code = main()
     except SystemExit as exc:  # argparse's --help, --version and usage errors
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, and one line, not a traceback
+        print("tvmffi-gen: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()

@@ -6,22 +6,25 @@ as package data, and depends on ``tvmffi-runtime`` only (``RUNTIME_REQUIREMENT``
 ``python -m build DIR`` work. With ``--bundle`` a small ``setup.py`` marks the distribution as
 platform-specific, so its wheel is tagged for the platform the bundled library was built for
 (not ``py3-none-any``). Each file starts with a marker line; one without it is the user's and is
-never overwritten (unless ``--force``).
+never overwritten (unless ``--force``): kept in a project tvmffi-gen wrote (its package folder has
+the manifest), refused elsewhere. A non-empty project folder tvmffi-gen did not write is refused
+by the rule a package folder is (``writer.refuse_foreign_folder``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .writer import new_file_mode, stage_file
+from .writer import MANIFEST, new_file_mode, refuse_foreign_folder, stage_file
 
 __all__ = [
     "ProjectError",
     "ProjectPlan",
+    "check_project_folder",
     "plan_project",
     "project_package_name",
     "render_pyproject",
@@ -100,12 +103,31 @@ def _direct_reference_problem(url: str) -> str | None:
 
 @dataclass
 class ProjectPlan:
-    """The project files to write (path -> text), the ones that differ from disk, and files of
-    ours no longer wanted (``setup.py`` once ``--bundle`` is dropped)."""
+    """The project files to write (path -> text), the ones that differ from disk, files of
+    ours no longer wanted (``setup.py`` once ``--bundle`` is dropped), and files the user took
+    over (their marker line removed), which are left as they are."""
 
     files: dict[Path, str]
     changed: list[Path]
     removed: list[Path]
+    kept: list[Path] = field(default_factory=list)
+
+
+def _generated_here(project_dir: Path, package_dir: Path) -> bool:
+    """Whether tvmffi-gen wrote the project folder: its package has the manifest, or its
+    ``pyproject.toml`` starts with the marker line."""
+    if (package_dir / MANIFEST).is_file():
+        return True
+    text = _read(project_dir / "pyproject.toml")
+    return text is not None and text.startswith(MARKER)
+
+
+def check_project_folder(project_dir: Path, package_dir: Path, force: bool) -> None:
+    """Refuse (``OutputError``) a non-empty project folder tvmffi-gen did not write, unless
+    ``force``: the rule a package folder follows, before anything is loaded or written."""
+    if force or not project_dir.is_dir() or _generated_here(project_dir, package_dir):
+        return
+    refuse_foreign_folder(project_dir, f"no pyproject.toml it wrote, no {package_dir.name}/{MANIFEST} manifest")
 
 
 def project_package_name(project_dir: Path) -> str:
@@ -143,7 +165,9 @@ def plan_project(
     force: bool = False,
     requirement: str = RUNTIME_REQUIREMENT,
 ) -> ProjectPlan:
-    """Decide what to write; refuse files of the user's (no marker line) unless ``force``."""
+    """Decide what to write. A file of the user's (no marker line) is replaced with ``force``,
+    kept when the package folder has the manifest (the user took it over from an earlier run),
+    and refused otherwise."""
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?", version):
         raise ProjectError(f"--project-version {version!r} is not a version like 1.2.3")
     wanted = {project_dir / "pyproject.toml": render_pyproject(package, version, library, bundled, requirement)}
@@ -155,6 +179,9 @@ def plan_project(
         ours = old is not None and old.startswith(MARKER)
         if path in wanted:
             if old is not None and not ours and not force:
+                if (project_dir / package / MANIFEST).is_file():
+                    plan.kept.append(path)
+                    continue
                 raise ProjectError(
                     f"{path} exists and was not written by tvmffi-gen; move it away or pass --force to replace it"
                 )

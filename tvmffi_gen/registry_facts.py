@@ -78,6 +78,7 @@ def field_snap(f: Any) -> FieldSnap:
 def read_type(key: str) -> TypeSnap:
     """What the registry of this process says about type ``key``."""
     from tvmffi_runtime import reflection as R
+    from tvmffi_runtime.enums import entry_name, registered_entries
 
     info = R.type_info(key)
     ts = TypeSnap(type_key=key, ancestors=list(info.ancestors), doc=info.doc)
@@ -99,10 +100,9 @@ def read_type(key: str) -> TypeSnap:
             ]
             ts.init_excluded = [n for n in dict.fromkeys(inherited) if not _init_takes(auto_init, n)]
     ts.final = bool(R.type_attr(info.type_index, "__ffi_type_final__"))
-    state = R.type_attr(info.type_index, "__ffi_enum__")
-    if state is not None:
-        entries = R.get_field(state, "entries")
-        ts.enum_entries = [str(R.get_field(e, "_str_index")) for e in entries]
+    entries = registered_entries(info.type_index)
+    if entries:
+        ts.enum_entries = [entry_name(e) for e in entries]
     return ts
 
 

@@ -29,7 +29,7 @@ from typing import Any, cast
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext  # type: ignore[import-untyped, unused-ignore]
 from setuptools.errors import SetupError  # type: ignore[import-untyped, unused-ignore]
 
-from .buildstep import Step, python_sources, run_step
+from .buildstep import Step, lacks_runtime, python_sources, run_step
 
 __all__ = ["GenerationConfig", "build_ext", "read_config"]
 
@@ -121,11 +121,6 @@ class build_ext(_setuptools_build_ext):  # type: ignore[misc, unused-ignore]
     def _check_runtime_requirement(self) -> None:
         """A generated package imports tvmffi_runtime: warn when the distribution does not require it."""
         # [project] dependencies, which setuptools reads into the distribution's install_requires
-        declared: list[object] = list(getattr(self.distribution, "install_requires", None) or [])
-        requires = [str(r).replace("_", "-").lower() for r in declared]
-        if not any(r.startswith("tvmffi-runtime") for r in requires):
-            print(
-                "warning: tvmffi-gen: the generated package imports tvmffi_runtime, which this"
-                ' distribution does not require: add "tvmffi-runtime" to [project] dependencies',
-                file=sys.stderr,
-            )
+        warning = lacks_runtime(list(getattr(self.distribution, "install_requires", None) or []))
+        if warning:
+            print(warning, file=sys.stderr)

@@ -10,6 +10,7 @@ line and the library's own frames.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 from .registry_facts import field_snap, parse_schema, read_type, run_child
 from .snapshot import FunctionSnap, Snapshot, SnapshotError
 
-__all__ = ["snapshot_in_process", "summarise_failure", "take_snapshot"]
+__all__ = ["nothing_registered", "snapshot_in_process", "summarise_failure", "take_snapshot"]
 
 
 def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snapshot:
@@ -140,6 +141,36 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
         reason = error or f"snapshot failed with exit status {proc.returncode}"
         raise SnapshotError(f"{lib}: {reason}" + where + (more if where else ""), proc.stderr)
     return Snapshot.from_json(proc.stdout, source=lib)
+
+
+#: libtvm_ffi as a library names its dependency on it, on each platform (any version suffix).
+_TVM_FFI_DEPENDENCY = re.compile(r"libtvm_ffi\.so(\.\d+)*|libtvm_ffi(\.\d+)*\.dylib|tvm_ffi\.dll")
+
+
+def _links_tvm_ffi(dependency: str) -> bool:
+    """Whether a dynamic dependency, as a library names it (``libtvm_ffi.so``,
+    ``@rpath/libtvm_ffi.dylib``, ``tvm_ffi.dll``), is libtvm_ffi."""
+    name = dependency.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return _TVM_FFI_DEPENDENCY.fullmatch(name) is not None
+
+
+def nothing_registered(snapshot: Snapshot) -> str:
+    """Why a library gave nothing to generate, naming it by its full path: it does not link
+    libtvm_ffi (read from the file's dynamic dependencies), or it links it and registers nothing."""
+    from .binfmt import BinaryFormatError, dynamic_dependencies
+
+    path = snapshot.library_path
+    try:
+        needed = dynamic_dependencies(path) if os.path.isfile(path) else None
+    except BinaryFormatError:
+        needed = None  # (the library loaded, so this is unexpected: the plainer message says enough)
+    if needed is not None and not any(_links_tvm_ffi(n) for n in needed):
+        links = f"it links {', '.join(needed)} only" if needed else "it links no library"
+        return (
+            f"{path} does not link libtvm_ffi ({links}): it is not a library built on TVM FFI,"
+            " so it registers nothing to generate"
+        )
+    return f"{path}: the library registers nothing to generate"
 
 
 #: Source files of the dynamic loader, libc and the Python interpreter: frames there say nothing

@@ -25,6 +25,7 @@ from . import copying as copying
 from . import interop as interop
 from ._call import Function, get_global_func, set_release_gil
 from ._errors import Error, ReleasedObjectError, register_error
+from ._features import FeatureUnavailableError
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth
 from ._lib import LIB_PATH, LibraryLoadError, load_library
 from ._object import Object, class_for_index, register_object, type_key_to_index
@@ -48,6 +49,7 @@ __all__ = [
     "IntEnum",
     "StrEnum",
     "Error",
+    "FeatureUnavailableError",
     "ReleasedObjectError",
     "Function",
     "GraphTooDeepError",

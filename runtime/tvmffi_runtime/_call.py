@@ -23,6 +23,7 @@ from ._errors import (
     function_not_constructible_error,
     not_constructible_error,
 )
+from ._features import Feature, feature_of, needed_by
 from ._object import (
     Object,
     _release_into,
@@ -43,6 +44,7 @@ __all__ = [
     "ffi_call",
     "get_global_func",
     "global_func",
+    "lacks",
     "global_handle",
     "set_release_gil",
     "type_attr_value",
@@ -216,16 +218,36 @@ _GLOBALS: dict[str, Function] = {}
 
 
 def global_func(name: str) -> Function:
-    """The global function ``name``, looked up once and kept (KeyError if missing).
+    """The global function ``name``, looked up once and kept.
 
     The one cache for the runtime's own lookups of library functions (``ffi.Array``,
     ``ffi.ReprPrint``, reflection and structural helpers); functions a user may re-register
-    are looked up with :func:`get_global_func` each time.
+    are looked up with :func:`get_global_func` each time. A missing function raises
+    ``FeatureUnavailableError`` when a later apache-tvm-ffi release added it (``_features``),
+    else KeyError.
     """
     f = _GLOBALS.get(name)
     if f is None:
-        f = _GLOBALS[name] = get_global_func(name)
+        found = get_global_func(name, allow_missing=True)
+        if found is None:
+            if feature_of(name) is not None:
+                raise _lib.unavailable(name)
+            raise KeyError(f"global function {name!r} is not registered")
+        f = _GLOBALS[name] = found
     return f
+
+
+def lacks(feature: Feature) -> str | None:
+    """The first C function or global function ``feature`` needs that the loaded libtvm_ffi
+    does not have, or None when it has them all (the feature works)."""
+    symbols, functions = needed_by(feature)
+    for name in symbols:
+        if not hasattr(_lib.LIB, name):
+            return name
+    for name in functions:
+        if get_global_func(name, allow_missing=True) is None:
+            return name
+    return None
 
 
 _GLOBAL_HANDLES: dict[str, ctypes.c_void_p] = {}

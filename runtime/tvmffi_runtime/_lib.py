@@ -10,9 +10,11 @@ import ctypes
 import importlib.util
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._features import FeatureUnavailableError, feature_of, installed_release
 from ._library_check import library_problem
 from ._platform import CURRENT as _PLATFORM
 
@@ -292,6 +294,29 @@ def _proto(name: str, restype: type[Any] | None, argtypes: list[type[Any]] | Non
     return fn
 
 
+def unavailable(missing: str) -> FeatureUnavailableError:
+    """The error for using a feature whose C symbol or global function ``missing`` the loaded
+    library lacks (``_features`` has the table of what each needs and since when)."""
+    feature = feature_of(missing)
+    if feature is None:
+        raise AssertionError(f"{missing} is in every supported libtvm_ffi; no feature needs it")
+    return FeatureUnavailableError(feature, missing, LIB_PATH, installed_release(LIB_PATH))
+
+
+def _optional_proto(name: str, restype: type[Any] | None, argtypes: list[type[Any]]) -> Callable[..., Any]:
+    """``_proto`` for a symbol a supported release may lack (``_features``): without it, a
+    function that raises :class:`FeatureUnavailableError` when called, so importing the runtime
+    and everything else still work."""
+    if hasattr(LIB, name):
+        return _proto(name, restype, argtypes)
+
+    def missing(*args: object) -> Any:
+        raise unavailable(name)
+
+    missing.__name__ = name
+    return missing
+
+
 FunctionCall = _proto("TVMFFIFunctionCall", ctypes.c_int, None)
 # Reference counting never blocks: call it without releasing the GIL (PyDLL), which measured
 # ~45 ns cheaper per call. A deleter that runs a Python callback re-enters the GIL it holds.
@@ -355,10 +380,12 @@ StringFromByteArray = _proto(
 BytesFromByteArray = _proto(
     "TVMFFIBytesFromByteArray", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(TVMFFIAny)]
 )
-BigIntFromByteArray = _proto(
+BigIntFromByteArray = _optional_proto(
     "TVMFFIBigIntFromByteArray", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(TVMFFIAny)]
 )
-BigIntGetContentByteArray = _proto("TVMFFIBigIntGetContentByteArray", TVMFFIByteArray, [ctypes.POINTER(TVMFFIAny)])
+BigIntGetContentByteArray = _optional_proto(
+    "TVMFFIBigIntGetContentByteArray", TVMFFIByteArray, [ctypes.POINTER(TVMFFIAny)]
+)
 DataTypeFromString = _proto(
     "TVMFFIDataTypeFromString", ctypes.c_int, [ctypes.POINTER(TVMFFIByteArray), ctypes.POINTER(DLDataType)]
 )

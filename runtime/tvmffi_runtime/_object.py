@@ -22,6 +22,7 @@ __all__ = [
     "Object",
     "class_for_index",
     "register_object",
+    "register_object_if_present",
     "set_class_loader",
     "type_key_to_index",
     "_wrap",
@@ -139,6 +140,18 @@ def register_object(type_key: str) -> Callable[[_TypeT], _TypeT]:
         cls._type_index = index  # type: ignore[attr-defined]
         register_class(index, cls)
         return cls
+
+    return decorate
+
+
+def register_object_if_present(type_key: str) -> Callable[[_TypeT], _TypeT]:
+    """``register_object(type_key)`` when the loaded libtvm_ffi has the type (an older release
+    may not: ``_features``); otherwise the class stays unregistered, and no call returns one."""
+
+    def decorate(cls: _TypeT) -> _TypeT:
+        if type_key_to_index(type_key) is None:
+            return cls
+        return register_object(type_key)(cls)
 
     return decorate
 

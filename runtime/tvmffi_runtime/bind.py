@@ -362,14 +362,13 @@ class _EnumEntry:
 
     def __get__(self, obj: object, owner: type) -> Any:
         if self.value is None:
-            from .reflection import get_field, type_attr
+            from .enums import entry_name, registered_entries
 
-            index = getattr(owner, "_type_index")
-            state = type_attr(index, "__ffi_enum__")
-            if state is None:
+            entries = registered_entries(getattr(owner, "_type_index"))
+            if not entries:
                 raise AttributeError(f"{owner._type_key} has no enum entries")  # type: ignore[attr-defined]
-            for entry in get_field(state, "entries"):
-                if get_field(entry, "_str_index") == self.name:
+            for entry in entries:
+                if entry_name(entry) == self.name:
                     self.value = entry
                     break
             else:

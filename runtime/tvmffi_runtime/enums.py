@@ -7,13 +7,14 @@ Python object: native code returning an entry gives the class attribute itself.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from . import _lib, _object
 from ._object import Object
 
-__all__ = ["Enum", "IntEnum", "StrEnum", "intern_entries"]
+__all__ = ["Enum", "IntEnum", "StrEnum", "entry_name", "entry_ordinal", "intern_entries", "registered_entries"]
 
 _E = TypeVar("_E")
 
@@ -33,13 +34,44 @@ class EnumType(type):
 
 def _entries(cls: type) -> list[Any]:
     """The entries registered for ``cls``'s type, in registration order (none for the bases)."""
+    index = cls.__dict__.get("_type_index")
+    return [] if index is None else registered_entries(index)
+
+
+def registered_entries(type_index: int) -> list[Any]:
+    """The enum entries registered for the type at ``type_index``, in registration order (empty
+    when it registers none). apache-tvm-ffi 0.1.13 on keeps them in the type's ``__ffi_enum__``
+    state; 0.1.11 and 0.1.12 in its ``__ffi_enum_entries__`` dict (name -> entry), ordered here
+    by each entry's ordinal."""
     from .reflection import get_field, type_attr
 
-    index = cls.__dict__.get("_type_index")
-    state = None if index is None else type_attr(index, "__ffi_enum__")
-    if state is None:
+    state = type_attr(type_index, "__ffi_enum__")
+    if state is not None:
+        return list(get_field(state, "entries"))
+    by_name = type_attr(type_index, "__ffi_enum_entries__")
+    if by_name is None:
         return []
-    return list(get_field(state, "entries"))
+    return sorted(by_name.values(), key=entry_ordinal)
+
+
+@functools.cache
+def _entry_fields() -> tuple[str, str]:
+    """The names of an entry's (name, ordinal) fields in the loaded library: ``_str_index`` and
+    ``_int_index`` from apache-tvm-ffi 0.1.13 on (the release that added ``ffi.EnumState``),
+    ``_name`` and ``_value`` before."""
+    if _object.type_key_to_index("ffi.EnumState") is not None:
+        return ("_str_index", "_int_index")
+    return ("_name", "_value")
+
+
+def entry_name(entry: Object) -> str:
+    """The name an enum entry is registered under."""
+    return str(_field(entry, _entry_fields()[0]))
+
+
+def entry_ordinal(entry: Object) -> int:
+    """An enum entry's ordinal (0 for its class's first entry)."""
+    return int(_field(entry, _entry_fields()[1]))
 
 
 #: handle of an entry -> its one wrapper (entries are native singletons that live forever)
@@ -78,14 +110,14 @@ class Enum(Object, metaclass=EnumType):
 
     @property
     def name(self) -> str:
-        return str(_field(self, "_str_index"))
+        return entry_name(self)
 
     @property
     def ordinal(self) -> int:
-        return int(_field(self, "_int_index"))
+        return entry_ordinal(self)
 
 
-@_object.register_object("ffi.IntEnum")
+@_object.register_object_if_present("ffi.IntEnum")
 class IntEnum(Enum):
     """An enum whose entries carry an int ``value``."""
 
@@ -96,7 +128,7 @@ class IntEnum(Enum):
         return int(_field(self, "value"))
 
 
-@_object.register_object("ffi.StrEnum")
+@_object.register_object_if_present("ffi.StrEnum")
 class StrEnum(Enum):
     """An enum whose entries carry a str ``value``."""
 

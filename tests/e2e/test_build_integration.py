@@ -1,6 +1,6 @@
 """Library authors' own builds generate the typed Python (docs/build-integration.md).
 
-The two example projects are built as an author's users build them: ``pip wheel`` with build
+The example projects are built as an author's users build them: ``pip wheel`` with build
 isolation on, in a fresh venv, tvmffi-gen and tvmffi-runtime served as wheels built from this
 repository (``--find-links``; they are not on PyPI), everything else (scikit-build-core, setuptools,
 apache-tvm-ffi, and cmake and ninja where the machine has none) from the package index.
@@ -9,8 +9,13 @@ apache-tvm-ffi, and cmake and ninja where the machine has none) from the package
   wheel holds the generated package ``shapes`` with the library in it.
 - ``examples/setuptools_plane``: setuptools with ``tvmffi_gen.setuptools.build_ext`` in stubs
   mode: the wheel holds the package ``plane`` (built on tvm_ffi) with ``.pyi`` files and py.typed.
+- ``tests/fixtures/python_packaging``: apache-tvm-ffi's own packaging layout (its
+  ``examples/python_packaging``, without stubgen markers): a package that finds its library with
+  ``load_lib_module`` (the installed distribution's RECORD), ``wheel.install-dir`` set to the
+  package's folder, ``tvmffi_gen_add_stubs``; and, beside it, ``tvmffi_gen_add_package`` into
+  the same wheel, with no ``tvmffi-runtime`` in the dependencies (the build warns).
 
-Both wheels go into another fresh venv; a user's folder outside the repository runs a script on
+The wheels go into another fresh venv; a user's folder outside the repository runs a script on
 each and checks files with ``mypy --strict`` and basedpyright's default mode: fields and results
 reveal ``int``/``str``, deliberate mistakes are reported. The CMake project is then built a second
 time with nothing changed: its library is recompiled (the new build environment's include paths),
@@ -45,7 +50,12 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build", "dist")
-EXAMPLES = {"shapes": ROOT / "examples" / "cmake_shapes", "plane": ROOT / "examples" / "setuptools_plane"}
+EXAMPLES = {
+    "shapes": ROOT / "examples" / "cmake_shapes",
+    "plane": ROOT / "examples" / "setuptools_plane",
+    # apache-tvm-ffi's packaging layout: load_lib_module, wheel.install-dir (tests/fixtures/python_packaging)
+    "my_ffi_extension": ROOT / "tests" / "fixtures" / "python_packaging",
+}
 T = TypeVar("T")
 REGENERATED = "tvmffi-gen: wrote"
 NOT_REGENERATED = "not regenerated"
@@ -154,6 +164,30 @@ def test_the_cmake_wheel_holds_the_generated_package_with_the_library(built: Bui
     assert REGENERATED in built.first_build["shapes"]
 
 
+def test_the_packaging_layouts_wheel_holds_stubs_beside_its_modules_and_library(built: Built) -> None:
+    """The package loads its library with ``load_lib_module``, which finds it only through an
+    installed distribution's RECORD: the build step imported it as installed and wrote its stubs."""
+    names = _names(built.wheels["my_ffi_extension"])
+    modules = {"my_ffi_extension/__init__", "my_ffi_extension/_ffi_api"}
+    expected = {f"{m}.py" for m in modules} | {f"{m}.pyi" for m in modules} | {"my_ffi_extension/py.typed"}
+    assert expected | {"my_ffi_extension/libmy_ffi_extension.so"} <= names, sorted(names)
+    assert "tvmffi-gen: wrote stubs for my_ffi_extension" in built.first_build["my_ffi_extension"]
+
+
+def test_package_mode_under_an_install_dir_lands_at_the_top_of_the_wheel(built: Built) -> None:
+    """``wheel.install-dir = "my_ffi_extension"`` makes that folder the install prefix; the
+    generated package is still the top-level ``my_ffi_typed``, as its imports expect."""
+    names = _names(built.wheels["my_ffi_extension"])
+    assert {"my_ffi_typed/__init__.py", "my_ffi_typed/py.typed"} <= names, sorted(names)
+    assert not [n for n in names if n.startswith("my_ffi_extension/my_ffi_typed/")], sorted(names)
+
+
+def test_package_mode_warns_when_the_wheel_does_not_require_the_runtime(built: Built) -> None:
+    warning = "imports tvmffi_runtime, which this distribution does not require"
+    assert warning in " ".join(built.first_build["my_ffi_extension"].split())  # its dependencies lack it
+    assert warning not in " ".join(built.first_build["shapes"].split())  # cmake_shapes declares it
+
+
 def test_the_setuptools_wheel_holds_stubs_beside_the_modules(built: Built) -> None:
     names = _names(built.wheels["plane"])
     modules = {"plane/__init__", "plane/_ffi_api", "plane/shapes"}
@@ -192,6 +226,21 @@ USE = {
         assert perimeter(3, 4) == 14
         print("shapes OK")
     """,
+    "use_my_ffi_extension.py": """\
+        from my_ffi_extension import IntPair, add_one
+
+        pair = IntPair(1, 2)
+        assert (add_one(3), pair.a, pair.b, pair.sum()) == (4, 1, 2, 3)
+        print("my_ffi_extension OK")
+    """,
+    # a process of its own: my_ffi_typed bundles a second copy of the same library, whose
+    # registrations would clash with the first's
+    "use_my_ffi_typed.py": """\
+        from my_ffi_typed.my_ffi_extension import IntPair, add_one
+
+        assert (add_one(3), IntPair(1, 2).sum()) == (4, 3)
+        print("my_ffi_typed OK")
+    """,
     "use_plane.py": """\
         import plane
 
@@ -204,9 +253,13 @@ USE = {
 # checked, not run: each reveal_type line's comment is the type both checkers must reveal
 REVEAL = """\
 import plane
+from my_ffi_extension import IntPair, add_one
 from shapes import perimeter
 from shapes.geom import Rect, describe, square
 
+reveal_type(add_one(3))  # int
+reveal_type(IntPair(1, 2).a)  # int
+reveal_type(IntPair(1, 2).sum())  # int
 box = Rect(3, 4, "box")
 reveal_type(box.width)  # int
 reveal_type(box.label)  # str
@@ -224,8 +277,10 @@ reveal_type(plane.square(2, "tile").label)  # str
 # each line ending in "# mistake" must be reported by both checkers, and no other line
 MISTAKES = """\
 import plane
+from my_ffi_extension import add_one
 from shapes.geom import Rect, square
 
+add_one("x")  # mistake
 square("two", "tile")  # mistake
 Rect(3, 4, "box").width = 5  # mistake
 plane.square("two", "tile")  # mistake

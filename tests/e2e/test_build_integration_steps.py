@@ -67,7 +67,7 @@ def test_a_generator_error_fails_the_step_with_the_generators_message(
 ) -> None:
     sources = tmp_path / "src"
     (sources / "broken").mkdir(parents=True)
-    (sources / "broken" / "__init__.py").write_text('raise RuntimeError("the library is missing")\n')
+    (sources / "broken" / "__init__.py").write_text('import tvm_ffi\n\nraise RuntimeError("the library is missing")\n')
     step = Step(
         mode="stubs",
         library=TESTING_LIB,

@@ -21,9 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.binfmt import BinaryFormatError, ExportedFunction, _symbols, elf, exported_ffi_functions, read_exports
-from tvmffi_gen.binfmt.macho import macho_exports
-from tvmffi_gen.binfmt.pe import pe_exports
+from tvmffi_gen.binfmt import (
+    BinaryFormatError,
+    ExportedFunction,
+    _symbols,
+    dynamic_dependencies,
+    elf,
+    exported_ffi_functions,
+    read_exports,
+)
+from tvmffi_gen.binfmt.macho import macho_dependencies, macho_exports
+from tvmffi_gen.binfmt.pe import pe_dependencies, pe_exports
 from tvmffi_gen.cli import main
 
 from conftest import TESTING_LIB
@@ -207,9 +215,14 @@ def test_cut_and_corrupted_files_never_raise_anything_else(name: str) -> None:
             at = rng.randrange(min(len(data), 4096)) if rng.random() < 0.7 else rng.randrange(len(data))
             data[at] = rng.randrange(256)
         cases.append(bytes(data))
+    dependencies = pe_dependencies if name.endswith(".dll") else macho_dependencies
     for data in cases:
         try:
             reader("lib.bin", data, b"__tvm_ffi_")
+        except BinaryFormatError as exc:
+            assert str(exc).startswith("lib.bin")
+        try:
+            dependencies("lib.bin", data)
         except BinaryFormatError as exc:
             assert str(exc).startswith("lib.bin")
     assert time.perf_counter() - start < 20
@@ -324,6 +337,11 @@ def test_real_wheel_libraries(wheel_libs: dict[str, Path], name: str) -> None:
     reference = _reference_tool_exports(path)
     if reference is not None:
         assert every == reference
+    # the testing library names libtvm_ffi among its dependencies, as its platform writes it
+    dependencies = dynamic_dependencies(path)
+    tvm_ffi = "tvm_ffi.dll" if name.endswith(".dll") else "@loader_path/libtvm_ffi.dylib"
+    assert (tvm_ffi in dependencies) == ("testing" in name), dependencies
+    assert ("KERNEL32.dll" if name.endswith(".dll") else "/usr/lib/libSystem.B.dylib") in dependencies
 
 
 def _reference_tool_exports(path: str) -> list[str] | None:
@@ -340,3 +358,26 @@ def _reference_tool_exports(path: str) -> list[str] | None:
     out = subprocess.run([tool, "--macho", "--exports-trie", path], capture_output=True, text=True, check=True).stdout
     names = {m.group(1) for m in re.finditer(r"^\s*0x[0-9A-Fa-f]+\s+(\S+)", out, re.M)}
     return sorted(n[1:] if n.startswith("_") else n for n in names)
+
+
+def test_dynamic_dependencies_are_the_loaders_list_as_written(tmp_path: Path) -> None:
+    """ELF: ``DT_NEEDED`` in order (the testing library needs libtvm_ffi first), as binutils'
+    readelf lists them when it is installed. Mach-O: the load commands' install names (the
+    fixtures, thin or universal, link libSystem only). PE: the imported DLLs (the fixtures,
+    linked without a C runtime, import none)."""
+    needed = dynamic_dependencies(str(TESTING_LIB))
+    assert needed[0] == "libtvm_ffi.so" and "libc.so.6" in needed, needed
+    readelf = shutil.which("readelf")
+    if readelf is not None:
+        out = subprocess.run([readelf, "-d", str(TESTING_LIB)], capture_output=True, text=True, check=True).stdout
+        assert needed == re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out)
+    for name in ("few_x86_64.dylib", "few_fat.dylib", "many.dylib"):
+        assert dynamic_dependencies(str(FIX / name)) == ["/usr/lib/libSystem.B.dylib"], name
+    for name in ("few.dll", "many.dll"):
+        assert dynamic_dependencies(str(FIX / name)) == [], name
+    with pytest.raises(BinaryFormatError, match="neither ELF, Mach-O nor PE"):
+        dynamic_dependencies(str(FIX / "few.c"))
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(TESTING_LIB.read_bytes()[:100])
+    with pytest.raises(BinaryFormatError, match=r"cut\.so: truncated ELF file"):
+        dynamic_dependencies(str(cut))

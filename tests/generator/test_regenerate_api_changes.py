@@ -3,6 +3,7 @@ member the library dropped, and the runtime's error for a package older than its
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,9 +58,56 @@ def test_summary_names_each_change_and_warns_where_user_code_uses_a_removed_memb
         f"warning: {module}:{at}: your code uses 'manhattan', but the library no longer has"
         " method regen.Point.manhattan",
     ], stderr
+    # the next run, with the API unchanged, says so and warns again: the code still fails
+    assert main([str(build(2)), "-o", str(out)]) == 0
+    stdout, stderr = capsys.readouterr()
+    assert "API unchanged since the last generation" in stdout
+    assert [line for line in stderr.splitlines() if "your code uses" in line] == warnings, stderr
+    # once the user's code no longer names it, nothing is said and the manifest forgets it
+    (out / "mine.py").write_text(USER_MODULE.replace("p.manhattan()", "p.norm1()"))
+    module.write_text(module.read_text().replace("self.manhattan()", "self.norm1()"))
     assert main([str(build(2)), "-o", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
     assert "API unchanged since the last generation" in stdout and "your code uses" not in stderr
+    assert "removed" not in json.loads((out / ".tvmffi-gen.json").read_text())
+    assert main([str(build(2)), "-o", str(out)]) == 0
+    assert "your code uses" not in capsys.readouterr().err
+
+
+USER_APP = """\"\"\"The user's own module in the package.\"\"\"
+
+from __future__ import annotations
+
+from .regen import Old, Point
+
+
+def make() -> object:
+    return Old() if Point else None
+"""
+
+
+def test_every_line_naming_a_removed_type_is_warned_about_on_every_run_until_fixed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The import that fails (line 5) is named as well as the use (line 9), on the run that
+    removes the type and on each run after it while the code still names it."""
+    out = tmp_path / "regenpkg"
+    assert main([str(build(1)), "-o", str(out), "-q"]) == 0
+    (out / "app.py").write_text(USER_APP)
+    expected = [
+        f"warning: {out / 'app.py'}:{line}: your code uses 'Old', but the library no longer has type regen.Old"
+        for line in (5, 9)
+    ]
+    for _ in range(2):
+        capsys.readouterr()
+        assert main([str(build(2)), "-o", str(out)]) == 0
+        stderr = capsys.readouterr().err
+        assert [line for line in stderr.splitlines() if "your code uses" in line] == expected, stderr
+    assert json.loads((out / ".tvmffi-gen.json").read_text())["removed"] == {"regen.Old": "type"}
+    # the library gets the type back: nothing to warn about, nothing kept
+    assert main([str(build(1)), "-o", str(out)]) == 0
+    assert "your code uses" not in capsys.readouterr().err
+    assert "removed" not in json.loads((out / ".tvmffi-gen.json").read_text())
 
 
 def test_summary_of_changed_signatures_and_types() -> None:

@@ -17,6 +17,9 @@ import numpy as np
 import pytest
 
 import tvmffi_runtime as rt
+from tvmffi_runtime._features import BIG_INT
+
+from conftest import needs
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +86,7 @@ BIG_INTS = [
 ]
 
 
+@needs(BIG_INT)
 @pytest.mark.parametrize("value", BIG_INTS, ids=lambda v: f"{'-' if v < 0 else ''}2^{abs(v).bit_length()}")
 def test_ints_beyond_64_bits_roundtrip_through_bigint(roundtrip, value):
     out = roundtrip(value)
@@ -90,6 +94,7 @@ def test_ints_beyond_64_bits_roundtrip_through_bigint(roundtrip, value):
     assert out == value
 
 
+@needs(BIG_INT)
 def test_big_int_really_is_a_bigint_natively(testing_lib):
     # A typed int64 parameter rejects a BigInt, so the value did not silently wrap to 64 bits.
     with pytest.raises((TypeError, OverflowError)):

@@ -1,10 +1,10 @@
 """Find the TVM FFI functions a library exports, without loading it: ELF, Mach-O or PE alike.
 
-One entry point for the three formats apache-tvm-ffi ships for. The format is chosen by the
-file's first bytes, never by its name or by the platform running this, so a macOS or Windows
-library is read on Linux as well as on its own platform. ELF goes through ``elf``,
-Mach-O through ``macho`` and PE through ``pe``. Each raises ``BinaryFormatError`` naming the file
-and what is wrong with it.
+One entry point for the three formats apache-tvm-ffi ships for (and for the libraries a file
+needs, ``dynamic_dependencies``). The format is chosen by the file's first bytes, never by its name or by the platform
+running this, so a macOS or Windows library is read on Linux as well as on its own platform. ELF
+goes through ``elf``, Mach-O through ``macho`` and PE through ``pe``. Each raises
+``BinaryFormatError`` naming the file and what is wrong with it.
 """
 
 from __future__ import annotations
@@ -14,12 +14,19 @@ import os
 import stat
 from dataclasses import dataclass
 
-from .elf import ElfError, defined_dynamic_symbols
+from .elf import ElfError, defined_dynamic_symbols, needed_libraries
 from .errors import BinaryFormatError
-from .macho import is_macho, macho_exports
-from .pe import is_pe, pe_exports
+from .macho import is_macho, macho_dependencies, macho_exports
+from .pe import is_pe, pe_dependencies, pe_exports
 
-__all__ = ["BinaryFormatError", "ExportedFunction", "Exports", "read_exports", "exported_ffi_functions"]
+__all__ = [
+    "BinaryFormatError",
+    "ExportedFunction",
+    "Exports",
+    "read_exports",
+    "exported_ffi_functions",
+    "dynamic_dependencies",
+]
 
 EXPORT_PREFIX = "__tvm_ffi_"
 METADATA_PREFIX = "__tvm_ffi__metadata_"
@@ -95,3 +102,27 @@ def exported_ffi_functions(path: str) -> list[str]:
     exports, sorted (for ELF the same list as ``elf.exported_ffi_functions``)."""
     n = len(EXPORT_PREFIX)
     return [sym[n:] for sym in _symbols(path, EXPORT_PREFIX)[1] if len(sym) > n and sym[n] != "_"]
+
+
+def dynamic_dependencies(path: str) -> list[str]:
+    """The libraries a file names as its dynamic dependencies, as written, read without loading
+    it: an ELF file's ``DT_NEEDED`` entries (``libc.so.6``), a Mach-O file's ``LC_LOAD_DYLIB``
+    install names (``@rpath/libtvm_ffi.dylib``), a PE file's imported DLLs (``KERNEL32.dll``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if head == b"\x7fELF":
+                fh.close()
+                try:
+                    return needed_libraries(path)
+                except ElfError as exc:
+                    raise BinaryFormatError(str(exc)) from None
+            if not (is_macho(head) or is_pe(head)):
+                raise BinaryFormatError(f"{path}: not a shared library (neither ELF, Mach-O nor PE)")
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise BinaryFormatError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return macho_dependencies(path, data) if is_macho(head) else pe_dependencies(path, data)
+    finally:
+        data.close()

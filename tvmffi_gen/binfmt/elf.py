@@ -1,7 +1,9 @@
-"""Read the defined dynamic symbols of an ELF shared library (no external tools needed).
+"""Read the defined dynamic symbols and the dynamic dependencies of an ELF shared library (no
+external tools needed).
 
 Used to find functions a library exports with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` (symbols
-``__tvm_ffi_<name>``), which are not in the global registry.
+``__tvm_ffi_<name>``), which are not in the global registry, and whether a library links
+``libtvm_ffi`` at all.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import stat
 import struct
 
-__all__ = ["defined_dynamic_symbols", "exported_ffi_functions", "ElfError"]
+__all__ = ["defined_dynamic_symbols", "exported_ffi_functions", "needed_libraries", "ElfError"]
 
 EXPORT_PREFIX = "__tvm_ffi_"
 
@@ -38,38 +40,54 @@ def defined_dynamic_symbols(path: str, prefix: str = "") -> list[str]:
         data.close()
 
 
-def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> list[str]:
+#: (type, offset, size, link, entry size) of one section header
+_Section = tuple[int, int, int, int, int]
+
+_SHT_DYNAMIC = 6
+_SHT_DYNSYM = 11
+_DT_NEEDED = 1
+
+
+def _section_headers(path: str, data: mmap.mmap) -> tuple[bool, str, list[_Section]]:
+    """Whether the file is 64-bit, its byte order (a ``struct`` prefix), and its section headers."""
     if data[:4] != b"\x7fELF":
         raise ElfError(f"{path}: not an ELF file")
     is64 = data[4] == 2
     end = "<" if data[5] == 1 else ">"
+    if is64:
+        (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    else:
+        (shoff,) = struct.unpack_from(end + "I", data, 0x20)
+        shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
+    if shoff + shnum * shentsize > len(data):
+        raise ElfError(
+            f"{path}: truncated ELF file ({len(data)} bytes; its section headers end at byte"
+            f" {shoff + shnum * shentsize})"
+        )
+    # Elf_Shdr: name, type, flags, addr, offset, size, link, info, addralign, entsize
+    header = struct.Struct(end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII"))
+    sections: list[_Section] = []
+    for i in range(shnum):
+        fields = header.unpack_from(data, shoff + i * shentsize)
+        sections.append((fields[1], fields[4], fields[5], fields[6], fields[9]))
+    return is64, end, sections
+
+
+def _string(path: str, data: mmap.mmap, start: int) -> str:
+    """The NUL-terminated string at ``start``."""
+    stop = data.find(b"\0", start)
+    if stop < 0:
+        raise ElfError(f"{path}: malformed ELF file (unterminated string)")
+    return data[start:stop].decode("utf-8", "replace")
+
+
+def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> list[str]:
     try:
-        if is64:
-            (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
-        else:
-            (shoff,) = struct.unpack_from(end + "I", data, 0x20)
-            shentsize, shnum = struct.unpack_from(end + "HH", data, 0x2E)
-        if shoff + shnum * shentsize > len(data):
-            raise ElfError(
-                f"{path}: truncated ELF file ({len(data)} bytes; its section headers end at byte"
-                f" {shoff + shnum * shentsize})"
-            )
-        sections: list[tuple[int, int, int, int, int]] = []
-        for i in range(shnum):
-            off = shoff + i * shentsize
-            if is64:
-                _name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, _info, _align, sh_entsize = (
-                    struct.unpack_from(end + "IIQQQQIIQQ", data, off)
-                )
-            else:
-                _name, sh_type, _flags, _addr, sh_offset, sh_size, sh_link, _info, _align, sh_entsize = (
-                    struct.unpack_from(end + "IIIIIIIIII", data, off)
-                )
-            sections.append((sh_type, sh_offset, sh_size, sh_link, sh_entsize))
+        is64, end, sections = _section_headers(path, data)
         names: list[str] = []
         for sh_type, sh_offset, sh_size, sh_link, sh_entsize in sections:
-            if sh_type != 11:  # SHT_DYNSYM
+            if sh_type != _SHT_DYNSYM:
                 continue
             str_off, str_size = sections[sh_link][1], sections[sh_link][2]
             if raw_prefix and data.find(raw_prefix, str_off, str_off + str_size) < 0:
@@ -93,15 +111,42 @@ def _defined_dynamic_symbols(path: str, data: mmap.mmap, raw_prefix: bytes) -> l
                 start = str_off + st_name
                 if raw_prefix and data[start : start + len(raw_prefix)] != raw_prefix:
                     continue
-                stop = data.find(b"\0", start)
-                if stop < 0:
-                    raise ElfError(f"{path}: malformed ELF file (unterminated symbol name)")
-                names.append(data[start:stop].decode("utf-8", "replace"))
+                names.append(_string(path, data, start))
         return sorted(set(names))
     except ElfError:
         raise
     except (struct.error, IndexError, ValueError) as exc:
         raise ElfError(f"{path}: malformed ELF file ({exc})") from None
+
+
+def needed_libraries(path: str) -> list[str]:
+    """The libraries the file names as its dynamic dependencies (its ``DT_NEEDED`` entries, as
+    written: ``libc.so.6``, ``libtvm_ffi.so``), in the order the loader reads them."""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size < 64:
+            raise ElfError(f"{path}: not an ELF file (too short)")
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        is64, end, sections = _section_headers(path, data)
+        entry = struct.Struct(end + ("qQ" if is64 else "iI"))
+        needed: list[str] = []
+        for sh_type, sh_offset, sh_size, sh_link, _entsize in sections:
+            if sh_type != _SHT_DYNAMIC:
+                continue
+            str_off = sections[sh_link][1]
+            table = data[sh_offset : sh_offset + sh_size - sh_size % entry.size]
+            for tag, value in entry.iter_unpack(table):
+                if tag == 0:  # DT_NULL ends the table
+                    break
+                if tag == _DT_NEEDED:
+                    needed.append(_string(path, data, str_off + value))
+        return needed
+    except ElfError:
+        raise
+    except (struct.error, IndexError, ValueError) as exc:
+        raise ElfError(f"{path}: malformed ELF file ({exc})") from None
+    finally:
+        data.close()
 
 
 def exported_ffi_functions(path: str) -> list[str]:

@@ -17,7 +17,7 @@ from .errors import BinaryFormatError
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer  # bytes, memoryview, mmap: what memoryview() takes
 
-__all__ = ["is_macho", "macho_exports"]
+__all__ = ["is_macho", "macho_dependencies", "macho_exports"]
 
 _THIN = {
     b"\xcf\xfa\xed\xfe": ("<", True),
@@ -33,6 +33,8 @@ _LC_DYSYMTAB = 0xB
 _LC_DYLD_INFO = 0x22
 _LC_DYLD_INFO_ONLY = 0x80000022
 _LC_DYLD_EXPORTS_TRIE = 0x80000033
+#: LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB
+_LC_DEPENDENCIES = (0xC, 0x80000018, 0x8000001F, 0x20, 0x80000023)
 
 _CPU_NAMES = {
     7: "i386",
@@ -63,7 +65,8 @@ def macho_exports(what: str, data: ReadableBuffer, prefix: bytes = b"") -> tuple
     raise BinaryFormatError(f"{what}: not a Mach-O file")
 
 
-def _fat(what: str, buf: memoryview, is64: bool, prefix: bytes) -> tuple[str, list[str]]:
+def _fat_slices(what: str, buf: memoryview, is64: bool) -> list[tuple[str, tuple[int, int]]]:
+    """Each slice of a universal file: its name in errors, and its (offset, size), checked."""
     if len(buf) < 8:
         raise BinaryFormatError(f"{what}: truncated universal Mach-O file ({len(buf)} bytes)")
     (nfat,) = struct.unpack_from(">I", buf, 4)
@@ -77,8 +80,7 @@ def _fat(what: str, buf: memoryview, is64: bool, prefix: bytes) -> tuple[str, li
         raise BinaryFormatError(
             f"{what}: truncated universal Mach-O file (its {nfat} architecture entries end past its {len(buf)} bytes)"
         )
-    archs: list[str] = []
-    names: set[str] = set()
+    slices: list[tuple[str, tuple[int, int]]] = []
     for i in range(nfat):
         cputype, _sub, offset, size = entry.unpack_from(buf, 8 + i * entry.size)[:4]
         if offset + size > len(buf) or size < 4:
@@ -86,15 +88,23 @@ def _fat(what: str, buf: memoryview, is64: bool, prefix: bytes) -> tuple[str, li
                 f"{what}: truncated universal Mach-O file (architecture {i} at bytes"
                 f" {offset}..{offset + size}, past its {len(buf)} bytes)"
             )
-        arch, found = _thin(
-            f"{what} ({_CPU_NAMES.get(cputype, hex(cputype))} slice)", buf[offset : offset + size], prefix
-        )
+        slices.append((f"{what} ({_CPU_NAMES.get(cputype, hex(cputype))} slice)", (offset, size)))
+    return slices
+
+
+def _fat(what: str, buf: memoryview, is64: bool, prefix: bytes) -> tuple[str, list[str]]:
+    archs: list[str] = []
+    names: set[str] = set()
+    for name, (offset, size) in _fat_slices(what, buf, is64):
+        arch, found = _thin(name, buf[offset : offset + size], prefix)
         archs.append(arch)
         names.update(found)
     return f"Mach-O universal ({', '.join(archs)})", sorted(names)
 
 
-def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
+def _load_commands(what: str, buf: memoryview) -> tuple[str, str, bool, list[tuple[int, int, int]]]:
+    """A thin file's architecture, byte order, whether it is 64-bit, and its load commands as
+    (command, offset, size), each checked to lie within the commands' area."""
     magic = bytes(buf[:4])
     if magic not in _THIN:
         raise BinaryFormatError(f"{what}: not a Mach-O file")
@@ -113,9 +123,7 @@ def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
         raise BinaryFormatError(
             f"{what}: malformed Mach-O file ({ncmds} load commands cannot fit in {sizeofcmds} bytes)"
         )
-    trie: tuple[int, int] | None = None
-    symtab: tuple[int, int, int, int] | None = None
-    extdef: tuple[int, int] | None = None
+    commands: list[tuple[int, int, int]] = []
     off, stop = header, header + sizeofcmds
     for i in range(ncmds):
         if off + 8 > stop:
@@ -123,6 +131,17 @@ def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
         cmd, cmdsize = struct.unpack_from(end + "II", buf, off)
         if cmdsize < 8 or off + cmdsize > stop:
             raise BinaryFormatError(f"{what}: malformed Mach-O file (load command {i} of {cmdsize} bytes)")
+        commands.append((cmd, off, cmdsize))
+        off += cmdsize
+    return arch, end, is64, commands
+
+
+def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
+    arch, end, is64, commands = _load_commands(what, buf)
+    trie: tuple[int, int] | None = None
+    symtab: tuple[int, int, int, int] | None = None
+    extdef: tuple[int, int] | None = None
+    for cmd, off, cmdsize in commands:
         if cmd == _LC_DYLD_EXPORTS_TRIE and cmdsize >= 16:
             trie = struct.unpack_from(end + "II", buf, off + 8)
         elif cmd in (_LC_DYLD_INFO, _LC_DYLD_INFO_ONLY) and cmdsize >= 48:
@@ -133,7 +152,6 @@ def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
             symtab = struct.unpack_from(end + "IIII", buf, off + 8)
         elif cmd == _LC_DYSYMTAB and cmdsize >= 24:
             extdef = struct.unpack_from(end + "II", buf, off + 16)
-        off += cmdsize
     if trie is not None and trie[1]:
         names = _trie(what, buf, trie[0], trie[1], b"_" + prefix if prefix else b"")
     elif symtab is not None:
@@ -141,6 +159,37 @@ def _thin(what: str, buf: memoryview, prefix: bytes) -> tuple[str, set[str]]:
     else:
         names = []
     return arch, {n[1:] if n.startswith("_") else n for n in names}
+
+
+def _thin_dependencies(what: str, buf: memoryview) -> list[str]:
+    """The install names of the libraries a thin file loads (``@rpath/libtvm_ffi.dylib``)."""
+    _arch, end, _is64, commands = _load_commands(what, buf)
+    out: list[str] = []
+    for cmd, off, cmdsize in commands:
+        if cmd not in _LC_DEPENDENCIES or cmdsize < 24:
+            continue
+        (name_at,) = struct.unpack_from(end + "I", buf, off + 8)
+        if not 24 <= name_at < cmdsize:
+            raise BinaryFormatError(f"{what}: malformed Mach-O file (a library name outside its load command)")
+        raw = bytes(buf[off + name_at : off + cmdsize])
+        out.append(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
+    return out
+
+
+def macho_dependencies(what: str, data: ReadableBuffer) -> list[str]:
+    """The install names of the libraries ``data`` loads (``LC_LOAD_DYLIB`` and its weak,
+    re-exported, lazy and upward kinds), in load-command order; a universal file gives each
+    name once over its slices."""
+    buf = memoryview(data)
+    magic = bytes(buf[:4])
+    if magic in _THIN:
+        return _thin_dependencies(what, buf)
+    if magic not in _FAT:
+        raise BinaryFormatError(f"{what}: not a Mach-O file")
+    out: list[str] = []
+    for name, (offset, size) in _fat_slices(what, buf, _FAT[magic]):
+        out += [dep for dep in _thin_dependencies(name, buf[offset : offset + size]) if dep not in out]
+    return out
 
 
 def _uleb(what: str, trie: bytes, pos: int) -> tuple[int, int]:

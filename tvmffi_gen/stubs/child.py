@@ -25,8 +25,18 @@ from types import ModuleType
 from ..snapshot import TypeSnap
 from .collected import ApiFunction, Collection, ModuleFacts, RegisteredClass
 from .collector import rare_full_collections
-from .importing import CollectError, excluded, import_all, module_files, quick_getmodule, unmatched_excludes
+from .importing import (
+    CollectError,
+    excluded,
+    import_all,
+    import_failure,
+    module_files,
+    quick_getmodule,
+    unmatched_excludes,
+)
+from .reach import nothing_can_register, package_folders
 from .running import module_facts, registered_class
+from .source_facts import registered_type_info
 
 __all__ = ["collect"]
 
@@ -41,11 +51,13 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> Collection
     from tvmffi_runtime import reflection as R
 
     before = set(R.list_type_keys())
+    if not preload:
+        _refuse_when_nothing_can_register(package)
     files, roots = _package_files(package, patterns)
     bound: dict[str, list[str]] = {}
     original_getmodule = quick_getmodule()
     try:
-        ok, failed = import_all(package, files, bound)
+        ok, failed = import_all(package, files, bound, roots)
     finally:
         import inspect
 
@@ -90,10 +102,12 @@ def _package_files(package: str, patterns: list[str]) -> tuple[dict[str, str], l
     """Import the package itself; its modules on disk (without the excluded ones) and its folders."""
     import importlib
 
+    roots = _package_folders(package)
     try:
         top = importlib.import_module(package)
     except BaseException as exc:  # noqa: BLE001
-        raise ImportError(f"{package} does not import: {type(exc).__name__}: {exc}") from None
+        # one line: the parent shows the child's last line of stderr
+        raise CollectError(f"{package} does not import: {import_failure(exc, roots)}") from None
     roots = list(getattr(top, "__path__", []) or [])
     if roots:
         files = module_files(package, roots, patterns)
@@ -106,6 +120,28 @@ def _package_files(package: str, patterns: list[str]) -> tuple[dict[str, str], l
             f" {package}, so nothing is left to stub"
         )
     return files, roots
+
+
+def _package_folders(package: str) -> list[str]:
+    """The package's folders, found without importing it (its parent package is imported for a
+    dotted name); none when it is not found (the import then says why)."""
+    try:
+        return package_folders(package)
+    except BaseException:  # noqa: BLE001 - a parent package that fails: the import below says so
+        return []
+
+
+def _refuse_when_nothing_can_register(package: str) -> None:
+    """Refuse before importing anything when no module of the package can register a type or
+    fill an ``_ffi_api`` module (``reach.py``): importing a large package takes minutes."""
+    roots = _package_folders(package)
+    reason = nothing_can_register(roots) if roots else None
+    if reason is not None:
+        raise CollectError(
+            f"{reason}: it can register no TVM FFI type and fill no _ffi_api module, so there is"
+            f" nothing to stub beyond its Python (mypy's stubgen writes stubs of its Python: stubgen -p {package}"
+            " -o OUT)"
+        )
 
 
 def _distribution(package: str) -> tuple[str, str]:
@@ -139,8 +175,6 @@ def _registered_types() -> dict[str, TypeSnap]:
 def _registered_classes(types: dict[str, TypeSnap], covered: set[str]) -> dict[str, RegisteredClass]:
     """The Python class registered for each type key that has one, with every path the covered
     modules (and ``tvm_ffi``'s) bind it under."""
-    from tvm_ffi import core
-
     paths: dict[int, list[str]] = {}
     loaded: dict[str, ModuleType | None] = dict(sys.modules)  # a failed import can leave None
     for mod_name, mod in sorted(loaded.items()):
@@ -151,8 +185,7 @@ def _registered_classes(types: dict[str, TypeSnap], covered: set[str]) -> dict[s
                 paths.setdefault(id(value), []).append(f"{mod_name}.{attr}")
     out: dict[str, RegisteredClass] = {}
     for key in sorted(types):
-        index = core._object_type_key_to_index(key)
-        info = core._type_index_to_type_info(index) if index is not None else None
+        info = registered_type_info(key)
         cls = info.type_cls if info is not None else None
         if cls is not None:
             out[key] = registered_class(cls, paths.get(id(cls), []))

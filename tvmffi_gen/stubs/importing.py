@@ -15,12 +15,21 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .progress import PROGRESS_MARK
 
-__all__ = ["excluded", "module_files", "unmatched_excludes", "quick_getmodule", "import_all", "CollectError"]
+__all__ = [
+    "excluded",
+    "import_failure",
+    "module_files",
+    "unmatched_excludes",
+    "quick_getmodule",
+    "import_all",
+    "CollectError",
+]
 
 
 #: a module whose import computes this many seconds of CPU, or makes no progress (less than
@@ -124,6 +133,23 @@ def quick_getmodule() -> Any:
     return original
 
 
+def import_failure(exc: BaseException, roots: Sequence[str]) -> str:
+    """One line that says why an import failed, enough to act on: the exception's type, the first
+    line of its message, and where it was raised in the package's own code (under ``roots``),
+    the line a user edits, rather than deep in a library the package called (``tvm_ffi.libinfo``
+    raising a multi-line "Cannot find library" for ``load_lib_module``); the innermost frame when
+    no frame is the package's."""
+    text = str(exc).strip()
+    first = text.splitlines()[0].strip() if text else ""
+    more = " ..." if "\n" in text else ""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    folders = [os.path.join(os.path.realpath(r), "") for r in roots]
+    own = [f for f in frames if any(os.path.realpath(f.filename).startswith(d) for d in folders)]
+    at = (own or frames)[-1:]
+    where = f" (at {at[0].filename}:{at[0].lineno})" if at else ""
+    return f"{type(exc).__name__}: {first}{more}{where}" if first else f"{type(exc).__name__}{where}"
+
+
 class _Timeout(BaseException):
     pass
 
@@ -171,9 +197,12 @@ class _Watch:
             raise _Timeout(f"importing it did not finish within {MODULE_WALL_LIMIT:g} s")
 
 
-def import_all(package: str, files: dict[str, str], bound: dict[str, list[str]]) -> tuple[list[str], dict[str, str]]:
+def import_all(
+    package: str, files: dict[str, str], bound: dict[str, list[str]], roots: Sequence[str] = ()
+) -> tuple[list[str], dict[str, str]]:
     """Import each module; ``bound`` gets, per package, the submodules bound on it right after
-    its import (what ``import pkg.sub`` gives a user), before later imports bind more."""
+    its import (what ``import pkg.sub`` gives a user), before later imports bind more; a failure
+    is told with the line of the package's own code that raised (``roots``: its folders)."""
     import importlib
     import types
 
@@ -183,7 +212,8 @@ def import_all(package: str, files: dict[str, str], bound: dict[str, list[str]])
     report = os.environ.get("TVMFFI_GEN_PROGRESS") == "1"  # the parent shows it (progress.py)
     for i, name in enumerate(sorted(files)):
         if report:
-            sys.stderr.write(f"{PROGRESS_MARK}{i + 1}/{len(files)} {package}\n")
+            # the module itself: what a slow run is waiting for
+            sys.stderr.write(f"{PROGRESS_MARK}{i + 1}/{len(files)} {name}\n")
             sys.stderr.flush()
         if any(name.startswith(f + ".") for f in failed):
             failed[name] = PACKAGE_FAILED
@@ -202,9 +232,7 @@ def import_all(package: str, files: dict[str, str], bound: dict[str, list[str]])
         except SystemExit as exc:
             failed[name] = f"it exits at import (SystemExit({exc.code!r}); argparse at import?)"
         except BaseException as exc:  # noqa: BLE001 - any failure of a package's module is reported
-            last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-            where = f" ({last[0].filename}:{last[0].lineno})" if last else ""
-            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{where}"
+            failed[name] = import_failure(exc, roots)
         finally:
             watch.end()
     return ok, failed

@@ -25,7 +25,14 @@ from typing import Any
 from .collected import ReturnSource
 from .forwarders import own_type_key, resolve_dotted
 
-__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns", "narrowed_returns"]
+__all__ = [
+    "class_source",
+    "source_tree",
+    "string_aliases",
+    "inferred_returns",
+    "narrowed_returns",
+    "registered_type_info",
+]
 
 _UNION_HEADS = {"Union", "Optional"}
 
@@ -238,15 +245,28 @@ def _uniform_returns(
 def _schema_result_class(schema: Any) -> type | None:
     """The registered Python class of the object type a function's schema returns (None for any
     other result, or a schema that does not parse)."""
-    from tvm_ffi import core
-
     from ..typemap import SchemaError, function_sig
 
     try:
         key = function_sig(schema).ret.key
     except SchemaError:
         return None
-    index = core._object_type_key_to_index(key)
-    info = core._type_index_to_type_info(index) if index is not None else None
-    cls = getattr(info, "type_cls", None)
+    cls = getattr(registered_type_info(key), "type_cls", None)
     return cls if isinstance(cls, type) else None
+
+
+def registered_type_info(key: str) -> Any:
+    """``tvm_ffi``'s TypeInfo of the registered type ``key`` (its ``type_cls`` is the Python class
+    registered for it, or None), or None when no type is registered as ``key``.
+
+    apache-tvm-ffi 0.1.13 on looks it up by type index; 0.1.12 has only the lookup by key, which
+    makes the entry (without a class) that ``tvm_ffi`` makes itself on meeting such an object."""
+    from tvm_ffi import core
+
+    index = core._object_type_key_to_index(key)
+    if index is None:
+        return None
+    by_index = getattr(core, "_type_index_to_type_info", None)
+    if by_index is not None:
+        return by_index(index)
+    return core._lookup_or_register_type_info_from_type_key(key)

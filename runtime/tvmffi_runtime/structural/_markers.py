@@ -98,7 +98,7 @@ def _call(name: str, *args: Any) -> Any:
     return ffi_call(global_handle(name), args, name)
 
 
-@_object.register_object("ffi.VisitInterrupt")
+@_object.register_object_if_present("ffi.VisitInterrupt")
 class VisitInterrupt(Object):
     """Stops a structural walk or visit; ``.value`` is the payload given to the caller."""
 

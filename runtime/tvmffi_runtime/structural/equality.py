@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from .._call import Function, get_global_func
 from .._graph_guard import GraphTooDeepError, ReferenceCycleError, check_graph
-from .._object import Object, _adopt, register_object, type_key_to_index
+from .._object import Object, _adopt, register_object_if_present
 from ..reflection import get_field
 
 __all__ = [
@@ -105,19 +105,7 @@ class AccessKind(IntEnum):
     MAP_ITEM_MISSING = 5
 
 
-def _register_if_present(type_key: str) -> Any:
-    """``register_object(type_key)`` when the loaded libtvm_ffi has the type (older builds may
-    not); otherwise the class stays unregistered and is never produced by a call."""
-
-    def decorate(cls: type) -> type:
-        if type_key_to_index(type_key) is None:
-            return cls
-        return register_object(type_key)(cls)
-
-    return decorate
-
-
-@_register_if_present("ffi.reflection.AccessStep")
+@register_object_if_present("ffi.reflection.AccessStep")
 class AccessStep(Object):
     """One step of an :class:`AccessPath`: an attribute, an array index or a map key."""
 
@@ -134,7 +122,7 @@ class AccessStep(Object):
         return get_field(self, "key")
 
 
-@_register_if_present("ffi.reflection.AccessPath")
+@register_object_if_present("ffi.reflection.AccessPath")
 class AccessPath(Object):
     """A path from a root value to a nested one (printed as ``<root>.a[2]["k"]``)."""
 
@@ -165,7 +153,7 @@ class AccessPath(Object):
         return repr(self)
 
 
-@_register_if_present("ffi.StructuralKey")
+@register_object_if_present("ffi.StructuralKey")
 class StructuralKey(Object):
     """A value wrapped to compare and hash structurally: usable as a ``dict`` key (and a Map
     key) where equal content should find the same entry. The hash is computed once."""

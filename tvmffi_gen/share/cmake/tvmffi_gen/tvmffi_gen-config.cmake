@@ -13,17 +13,19 @@
 #
 #   tvmffi_gen_add_package(<target> NAME <package> [OUTPUT <dir>] [PREFIX <namespace>...])
 #     The package `tvmffi-gen LIB -o OUT` writes (on tvmffi-runtime), with the library bundled
-#     in it, written into a folder of the build tree and installed as <package>/ (into the
-#     wheel, under scikit-build-core); with OUTPUT, written there and not installed (your own
+#     in it, written into a folder of the build tree and installed as <package>/ (at the
+#     top of the wheel under scikit-build-core, whatever wheel.install-dir says); with OUTPUT, written there and not installed (your own
 #     packaging carries that folder). The wheel needs tvmffi-runtime at
-#     run time: list it in [project] dependencies.
+#     run time: list it in [project] dependencies (the step warns when they lack it).
 #
 #   tvmffi_gen_add_stubs(<target> PACKAGE <package> [SOURCE_DIR <dir>] [LIBRARY_DIR <dir>]
-#                        [OUTPUT <dir>])
+#                        [OUTPUT <dir>] [DISTRIBUTION <name>])
 #     `.pyi` stubs beside the modules of a package built on tvm_ffi, and py.typed, from
 #     `tvmffi-gen --stubs-for`: the package SOURCE_DIR/<package> (SOURCE_DIR defaults to
-#     ./python) is imported with the built library copied to LIBRARY_DIR inside it (default: the
-#     package folder itself, where the package is expected to load it from). The stubs are
+#     ./python) is imported as it will be installed: with the built library copied to
+#     LIBRARY_DIR inside it (default: the package folder itself), and the metadata of the
+#     distribution DISTRIBUTION (default: the project's name under scikit-build-core, else the
+#     package's) listing it, where tvm_ffi.libinfo.load_lib_module looks. The stubs are
 #     written into a folder of the build tree and installed into <package>/, beside the modules
 #     the wheel gets from your sources; with OUTPUT (such as the package's source folder, to
 #     keep them in your tree), written there and not installed.
@@ -69,9 +71,14 @@ function (_tvmffi_gen_add_step target kind package destination depends)
   add_custom_target(${target}_tvmffi_gen_${kind} ALL DEPENDS "${_stamp}")
 endfunction ()
 
-# Install the default destination (a folder of the build tree) as the package's folder.
+# Install the default destination (a folder of the build tree) as the package's folder: at the
+# top of the wheel under scikit-build-core (SKBUILD_PLATLIB_DIR, site-packages once installed,
+# whatever folder wheel.install-dir makes the install prefix), else under the install prefix.
 function (_tvmffi_gen_install package destination)
   _tvmffi_gen_package_path("${package}" _path)
+  if (DEFINED SKBUILD_PLATLIB_DIR)
+    set(_path "${SKBUILD_PLATLIB_DIR}/${_path}")
+  endif ()
   install(DIRECTORY "${destination}/" DESTINATION "${_path}" PATTERN "__pycache__" EXCLUDE)
 endfunction ()
 
@@ -103,17 +110,30 @@ function (tvmffi_gen_add_package target)
   foreach (_prefix IN LISTS arg_PREFIX)
     list(APPEND _prefixes --prefix "${_prefix}")
   endforeach ()
+  # under scikit-build-core: warn when [project] dependencies lack tvmffi-runtime
+  if (DEFINED SKBUILD_PROJECT_NAME)
+    list(APPEND _prefixes --project-dir "${CMAKE_SOURCE_DIR}")
+  endif ()
   _tvmffi_gen_add_step(${target} package "${arg_NAME}" "${_out}" "" ${_prefixes})
 endfunction ()
 
 function (tvmffi_gen_add_stubs target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PACKAGE;SOURCE_DIR;LIBRARY_DIR;OUTPUT" "")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "PACKAGE;SOURCE_DIR;LIBRARY_DIR;OUTPUT;DISTRIBUTION" "")
   _tvmffi_gen_check_call(tvmffi_gen_add_stubs "${target}" PACKAGE "${arg_PACKAGE}" ${arg_UNPARSED_ARGUMENTS})
   if (NOT arg_SOURCE_DIR)
     set(arg_SOURCE_DIR python)
   endif ()
   if (NOT arg_LIBRARY_DIR)
     set(arg_LIBRARY_DIR .)
+  endif ()
+  if (NOT arg_DISTRIBUTION AND DEFINED SKBUILD_PROJECT_NAME)
+    set(arg_DISTRIBUTION "${SKBUILD_PROJECT_NAME}")
+  elseif (NOT arg_DISTRIBUTION)
+    string(REGEX REPLACE "[.].*" "" arg_DISTRIBUTION "${arg_PACKAGE}")
+  endif ()
+  set(_version 0)
+  if (DEFINED SKBUILD_PROJECT_VERSION)
+    set(_version "${SKBUILD_PROJECT_VERSION}")
   endif ()
   get_filename_component(_sources "${arg_SOURCE_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   _tvmffi_gen_package_path("${arg_PACKAGE}" _path)
@@ -133,6 +153,6 @@ function (tvmffi_gen_add_stubs target)
   file(GLOB_RECURSE _python_sources CONFIGURE_DEPENDS "${_sources}/${_path}/*.py")
   _tvmffi_gen_add_step(
     ${target} stubs "${arg_PACKAGE}" "${_out}" "${_python_sources}" --sources "${_sources}"
-    --library-dir "${arg_LIBRARY_DIR}"
+    --library-dir "${arg_LIBRARY_DIR}" --distribution "${arg_DISTRIBUTION}" --version "${_version}"
   )
 endfunction ()
