@@ -95,7 +95,10 @@ def _drive(src: str, package: str, out: str, args: list[str]) -> None:
         setattr(pipeline, "augment", timed("libcst rewrite", getattr(pipeline, "augment")))
     else:
         cache.CachedPythonStubs.result = timed("stubgen", cache.CachedPythonStubs.result)  # type: ignore[method-assign]
-        cache.cached_augment = timed("libcst rewrite", cache.cached_augment)
+        if hasattr(pipeline, "cached_augment"):  # imported by name: replaced where the pipeline reads it
+            setattr(pipeline, "cached_augment", timed("libcst rewrite", getattr(pipeline, "cached_augment")))
+        else:  # a revision calling it as ``cache.cached_augment``
+            cache.cached_augment = timed("libcst rewrite", cache.cached_augment)
     from tvmffi_gen.stubs import run_stubs
 
     notes: list[str] = []

@@ -448,9 +448,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``tvmffi-gen`` command: ``main``, then the process ends without the interpreter
-    freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree:
-    1.7 s after a 10 s run). The exit handlers still run (a temporary folder left open is
-    removed), and the output is flushed. Ctrl-C ends it with one line and status 130: every
+    freeing what it built, as mypy's command does (for tvm's stubs, every stub's syntax tree: its
+    cost is in benchmarks/results_stubs.md). The exit handlers still run (a temporary folder left
+    open is removed), and the output is flushed. Ctrl-C ends it with one line and status 130: every
     file is written whole or not at all (staged, then moved into place), so there is nothing
     to clean up but the temporary folders the exit handlers remove."""
     try:

@@ -41,8 +41,8 @@ def unnamed_note(signatures: list[list[Param]]) -> str | None:
 
 
 def params(sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:
-    """Parameters named as the schema names them (keyword-capable), else as the registry
-    docstring documents them (still positional-only), else ``_0, _1, ...``."""
+    """Parameters named as the schema names them, else as the registry docstring documents them
+    (either way keyword-capable), else ``_0, _1, ...`` (positional-only)."""
     assert sig.params is not None
     types = list(sig.params)
     names = list(sig.param_names) if sig.param_names else [None] * len(types)

@@ -111,6 +111,7 @@ def test_classes_subclass_the_used_package(packages: Path) -> None:
     assert "import basepkg._lib as _ffi_use_basepkg___lib" in (packages / "derivedpkg" / "_lib.py").read_text()
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_program_over_both_packages_type_checks(packages: Path, tmp_path: Path) -> None:
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)

@@ -38,16 +38,19 @@ def test_regeneration_is_byte_identical(tmp_path: Path) -> None:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_mypy_strict_has_no_errors(mypy_report: dict[str, list[str]]) -> None:
     # all of the package is checked in the run of the programs below
     assert mypy_report[""] == [], "\n".join(mypy_report["all"])
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_pyright_strict_has_no_errors() -> None:
     errors, report = run_pyright(PKG)
     assert errors == 0, report
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_basedpyright_default_mode_reports_nothing() -> None:
     """A project with no checker configuration gets basedpyright's "recommended" mode: no errors
     and no warnings either (rules that cannot apply are turned off in the file, with a reason)."""
@@ -118,11 +121,13 @@ def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]
     return mypy_by_program(PKG, programs, folder)
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_correct_program_typechecks(mypy_report: dict[str, list[str]]) -> None:
     # the program and the package modules it imports
     assert mypy_report["correct.py"] + mypy_report[""] == [], "\n".join(mypy_report["all"])
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 @pytest.mark.parametrize(("source", "code"), WRONG_PROGRAMS)
 def test_wrong_program_fails_with_expected_code(mypy_report: dict[str, list[str]], source: str, code: str) -> None:
     mine = mypy_report[f"wrong_{WRONG_PROGRAMS.index((source, code))}.py"]

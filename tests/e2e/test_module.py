@@ -375,6 +375,7 @@ def test_a_library_with_exports_only_gets_no_empty_type_table(add_one_nometa_lib
     assert text.endswith('module: _rt.Module = _bind.load_package_module("exports_only", path)\n'), text
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_example_package_passes_both_checkers() -> None:
     from tvmffi_gen.verify import run_mypy, run_pyright
 

@@ -114,6 +114,7 @@ def test_stale_negative_offset_refuses_import(negpkg: Path, tmp_path: Path, pure
     assert f"field negoff.Node.counter moved (offset {value}, generated for {value - 8})" in proc.stderr
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_negative_offset_package_passes_mypy_strict(negpkg: Path) -> None:
     errors, report = run_mypy(negpkg)
     assert errors == 0, report

@@ -160,6 +160,7 @@ def test_a_constant_folder_runs_in_a_users_folder(user: Path, pure: bool) -> Non
     assert out[2] == "FoldDivmodResult(quotient=3, remainder=2)"
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_the_constant_folder_is_clean_under_both_checkers(checked: dict[str, list[str]]) -> None:
     # nothing but wrong.py's errors: none on the folder, none in the package
     rest = {name: [entry for entry in report if _file_of(entry) != "wrong.py"] for name, report in checked.items()}
@@ -184,6 +185,7 @@ def f(e: Expr) -> None:
 """
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_narrowed_and_replace_types_are_enforced_by_both_checkers(checked: dict[str, list[str]]) -> None:
     for name, report in checked.items():
         lines = {entry.split(":")[1] for entry in report if _file_of(entry) == "wrong.py"}

@@ -42,6 +42,7 @@ def _shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_readme_cpp_compiles_with_its_command_and_the_python_example_runs_and_type_checks(
     tmp_path: Path, have_gxx: bool
 ) -> None:

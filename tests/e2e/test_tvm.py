@@ -22,9 +22,12 @@ from tvmffi_gen.writer import apply_plan, plan_output
 from conftest import ROOT
 
 TVM_LIB = library_shipped_with("tvm", "libtvm_compiler.so")
-pytestmark = pytest.mark.skipif(
-    TVM_LIB is None, reason="apache-tvm is not installed (pip install apache-tvm to run these tests)"
-)
+pytestmark = [
+    pytest.mark.slow,  # a package for all of tvm's compiler, through a checker: see tests/README.md
+    pytest.mark.skipif(
+        TVM_LIB is None, reason="apache-tvm is not installed (pip install apache-tvm to run these tests)"
+    ),
+]
 
 IMPORT_ALL = r"""
 import importlib, pkgutil, sys

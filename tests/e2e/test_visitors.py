@@ -171,6 +171,7 @@ def mypy_report(exprpkg: Path, tmp_path_factory: pytest.TempPathFactory) -> list
     return report.splitlines()
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_program_typechecks(mypy_report: list[str]) -> None:
     assert [line for line in mypy_report if "/prog.py:" in line] == [], "\n".join(mypy_report)
 
@@ -185,16 +186,19 @@ def test_program_runs(exprpkg: Path, tmp_path: Path) -> None:
     assert proc.stdout.strip() == "OK"
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_wrong_hook_signature_is_a_mypy_error(mypy_report: list[str]) -> None:
     assert any("/bad.py:" in line and "[override]" in line for line in mypy_report), "\n".join(mypy_report)
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_generated_package_passes_mypy_strict(mypy_report: list[str]) -> None:
     # everything reported on no program (the package's errors, or mypy's own failure) is an error
     rest = [line for line in mypy_report if "/prog.py:" not in line and "/bad.py:" not in line]
     assert rest == [], "\n".join(mypy_report)
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_generated_package_and_program_pass_pyright_strict(exprpkg: Path, tmp_path: Path) -> None:
     prog = tmp_path / "prog.py"
     prog.write_text(textwrap.dedent(PROGRAM))

@@ -280,6 +280,7 @@ def test_preload_excludes_the_preloaded_library(tmp_path: Path, capsys: pytest.C
     assert not (out / "testing").exists()
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_verify_runs_mypy_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "vpkg"
     status, text = run(capsys, str(TESTING_LIB), "-o", str(out), "--verify")

@@ -338,6 +338,7 @@ PYRIGHT_OWN_RULES = {
 }
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_synthetic_package_is_clean_in_basedpyright_default_mode(tmp_path: Path) -> None:
     """Incompatible overrides carry mypy's ``# type: ignore``, which that mode does not read."""
     root = tmp_path / "pkg"
@@ -374,6 +375,7 @@ def checked_packages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
     return folder, lines_by_package(errors, report, snapshots)  # mypy writes paths relative to folder
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_synthetic_package_renders_parses_and_passes_mypy(
     checked_packages: tuple[Path, dict[str, list[str]]],
 ) -> None:
@@ -390,6 +392,7 @@ def test_synthetic_package_renders_parses_and_passes_mypy(
     assert tir == files["tir/__init__.py"] and tir.count("# type: ignore[override, misc]") == 1
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_cross_namespace_cycles_type_check(checked_packages: tuple[Path, dict[str, list[str]]]) -> None:
     folder, reports = checked_packages
     assert reports["cyc"] == [], "\n".join(reports["cyc"])
@@ -428,6 +431,7 @@ def test_names_follow_python_identifiers_nfkc_normalised() -> None:
     assert [f.name for f in model.modules[("u",)].functions] == ["naïve_sum"]
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_a_package_without_types_has_a_valid_visitors_module(
     checked_packages: tuple[Path, dict[str, list[str]]],
 ) -> None:

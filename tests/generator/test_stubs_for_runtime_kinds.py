@@ -25,6 +25,8 @@ import pytest
 from conftest import build_shared
 from stubs_for_run import run_tvmffi_gen, stubs_for_env
 
+pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 PACKAGE = {

@@ -17,6 +17,8 @@ from tvmffi_gen.stubs.errors import StubsError
 from tvmffi_gen.stubs.progress import Progress
 from tvmffi_gen.stubs.stubtext import imported_modules
 
+pytestmark = pytest.mark.slow  # stubgen and mypy over stub packages: see tests/README.md
+
 
 def test_the_modules_a_stub_imports_are_read_from_its_lines() -> None:
     text = (

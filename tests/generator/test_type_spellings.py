@@ -119,6 +119,7 @@ def test_every_spelling_is_known(generated: tuple[Path, list[str]]) -> None:
         assert line in text, line
 
 
+@pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_program_type_checks(generated: tuple[Path, list[str]], tmp_path: Path) -> None:
     pkg, _ = generated
     prog = tmp_path / "prog.py"

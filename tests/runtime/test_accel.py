@@ -409,6 +409,7 @@ for name, op in ops.items():
 """
 
 
+@pytest.mark.slow  # a leak count over many operations, on both paths: see tests/README.md
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_no_python_objects_leak_per_operation(pure: bool) -> None:
     # 10 000 rounds of each operation: a leak of even one small object per round would add

@@ -174,7 +174,7 @@ loop = node(); set_field(loop, 'parent', loop)
         "pickle_refused": "catch()",
         "chain_hash": "rt.structural_hash(chain) == rt.structural_hash(copy.deepcopy(chain))",
         "chain_pickle": "get_field(pickle.loads(pickle.dumps(chain)), 'name')",
-        "chain_walk": "S.walk_count_nodes(chain)",
+        "chain_walk": "S.structural_walk(chain, lambda x: None)",
         # one side free of cycles bounds the comparison's depth: no refusal
         "equal_one_cyclic": "[rt.structural_equal(loop, node()), rt.structural_equal(node(), loop)]",
         "mismatch_one_cyclic": "rt.get_first_structural_mismatch(loop, node())[0]",

@@ -48,6 +48,8 @@ from tvmffi_runtime import _callback, _errors
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # leak counts over many operations: see tests/README.md
+
 RSS_LIMIT = 5 * 1024 * 1024
 #: gc-tracked Python objects a loop may leave behind (caches, interned strings, free lists);
 #: a per-iteration leak of even one object would be tens of thousands.

@@ -22,6 +22,8 @@ from tvmffi_runtime import _callback
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # threads hammering the runtime for seconds: see tests/README.md
+
 GENERATED = ROOT / "generated"
 if str(GENERATED) not in sys.path:
     sys.path.insert(0, str(GENERATED))

@@ -27,7 +27,6 @@ from tvmffi_runtime.structural import (
     structural_mutate,
     structural_visit,
     structural_walk,
-    walk_count_nodes,
 )
 
 from structural_ir import ir
@@ -219,6 +218,18 @@ def _python_calls(run: Any) -> int:
     finally:
         sys.setprofile(None)
     return calls
+
+
+def walk_count_nodes(root: object, node_type: object = rt.Object) -> int:
+    """Number of values of ``node_type`` in a pre-order walk of ``root``: one typed handler."""
+    count = 0
+
+    def handler(value: Any) -> None:
+        nonlocal count
+        count += 1
+
+    structural_walk(root, on(node_type, handler), WalkOrder.PRE_ORDER)
+    return count
 
 
 def test_walk_count_nodes_one_dict_lookup_per_node(ir: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -67,25 +68,45 @@ def mypy_errors(files: dict[str, str]) -> tuple[int, str]:
         return run_mypy(root)
 
 
-def mypy_errors_each(packages: dict[str, dict[str, str]]) -> dict[str, tuple[int, str]]:
+def mypy_errors_each(
+    packages: dict[str, dict[str, str]], programs: dict[str, str] | None = None
+) -> dict[str, tuple[int, str]]:
     """mypy --strict over several rendered packages (package name -> files, each rendered for
     that name) in one run (a run costs about a second before it reaches the packages): each
-    package's error count and report. What mypy reports on no package (its own failure) counts
-    against every package."""
+    package's error count and report. ``programs`` (package name -> a user program importing it,
+    written beside the packages as ``use_<name>.py``) are checked in the same run, and what mypy
+    says on a program (its ``reveal_type`` notes too) is in its package's report. What mypy
+    reports on no package nor program (its own failure) counts against every package."""
+    programs = programs or {}
     with tempfile.TemporaryDirectory() as tmp:
         roots = {name: Path(tmp) / name for name in packages}
         for name, files in packages.items():
             apply_plan(plan_output(roots[name], files, "test"))
-        errors, report = run_mypy(next(iter(roots.values())), extra_files=list(roots.values()))
+        uses = {name: Path(tmp) / f"use_{name}.py" for name in programs}
+        for name, text in programs.items():
+            uses[name].write_text(text, encoding="utf-8")
+        errors, report = run_mypy(next(iter(roots.values())), extra_files=[*roots.values(), *uses.values()])
         base = os.path.realpath(tmp)
     owned: dict[str, list[str]] = {name: [] for name in packages}
     rest: list[str] = []
     for line in report.splitlines():
         path = os.path.normpath(os.path.join(base, line.split(":", 1)[0]))
-        owner = next((name for name in packages if path.startswith(os.path.join(base, name, ""))), None)
+        owner = next(
+            (
+                name
+                for name in packages
+                if path.startswith(os.path.join(base, name, "")) or path == os.path.join(base, f"use_{name}.py")
+            ),
+            None,
+        )
         (owned[owner] if owner is not None else rest).append(line)
     rest_errors = errors - sum(1 for lines in owned.values() for line in lines if ": error:" in line)
     return {
         name: (sum(1 for line in lines if ": error:" in line) + rest_errors, "\n".join(lines + rest))
         for name, lines in owned.items()
     }
+
+
+def revealed_types(report: str) -> list[str]:
+    """The types mypy's ``reveal_type`` notes in ``report`` name, in the order of the report."""
+    return re.findall(r'note: Revealed type is "(.*)"$', report, re.M)

@@ -3,7 +3,7 @@
 overrides mypy accepts or rejects, members named like inherited enum entries or like their
 class, None defaults on non-Optional fields, opaque pointers, names holding quotes, backslashes
 or newlines, and ancestries that form a cycle. Each builds and renders; most also pass
-mypy --strict."""
+mypy --strict, with a user's program that mypy must tell the exact types of their API."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from tvmffi_gen.render import render_package
 from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
 
 from conftest import ROOT
-from registry_checks import declared_fields, mypy_errors_each
+from registry_checks import declared_fields, mypy_errors_each, revealed_types
 
 
 def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:
@@ -36,14 +37,39 @@ INT = {"type": "int"}
 ARR_INT = {"type": "ffi.Array", "args": [INT]}
 
 
-#: Registries that must pass mypy --strict, by name: all are checked in one mypy run (the
-#: ``mypy_results`` fixture), each test reads its own package's result.
-MYPY_CASES: dict[str, Callable[[], Snapshot]] = {}
+@dataclass(frozen=True)
+class MypyCase:
+    """A registry that must pass mypy --strict, and what a user's program importing its module
+    ``a`` (as ``from PKG import a``) must be told of its API: in a function taking ``params``,
+    each ``(expression, revealed type)`` of ``reveals``, ``PKG`` standing for the package's name.
+    "0 errors" alone would pass a package whose every member were ``Any``."""
+
+    make: Callable[[], Snapshot]
+    reveals: tuple[tuple[str, str], ...]
+    params: str
+
+    def program(self, package: str) -> str:
+        lines = [f"from {package} import a", "", "", f"def main({self.params}) -> None:"]
+        lines += [f"    reveal_type({expr})" for expr, _ in self.reveals]
+        return "\n".join(lines) + "\n"
+
+    def expected(self, package: str) -> list[str]:
+        return [revealed.replace("PKG", package) for _, revealed in self.reveals]
 
 
-def _mypy_case(make: Callable[[], Snapshot]) -> Callable[[], Snapshot]:
-    MYPY_CASES[make.__name__] = make
-    return make
+#: The registries that must pass mypy --strict, by name: all are checked in one mypy run, with
+#: their programs (the ``mypy_results`` fixture), each test reads its own package's result.
+MYPY_CASES: dict[str, MypyCase] = {}
+
+
+def _mypy_case(
+    *reveals: tuple[str, str], params: str = ""
+) -> Callable[[Callable[[], Snapshot]], Callable[[], Snapshot]]:
+    def register(make: Callable[[], Snapshot]) -> Callable[[], Snapshot]:
+        MYPY_CASES[make.__name__] = MypyCase(make, reveals, params)
+        return make
+
+    return register
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +77,18 @@ def mypy_results() -> dict[str, tuple[int, str]]:
     with warnings.catch_warnings():  # as the mark on each of these tests did
         warnings.filterwarnings("ignore", "The recursion limit will not be reset")
         packages = {
-            f"pkg_{name}": render_package(build_model(make(), f"pkg_{name}")) for name, make in MYPY_CASES.items()
+            f"pkg_{name}": render_package(build_model(case.make(), f"pkg_{name}")) for name, case in MYPY_CASES.items()
         }
-        results = mypy_errors_each(packages)
+        programs = {f"pkg_{name}": case.program(f"pkg_{name}") for name, case in MYPY_CASES.items()}
+        results = mypy_errors_each(packages, programs)
     return {name[len("pkg_") :]: result for name, result in results.items()}
+
+
+def _assert_clean_and_typed(mypy_results: dict[str, tuple[int, str]], name: str) -> None:
+    """Case ``name``'s package and program pass mypy --strict, and the program is told the types."""
+    errors, report = mypy_results[name]
+    assert errors == 0, report
+    assert revealed_types(report) == MYPY_CASES[name].expected(f"pkg_{name}"), report
 
 
 def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
@@ -75,7 +109,14 @@ def test_names_equal_to_generated_import_aliases_do_not_break_import() -> None:
     assert namespace["_rt"] is rt
 
 
-@_mypy_case
+@_mypy_case(
+    ("a.f([1], 2)", "tvmffi_runtime.containers.Array[int]"),
+    ("a.f(_rt_=[1], _t_=2)", "tvmffi_runtime.containers.Array[int]"),  # the renamed parameters are still keywords
+    ("k._bind_", "int"),
+    ("k._abc_", "tvmffi_runtime.containers.Array[int]"),
+    ("a.K(1, [2])", "PKG.a.K"),
+    params="k: a.K",
+)
 def parameters_named_like_generated_import_aliases() -> Snapshot:
     named = {
         "type": "ffi.Function",
@@ -96,11 +137,16 @@ def parameters_named_like_generated_import_aliases() -> Snapshot:
 
 
 def test_parameters_named_like_generated_import_aliases_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["parameters_named_like_generated_import_aliases"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "parameters_named_like_generated_import_aliases")
 
 
-@_mypy_case
+@_mypy_case(
+    ("a.Sub.value_", "PKG.a.Kind"),  # the inherited entries, renamed in Kind
+    ("a.Sub.other", "PKG.a.Kind"),
+    ("s.value__", "int"),  # Sub's field and method, renamed past them
+    ("s.other_()", "int"),
+    params="s: a.Sub",
+)
 def members_named_like_inherited_enum_entries() -> Snapshot:
     # An ancestor's enum entries are taken names in a derived class's scope.
     types = [
@@ -116,11 +162,20 @@ def members_named_like_inherited_enum_entries() -> Snapshot:
 
 
 def test_members_named_like_inherited_enum_entries_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["members_named_like_inherited_enum_entries"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "members_named_like_inherited_enum_entries")
 
 
-@_mypy_case
+@_mypy_case(
+    ("c.ro_to_rw", "int"),
+    ("p.any_to_int", "Any"),  # no schema: Any, as the registry says
+    ("c.any_to_int", "int"),
+    ("p.obj_to_sub", "tvmffi_runtime._object.Object"),
+    ("c.obj_to_sub", "PKG.a.C"),
+    ("p.covariant()", "tvmffi_runtime._object.Object"),
+    ("c.covariant()", "PKG.a.C"),
+    ("c.wider('anything')", "int"),
+    params="p: a.P, c: a.C",
+)
 def compatible_overrides() -> Snapshot:
     # Only overrides mypy rejects get `# type: ignore[...]` (on the line mypy
     # reports), so --strict's unused-ignore check passes for compatible ones.
@@ -161,11 +216,14 @@ def compatible_overrides() -> Snapshot:
 
 
 def test_compatible_overrides_pass_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["compatible_overrides"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "compatible_overrides")
 
 
-@_mypy_case
+@_mypy_case(
+    ("p.x", "tvmffi_runtime.containers.Map[str, int]"),
+    ("c.x", "tvmffi_runtime.containers.Array[int]"),
+    params="p: a.P, c: a.C",
+)
 def writable_field_overriding_a_parent_field_of_another_type() -> Snapshot:
     # The `# type: ignore[override]` must sit where mypy reports the override
     # (the `@property` line when the field has a setter).
@@ -183,8 +241,7 @@ def writable_field_overriding_a_parent_field_of_another_type() -> Snapshot:
 def test_writable_field_overriding_a_parent_field_of_another_type_passes_mypy(
     mypy_results: dict[str, tuple[int, str]],
 ) -> None:
-    errors, report = mypy_results["writable_field_overriding_a_parent_field_of_another_type"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "writable_field_overriding_a_parent_field_of_another_type")
 
 
 def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
@@ -235,7 +292,7 @@ def test_child_members_sanitising_to_an_inherited_name_stay_distinct() -> None:
     assert sorted(methods.values()) == [["a.C", "my-m"], ["a.C", "my_m"]], methods
 
 
-@_mypy_case
+@_mypy_case(("a.Mode.Mode_", "PKG.a.Mode"), ("a.Mode.Other", "PKG.a.Mode"))
 def enum_entry_named_like_its_class() -> Snapshot:
     # An entry named like its class must not be spelled `Mode: _t.ClassVar[Mode]` inside class
     # Mode, where `Mode` would name the entry.
@@ -244,11 +301,15 @@ def enum_entry_named_like_its_class() -> Snapshot:
 
 
 def test_enum_entry_named_like_its_class_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["enum_entry_named_like_its_class"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "enum_entry_named_like_its_class")
 
 
-@_mypy_case
+@_mypy_case(
+    ("a.K()", "PKG.a.K"),
+    ("k.span", "PKG.a.Span"),
+    ("k.n", "int"),
+    params="k: a.K",
+)
 def none_default_on_non_optional_field() -> Snapshot:
     # A None default on a non-Optional field (a nullable ObjectRef defaulting to null) must not
     # render as `span: Span = None`, which mypy --strict rejects.
@@ -261,11 +322,10 @@ def none_default_on_non_optional_field() -> Snapshot:
 
 
 def test_none_default_on_non_optional_field_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["none_default_on_non_optional_field"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "none_default_on_non_optional_field")
 
 
-@_mypy_case
+@_mypy_case(("a.f(None)", "ctypes.c_void_p | None"))
 def void_pointer_schema() -> Snapshot:
     # 'void*' (TVM FFI's opaque pointer) is annotated with _ctypes.c_void_p, which
     # the module must import.
@@ -275,8 +335,7 @@ def void_pointer_schema() -> Snapshot:
 
 
 def test_void_pointer_schema_passes_mypy(mypy_results: dict[str, tuple[int, str]]) -> None:
-    errors, report = mypy_results["void_pointer_schema"]
-    assert errors == 0, report
+    _assert_clean_and_typed(mypy_results, "void_pointer_schema")
 
 
 @pytest.mark.parametrize("bad", ['quo"te', "new\nline", "back\\nslash"], ids=["quote", "newline", "backslash"])

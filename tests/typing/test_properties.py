@@ -5,7 +5,8 @@
     expressions; and the model turns a malformed one into a warning and ``Any``, never a crash.
 (b) Random registries (snapshots with nested namespaces, hostile names, inheritance chains, name
     collisions across kinds, random field and method schemas) always build and render to Python
-    that parses, keeps every registry name, and — for a few examples — passes mypy --strict.
+    that parses, keeps every registry name, and — for a few examples — passes mypy --strict,
+    with a user's program told the type of each class, field and function (not ``Any``).
 (c) Random nested Python values round-trip unchanged through ``testing.echo`` (and through a
     Python callback called from native code).
 
@@ -32,7 +33,7 @@ from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, T
 from tvmffi_gen.typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
 
 from conftest import BUILD_DIR
-from registry_checks import declared_fields, import_problems, mypy_errors_each
+from registry_checks import declared_fields, import_problems, mypy_errors_each, revealed_types
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
@@ -528,15 +529,60 @@ def test_random_registries_build_render_and_parse(snap: Snapshot) -> None:
     ]
 ).via("discovered failure")
 def test_random_registries_pass_mypy_strict(snaps: list[Snapshot]) -> None:
-    packages = {}
+    packages, programs, expected = {}, {}, {}
     for i, snap in enumerate(snaps):
         name = "pkg" if i == 0 else f"pkg_{i}"
         built = _build_and_render(snap, name)
         if built is not None:  # refused: namespaces inheriting in a cycle
             packages[name] = built[1]
+            programs[name], expected[name] = _reveal_program(built[0], snap, name)
     assume(packages)
-    for name, (errors, report) in mypy_errors_each(packages).items():
+    for name, (errors, report) in mypy_errors_each(packages, programs).items():
         assert errors == 0, (name, report)  # hypothesis prints the registries; `name` is the i-th
+        revealed = revealed_types(report)
+        assert len(revealed) == len(expected[name]), (name, report)
+        for got, want in zip(revealed, expected[name], strict=True):
+            assert _reveals(got, want), (name, got, want, programs[name])
+
+
+def _reveal_program(model: Any, snap: Snapshot, package: str) -> tuple[str, list[str]]:
+    """A user's program that reveals a value of every class of ``model`` (rendered as
+    ``package``), each of its fields whose annotation holds no ``Any``, and every typed
+    function; and what each reveal must be: the class's full name, ``NOT_ANY`` or ``CALLABLE``."""
+    imports: dict[str, str] = {}  # module -> its alias in the program
+
+    def alias(namespace: tuple[str, ...]) -> tuple[str, str]:
+        module = ".".join([package, *model.modules[namespace].path])
+        return module, imports.setdefault(module, f"m{len(imports)}")
+
+    params: list[str] = []
+    reveals: list[tuple[str, str]] = []
+    for i, t in enumerate(snap.types):
+        cls = model.classes[t.type_key]
+        module, m = alias(cls.namespace)
+        params.append(f"v{i}: {m}.{cls.name}")
+        reveals.append((f"v{i}", f"{module}.{cls.name}"))
+        reveals += [(f"v{i}.{f.name}", NOT_ANY) for f in cls.fields if "Any" not in f.getter_type]
+    for namespace, mod in model.modules.items():
+        for fn in mod.functions:
+            if fn.typed:
+                reveals.append((f"{alias(namespace)[1]}.{fn.name}", CALLABLE))
+    lines = [f"import {module} as {m}" for module, m in imports.items()]
+    lines += ["", "", f"def main({', '.join(params)}) -> None:", "    pass"]
+    lines += [f"    reveal_type({expr})" for expr, _ in reveals]
+    return "\n".join(lines) + "\n", [want for _, want in reveals]
+
+
+NOT_ANY, CALLABLE = "<not Any>", "<a callable>"
+
+
+def _reveals(got: str, want: str) -> bool:
+    """Whether mypy's revealed type ``got`` is what ``_reveal_program`` said it must be."""
+    if want == NOT_ANY:
+        return "Any" not in got
+    if want == CALLABLE:
+        return got.startswith(("def ", "Overload("))
+    return got == want
 
 
 # =============================================================================================

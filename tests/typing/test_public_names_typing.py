@@ -17,6 +17,8 @@ import pytest
 import tvmffi_runtime as rt
 from tvmffi_gen.verify import run_mypy, run_pyright
 
+pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
+
 
 def _public_submodules() -> list[str]:
     """``containers``, ``structural.equality``...: every module whose dotted name has no private part."""

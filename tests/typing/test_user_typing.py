@@ -16,6 +16,8 @@ from tvmffi_gen.verify import run_mypy, run_pyright
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
+
 PKG = ROOT / "generated" / "tvmffi_testing"
 if str(PKG.parent) not in sys.path:
     sys.path.insert(0, str(PKG.parent))

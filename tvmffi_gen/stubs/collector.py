@@ -2,9 +2,9 @@
 processes of ``--stubs-for`` that build a large heap and keep it to the end: the child importing
 the package (every module, class and function of tvm) and the parent's libcst rewrite (a tree per
 stub). A full collection walks every object alive, and the default thresholds start one every
-seventy thousand or so net allocations; for tvm that was a fifth of either phase (1.2 s of the
-child's 5.7 s of CPU, 1.2 s of the rewrite's 4.6 s), to free a few thousand objects. Young
-objects, where cyclic garbage is found, are collected as usual.
+seventy thousand or so net allocations; for tvm that was a fifth of either phase, to free a few
+thousand objects (benchmarks/results_stubs.md). Young objects, where cyclic garbage is found,
+are collected as usual.
 """
 
 from __future__ import annotations

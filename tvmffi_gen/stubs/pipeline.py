@@ -38,11 +38,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-# the module itself, so that a replaced ``cache.cached_augment`` is the one called (benchmarks/
-# bench_stubs.py times the phases so); spelled in full, since ``from . import`` would name the
-# package's __init__, which imports this module
-import tvmffi_gen.stubs.cache as cache
-
+from .cache import CachedPythonStubs, cached_allowlist, cached_augment, cached_mypy_errors
 from .child_run import modules_on_disk, take_collection
 from .collected import Collection
 from .conversions import load_conversions
@@ -78,7 +74,7 @@ def build_stubs(
     data, stubs, warm = _import_and_stubgen(package, exclude, preload, timeout, show)
     try:
         show.show(f"rewriting {len(stubs)} stubs with the registry's members")
-        final, warnings = cache.cached_augment(data, stubs, conversions)
+        final, warnings = cached_augment(data, stubs, conversions)
         root = f"{top}-stubs"
         files: dict[str, str] = {}
         for mod, text in final.items():
@@ -89,10 +85,10 @@ def build_stubs(
         # the self-check mostly waits for mypy's process: the allowlist, which does not depend on it,
         # is made meanwhile (the thread only adds ignores to ``files``, which the allowlist does not read)
         show.show(f"checking the stubs with mypy --strict ({len(files)} files)")
-        check = functools.partial(cache.cached_mypy_errors, warm=warm)
+        check = functools.partial(cached_mypy_errors, warm=warm)
         with ThreadPoolExecutor(max_workers=1) as pool:
             checked = pool.submit(silence_own_errors, files, root, top, check)
-            allowlist = cache.cached_allowlist(data, stubs, final)
+            allowlist = cached_allowlist(data, stubs, final)
             try:
                 _ = checked.result()
             except RuntimeError as exc:
@@ -115,7 +111,7 @@ def _import_and_stubgen(
     import, so that the self-check's mypy finds them read. The import is waited for in this
     thread (an interrupt ends its child), stubgen in another; a failed import stops stubgen."""
     on_disk = modules_on_disk(package, exclude)
-    early = cache.CachedPythonStubs(on_disk) if on_disk else None
+    early = CachedPythonStubs(on_disk) if on_disk else None
     show.show(f"importing {package}")
     with ThreadPoolExecutor(max_workers=1) as pool:
         stubbing = pool.submit(_stubgen_then_warmup, early, package) if early is not None else None
@@ -139,7 +135,7 @@ def _import_and_stubgen(
         raise
 
 
-def _stubgen_then_warmup(early: cache.CachedPythonStubs, package: str) -> tuple[dict[str, str], Warmup | None]:
+def _stubgen_then_warmup(early: CachedPythonStubs, package: str) -> tuple[dict[str, str], Warmup | None]:
     """stubgen's stubs of every module on disk; and, when stubgen ran rather than came from the
     cache (so the self-check will run too), a ``Warmup`` of what they import and of what the
     rewrite adds (none when ``TVMFFI_GEN_NO_WARMUP`` is set)."""

@@ -1,9 +1,8 @@
 """Where ``--stubs-for`` keeps what only its own processes read (stubgen's output, the copy of
 the stubs the self-check's mypy reads, that mypy's cache): a folder in memory when the system has
 one to spare, since thousands of small files written to a journalled disk while other processes
-write cost seconds (tvm, on an ext4 disk: 0.8 s to write the self-check's 800 files, against 0.1 s
-in memory, and a first run 2 s slower in all). ``TMPDIR`` (or ``TEMP``, ``TMP``), when set, is
-the user's choice.
+write cost seconds (tvm's, measured in benchmarks/results_stubs.md). ``TMPDIR`` (or ``TEMP``,
+``TMP``), when set, is the user's choice.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from .scratch import scratch_folder
 __all__ = ["PythonStubs", "python_stubs"]
 
 #: stubgen's command, ending the process once the stubs are written: freeing what mypy built for
-#: a large package at interpreter exit takes longer than making the stubs (tvm: about 8 s after
-#: 3 s of work), and mypy's own command skips it the same way
+#: a large package at interpreter exit takes longer than making the stubs (tvm's, measured in
+#: benchmarks/results_stubs.md), and mypy's own command skips it the same way
 _RUN_STUBGEN = (
     "import os, sys; from mypy.stubgen import main; main(sys.argv[1:]);"
     " sys.stdout.flush(); sys.stderr.flush(); os._exit(0)"

@@ -19,7 +19,7 @@ Public names: ``structural_walk``, ``structural_visit``, ``structural_map``,
 ``structural_mutate``, ``WalkResult``, ``WalkOrder``, ``VisitInterrupt``, ``DefRegionKind``,
 ``InplaceMode``, ``VisitCallbacks``, ``MutateCallbacks``, ``VisitContext``, ``MutateContext``,
 ``ContextPolicy``, ``Unchanged``, ``UNCHANGED``, ``move``, ``on``, ``default_hook``,
-``WalkerBase``, ``VisitorBase``, ``MapperBase``, ``MutatorBase``, ``walk_count_nodes``.
+``WalkerBase``, ``VisitorBase``, ``MapperBase``, ``MutatorBase``.
 
 This module holds the four engine entry points and re-exports the rest, which lives in layers
 that import one way: ``_markers`` (markers, enums) → ``_match``
@@ -114,7 +114,6 @@ __all__ = [
     "structural_mutate",
     "structural_visit",
     "structural_walk",
-    "walk_count_nodes",
 ]
 
 # Public classes keep the module users import them from (reprs, pickles, docs).
@@ -501,22 +500,3 @@ def _run_mutate(
         if owner is not None:
             owner._ctx = prev
         run.close()
-
-
-# =============================================================================================
-# Benchmark helper
-# =============================================================================================
-def walk_count_nodes(root: object, node_type: object = Object) -> int:
-    """Number of values of ``node_type`` (default: every object) in a pre-order walk of ``root``.
-
-    One typed handler; per matching node the engine calls it through the walk trampoline (one
-    dict lookup, the wrapper for the node, the call).
-    """
-    count = 0
-
-    def handler(value: Any) -> None:
-        nonlocal count
-        count += 1
-
-    structural_walk(root, on(node_type, handler), WalkOrder.PRE_ORDER)
-    return count
