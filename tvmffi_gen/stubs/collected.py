@@ -128,6 +128,9 @@ class ModuleFacts:
     replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
     #: public names bound to a module of the package: name -> the module's name
     module_names: dict[str, str] = field(default_factory=dict)
+    #: the classes its globals bind, by where each is defined (``module.qualname``, as pyright
+    #: names a class): how a stub names it (``pyright_types.py`` reads pyright's names with them)
+    class_scope: dict[str, ReturnSource] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -208,6 +211,7 @@ def _module_facts(d: dict[str, Any]) -> ModuleFacts:
         returns=sources("returns"),
         narrowed_returns=sources("narrowed_returns"),
         replaced_functions=sources("replaced_functions"),
+        class_scope=sources("class_scope"),
     )
 
 

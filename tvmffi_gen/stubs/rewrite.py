@@ -10,6 +10,7 @@ names no stub defines (``missing_imports``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
+from .pyright_types import Scopes, stub_annotation
 from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import (
@@ -56,6 +58,8 @@ class _Package:
     attribute_names: dict[str, set[str]]
     frozen: dict[str, set[str]]
     conversions: Conversions
+    inferred: dict[str, dict[str, str]]  # module -> qualname -> pyright's printed result (oracle.py)
+    scopes: Scopes
 
 
 @dataclass
@@ -71,10 +75,14 @@ class _Module:
 
 
 def augment(
-    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+    data: Collection,
+    stubs: dict[str, str],
+    conversions: Conversions = BUILTIN,
+    inferred: dict[str, dict[str, str]] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """The final stub text per module, and the warnings (schemas typed as Any)."""
-    pkg = _package(data, stubs, conversions)
+    """The final stub text per module, and the warnings (schemas typed as Any). ``inferred``:
+    what pyright infers for the results the sources leave unannotated (``oracle.py``)."""
+    pkg = _package(data, stubs, conversions, inferred or {})
     out: dict[str, str] = {}
     warnings: list[str] = []
     for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
@@ -84,7 +92,9 @@ def augment(
     return out, sorted(set(warnings))
 
 
-def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) -> _Package:
+def _package(
+    data: Collection, stubs: dict[str, str], conversions: Conversions, inferred: dict[str, dict[str, str]]
+) -> _Package:
     exports = {m: exported_names(t) for m, t in stubs.items()}
     by_module: dict[str, list[str]] = {}
     for key, info in data.classes.items():
@@ -111,6 +121,8 @@ def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) 
         attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
         frozen=frozen_attributes(data, stubs),
         conversions=conversions,
+        inferred=inferred,
+        scopes=Scopes({m: f.class_scope for m, f in data.modules.items()}),
     )
 
 
@@ -131,6 +143,7 @@ def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
         m.tree = m.tree.with_changes(body=[cst.parse_statement(line), *m.tree.body])
     _follow_running_objects(pkg, m, ffi_names)
     _follow_runtime_kinds(pkg, m)
+    _add_pyright_returns(pkg, m)
     filler = FillAnnotations(stdlib_generic_names(pkg.stubs[mod]))
     m.tree = m.tree.visit(filler)
     head = [STUB_HEADER]
@@ -279,6 +292,23 @@ def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
             inferred = InferredReturns(returns, replace=replace)
             m.tree = m.tree.visit(inferred)
             m.typed_members |= inferred.used > 0
+
+
+def _add_pyright_returns(pkg: _Package, m: _Module) -> None:
+    """The results still unannotated typed as pyright infers them from the sources (after the
+    registry's and the running module's, which say more: pyright sees ``_ffi_api`` calls as
+    Unknown)."""
+    printed = pkg.inferred.get(m.name, {})
+    returns: dict[str, str] = {}
+    for q, text in sorted(printed.items()):
+        spelled = stub_annotation(text, m.name, pkg.scopes, functools.partial(_return_text, m, q))
+        if spelled is not None:
+            returns[q] = spelled
+    if returns:
+        inferred = InferredReturns(returns)
+        m.tree = m.tree.visit(inferred)
+        m.typed_members |= inferred.used > 0
+        m.needs_incomplete |= any("Incomplete" in t for t in returns.values())
 
 
 def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:

@@ -248,7 +248,20 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
+        class_scope=class_scope(mod),
     )
+
+
+def class_scope(mod: ModuleType) -> dict[str, ReturnSource]:
+    """The classes ``mod``'s globals bind (under any name), by ``module.qualname`` of their
+    definition, each as a stub names it (``source_facts.class_source``)."""
+    out: dict[str, ReturnSource] = {}
+    for value in _namespace(mod).values():
+        if isinstance(value, type) and isinstance(getattr(value, "__module__", None), str):
+            source = class_source(value)
+            if source is not None:
+                out[f"{value.__module__}.{value.__qualname__}"] = source
+    return out
 
 
 def _defined_functions(tree: ast.Module) -> list[str]:
