@@ -131,6 +131,9 @@ class ModuleFacts:
     #: the classes its globals bind, by where each is defined (``module.qualname``, as pyright
     #: names a class): how a stub names it (``pyright_types.py`` reads pyright's names with them)
     class_scope: dict[str, ReturnSource] = field(default_factory=dict)
+    #: the classes it defines that ``tvm_ffi`` makes its values of in place of its own
+    #: (``source_facts.ffi_classes``): the typemap's runtime name (``Device``) -> that class
+    ffi_classes: dict[str, ReturnSource] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -173,6 +176,11 @@ class Collection:
         """The facts of module ``name`` (empty ones for a module that did not import)."""
         return self.modules.get(name) or ModuleFacts("")
 
+    def ffi_classes(self) -> dict[str, ReturnSource]:
+        """The classes the package has ``tvm_ffi`` make its values of in place of its own
+        (``ModuleFacts.ffi_classes`` of every module): runtime name -> that class."""
+        return {name: source for facts in self.modules.values() for name, source in facts.ffi_classes.items()}
+
     def ancestors(self, key: str) -> list[str]:
         """The ancestors of type ``key``, root first (none for a key the registry lacks)."""
         t = self.types.get(key)
@@ -212,6 +220,7 @@ def _module_facts(d: dict[str, Any]) -> ModuleFacts:
         narrowed_returns=sources("narrowed_returns"),
         replaced_functions=sources("replaced_functions"),
         class_scope=sources("class_scope"),
+        ffi_classes=sources("ffi_classes"),
     )
 
 

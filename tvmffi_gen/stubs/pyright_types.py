@@ -142,7 +142,7 @@ class _Spell:
         local = self.scopes.lookup(self.module, name)
         if name in _BUILTINS and (local is None or local.target == f"builtins:{name}"):
             return name
-        if name in _TYPING and local is None:
+        if name in _TYPING and (local is None or local.target.startswith("typing:")):
             return f"_t.{name}"
         if local is None:
             raise _Unspellable(name)
@@ -157,4 +157,5 @@ def _is_literal(node: ast.expr) -> bool:
 
 
 def _elements(node: ast.expr) -> list[ast.expr]:
-    return list(node.elts) if isinstance(node, ast.Tuple) else [node]
+    """A subscript's arguments (``tuple[()]``'s one: the empty tuple)."""
+    return list(node.elts) if isinstance(node, ast.Tuple) and node.elts else [node]

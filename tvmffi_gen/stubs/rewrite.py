@@ -313,15 +313,8 @@ def _add_pyright_returns(pkg: _Package, m: _Module) -> None:
 
 def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:
     """The annotation of what ``r`` says a function returns (None when nothing more than Any)."""
-    if r.kind == "key":
-        return m.ctx.resolve(r.target)
-    if r.kind == "class":
-        module, qual = r.target.split(":")
-        if module in (m.name, "builtins"):
-            return qual
-        alias = "_" + module.replace(".", "_")
-        m.ctx.imports.add(f"import {module} as {alias}")
-        return f"{alias}.{qual}"
+    if r.kind in ("key", "class"):
+        return m.ctx.spell(r)
     try:
         sig = function_sig(r.schema)
     except SchemaError:

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, own_type_key, registry_name
-from .source_facts import class_source, inferred_returns, narrowed_returns, source_tree, string_aliases
+from .source_facts import class_source, ffi_classes, inferred_returns, narrowed_returns, source_tree, string_aliases
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
 
@@ -249,6 +249,11 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
         class_scope=class_scope(mod),
+        ffi_classes={
+            name: source
+            for name, (_, made) in sorted(ffi_classes().items())
+            if made.__module__ == mod.__name__ and (source := class_source(made)) is not None
+        },
     )
 
 

@@ -144,9 +144,38 @@ def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> Ret
     return class_source(obj) if isinstance(obj, type) else None
 
 
+def ffi_classes() -> dict[str, tuple[type, type]]:
+    """The classes ``tvm_ffi`` makes its values of, where a package replaced ``tvm_ffi``'s own
+    by a subclass: the typemap's runtime name -> (``tvm_ffi``'s class, the package's). tvm's
+    ``tvm_ffi.core._set_class_device(tvm.runtime.Device)`` makes ``tvm_ffi.device("cpu")``, and
+    every Device a function returns, a ``tvm.runtime.Device``."""
+    import sys
+
+    if "tvm_ffi.core" not in sys.modules:
+        return {}
+    import tvm_ffi
+    from tvm_ffi import core
+
+    bases = {
+        "Device": (core.Device, "_CLASS_DEVICE"),
+        "Tensor": (core.Tensor, "_CLASS_TENSOR"),
+        "DataType": (tvm_ffi.dtype, "_CLASS_DTYPE"),
+    }
+    out: dict[str, tuple[type, type]] = {}
+    for name, (base, attr) in bases.items():
+        made = getattr(core, attr, None)
+        if isinstance(made, type) and made is not base and issubclass(made, base):
+            out[name] = (base, made)
+    return out
+
+
 def class_source(cls: type) -> ReturnSource | None:
     """How a stub names class ``cls``: its type key when it is registered, else the module that
-    exports it and its qualname (None for a class made in a function)."""
+    exports it and its qualname (None for a class made in a function). A class of ``tvm_ffi``'s
+    that a package replaced by a subclass (``ffi_classes``) is named as that subclass: the
+    values it describes are made of it."""
+    replaced = dict(ffi_classes().values())
+    cls = replaced.get(cls, cls)
     if "<locals>" in cls.__qualname__:
         return None
     key = own_type_key(cls)
