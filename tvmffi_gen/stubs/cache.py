@@ -326,7 +326,9 @@ class CachedInferredReturns(InferredReturns):
     (``sources_key``: ``CachedPythonStubs.key``), basedpyright's version and the installed
     packages it can read (``_search_path``) are the same; stored after a run that answered."""
 
-    def __init__(self, targets: dict[str, list[str]], package_dir: str, sources_key: str | None) -> None:
+    def __init__(
+        self, targets: dict[str, list[str]], package_dir: str, decoys: list[str], sources_key: str | None
+    ) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         self._cache_key: str | None = None
@@ -336,12 +338,12 @@ class CachedInferredReturns(InferredReturns):
                 checker = version("basedpyright")
             except PackageNotFoundError:
                 checker = ""
-            probe = json.dumps(sorted(targets.items()))
+            probe = json.dumps([sorted(targets.items()), decoys])
             self._cache_key = _key("oracle", checker, sources_key, package_dir, probe, *_search_path())
             hit: object = _load("oracle", self._cache_key)
             if isinstance(hit, dict):
                 self._hit = cast("dict[str, dict[str, str]]", hit)
-        super().__init__({} if self._hit is not None else targets, package_dir)
+        super().__init__({} if self._hit is not None else targets, package_dir, decoys)
 
     def result(self) -> dict[str, dict[str, str]]:
         if self._hit is not None:

@@ -26,7 +26,7 @@ from ..snapshot import TypeSnap
 from .collected import ApiFunction, Collection, ModuleFacts, RegisteredClass
 from .collector import rare_full_collections
 from .importing import CollectError, excluded, import_all, module_files, quick_getmodule, unmatched_excludes
-from .running import module_facts, registered_class
+from .running import module_facts, registered_class, world_classes
 
 __all__ = ["collect"]
 
@@ -67,6 +67,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> Collection
         types_added=sorted(set(types) - before),
         ffi_api=_ffi_api_functions(api_calls, set(ok)),
         exclude_unmatched=unmatched_excludes(package, roots, patterns),
+        world_classes=world_classes(),
     )
 
 

@@ -128,9 +128,6 @@ class ModuleFacts:
     replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
     #: public names bound to a module of the package: name -> the module's name
     module_names: dict[str, str] = field(default_factory=dict)
-    #: the classes its globals bind, by where each is defined (``module.qualname``, as pyright
-    #: names a class): how a stub names it (``pyright_types.py`` reads pyright's names with them)
-    class_scope: dict[str, ReturnSource] = field(default_factory=dict)
     #: the classes it defines that ``tvm_ffi`` makes its values of in place of its own
     #: (``source_facts.ffi_classes``): the typemap's runtime name (``Device``) -> that class
     ffi_classes: dict[str, ReturnSource] = field(default_factory=dict)
@@ -171,6 +168,9 @@ class Collection:
     ffi_api: dict[str, list[ApiFunction]] = field(default_factory=dict)
     #: ``--exclude`` globs that match no module
     exclude_unmatched: list[str] = field(default_factory=list)
+    #: every class of every module loaded once everything imported, by ``module.qualname`` of
+    #: its definition (as pyright names a class): how a stub names it (``pyright_types.py``)
+    world_classes: dict[str, ReturnSource] = field(default_factory=dict)
 
     def module(self, name: str) -> ModuleFacts:
         """The facts of module ``name`` (empty ones for a module that did not import)."""
@@ -207,6 +207,7 @@ class Collection:
             types_added=list(d.get("types_added", [])),
             ffi_api={m: [ApiFunction(**f) for f in fs] for m, fs in d.get("ffi_api", {}).items()},
             exclude_unmatched=list(d.get("exclude_unmatched", [])),
+            world_classes={n: ReturnSource(**r) for n, r in d.get("world_classes", {}).items()},
         )
 
 
@@ -219,7 +220,6 @@ def _module_facts(d: dict[str, Any]) -> ModuleFacts:
         returns=sources("returns"),
         narrowed_returns=sources("narrowed_returns"),
         replaced_functions=sources("replaced_functions"),
-        class_scope=sources("class_scope"),
         ffi_classes=sources("ffi_classes"),
     )
 

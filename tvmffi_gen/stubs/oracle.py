@@ -32,6 +32,8 @@ __all__ = ["InferredReturns", "probe_targets", "return_part", "TIMEOUT"]
 TIMEOUT = 600.0
 
 _REVEAL = re.compile(r'Type of "(?P<expr>.*)" is "(?P<type>.*)"\Z', re.S)
+#: the probe's own names, which no decoy class may take
+_PROBE_NAME = re.compile(r"_m\d+\Z|_builtins\Z|_decoys\Z|reveal_type\Z")
 
 
 def probe_targets(stubs: dict[str, str]) -> dict[str, list[str]]:
@@ -62,15 +64,19 @@ def _unannotated(body: list[ast.stmt], prefix: str) -> list[str]:
     return found
 
 
-def _probe(targets: dict[str, list[str]]) -> tuple[str, dict[int, tuple[str, str]]]:
-    """The probe file's text, and which (module, qualname) each line reveals (0-based lines)."""
-    lines: list[str] = []
+def _probe(targets: dict[str, list[str]], decoys: list[str]) -> tuple[str, dict[int, tuple[str, str]]]:
+    """The probe file's text, and which (module, qualname) each line reveals (0-based lines).
+    Each function is revealed beside a class of each name in ``decoys``, so pyright prints the
+    classes of those names in the function's type by their full names."""
+    decoys = [d for d in decoys if not _PROBE_NAME.match(d)]
+    lines = ["import builtins as _builtins", *(f"class {d}: ..." for d in decoys)]
+    lines.append(f"def _decoys() -> _builtins.tuple[{', '.join(decoys) or '()'}]: ...")
     where: dict[int, tuple[str, str]] = {}
     for i, (mod, quals) in enumerate(sorted(targets.items())):
         lines.append(f"import {mod} as _m{i}")
         for q in quals:
             where[len(lines)] = (mod, q)
-            lines.append(f"reveal_type(_m{i}.{q})")
+            lines.append(f"reveal_type((_m{i}.{q}, _decoys()))")
     return "\n".join(lines) + "\n", where
 
 
@@ -93,6 +99,22 @@ def return_part(revealed: str) -> str | None:
     return out
 
 
+def _function_part(revealed: str) -> str:
+    """The function's type in pyright's print of ``(function, decoys)``: ``tuple[F, tuple[...]]``."""
+    inner = revealed.removeprefix("tuple[").removesuffix("]")
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(inner):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            parts.append(inner[start:i])
+            start = i + 1
+    function = ",".join(parts).strip() if parts else inner.strip()
+    if return_part(function) is None and function.startswith("(") and function.endswith(")"):
+        return function[1:-1]  # a callable parenthesized in the tuple
+    return function
+
+
 def _balanced(text: str) -> bool:
     depth = 0
     for c in text:
@@ -105,11 +127,12 @@ def _balanced(text: str) -> bool:
 
 class InferredReturns:
     """basedpyright over a probe of ``targets`` (``probe_targets``), started at once; ``result``
-    waits for it. ``package_dir``: the folder of the package's top-level module."""
+    waits for it. ``package_dir``: the folder of the package's top-level module; ``decoys``: the
+    class names pyright must print in full (``pyright_types.World.ambiguous``)."""
 
-    def __init__(self, targets: dict[str, list[str]], package_dir: str) -> None:
+    def __init__(self, targets: dict[str, list[str]], package_dir: str, decoys: list[str]) -> None:
         self.targets = targets
-        self.text, self._where = _probe(targets)
+        self.text, self._where = _probe(targets, decoys)
         self._tmp = scratch_folder("tvmffi-gen-oracle-")
         self._proc: subprocess.Popen[str] | None = None
         self.error = ""
@@ -168,7 +191,7 @@ class InferredReturns:
             match = _REVEAL.match(str(d.get("message", "")))
             if match is None or line not in self._where:
                 continue
-            ret = return_part(match["type"])
+            ret = return_part(_function_part(match["type"]))
             if ret is not None:
                 mod, qual = self._where[line]
                 found.setdefault(mod, {})[qual] = ret

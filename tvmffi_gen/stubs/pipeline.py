@@ -51,6 +51,7 @@ from .errors import StubsError
 from .oracle import probe_targets
 from .progress import Progress
 from .project import render_project
+from .pyright_types import World
 from .selfcheck import Warmup, silence_own_errors
 from .stubgen import python_stubs
 from .stubtext import TYPED_IMPORTS, imported_modules
@@ -115,18 +116,15 @@ def build_stubs(
     return StubResult(files, data, warnings)
 
 
-_Stubbed = tuple[dict[str, str], Warmup | None, "cache.CachedInferredReturns | None"]
-
-
 def _import_and_stubgen(
     package: str, exclude: list[str], preload: list[str], timeout: float, show: Progress
 ) -> tuple[Collection, dict[str, str], Warmup | None, cache.CachedInferredReturns | None]:
     """The package imported in a child process and stubgen over its modules on disk, at once, in
-    two processes; once stubgen has run, basedpyright over the results it left unannotated
-    (``oracle.py``, a third process) and, when stubgen was not taken from the cache, a ``Warmup``
-    of what its stubs import, so that the self-check's mypy finds them read. The import is waited
-    for in this thread (an interrupt ends its child), stubgen in another; a failed import stops
-    stubgen and basedpyright."""
+    two processes; once stubgen has run (not taken from the cache), a ``Warmup`` of what its stubs
+    import, so that the self-check's mypy finds them read; once both ended, basedpyright started
+    over the results the stubs leave unannotated (``oracle.py``, with the classes the import
+    loaded). The import is waited for in this thread (an interrupt ends its child), stubgen in
+    another; a failed import stops stubgen."""
     on_disk = modules_on_disk(package, exclude)
     early = cache.CachedPythonStubs(on_disk) if on_disk else None
     show.show(f"importing {package}")
@@ -136,66 +134,61 @@ def _import_and_stubgen(
             data = take_collection(package, exclude, preload, timeout, show)
             if stubbing is not None and not stubbing.done():
                 show.show(f"waiting for mypy's stubgen ({len(on_disk or {})} modules)")
-            found, warm, oracle = stubbing.result() if stubbing is not None else ({}, None, None)
+            found, warm = stubbing.result() if stubbing is not None else ({}, None)
         except BaseException:
             if early is not None:
                 early.stop()
             _close_started_warmup(stubbing)
             raise
     if early is not None and set(data.modules) <= set(early.modules):
-        return data, {m: t for m, t in found.items() if m in data.modules}, warm, oracle
-    if oracle is not None:
-        oracle.stop()
-        oracle.result()
+        stubs = {m: t for m, t in found.items() if m in data.modules}
+        return data, stubs, warm, _start_oracle(stubs, data, early.key)
     try:
         stubs = python_stubs({m: f.path for m, f in data.modules.items()})
-        return data, stubs, warm, _start_oracle(stubs, package, None)
+        return data, stubs, warm, _start_oracle(stubs, data, None)
     except BaseException:
         if warm is not None:
             warm.close()
         raise
 
 
-def _start_oracle(stubs: dict[str, str], package: str, sources_key: str | None) -> cache.CachedInferredReturns | None:
+def _start_oracle(
+    stubs: dict[str, str], data: Collection, sources_key: str | None
+) -> cache.CachedInferredReturns | None:
     """basedpyright started over the results ``stubs`` leave unannotated (None when the package's
     top-level module is not found, or ``TVMFFI_GEN_NO_ORACLE`` is set)."""
     if os.environ.get("TVMFFI_GEN_NO_ORACLE", "") not in ("", "0"):
         return None
-    top = package.split(".")[0]
+    top = data.package.split(".")[0]
     spec = importlib.util.find_spec(top)
     if spec is None or spec.origin is None:
         return None
     where = spec.submodule_search_locations
     package_dir = next(iter(where)) if where else spec.origin
-    return cache.CachedInferredReturns(probe_targets(stubs), package_dir, sources_key)
+    decoys = World(data.world_classes).ambiguous()
+    return cache.CachedInferredReturns(probe_targets(stubs), package_dir, decoys, sources_key)
 
 
-def _stubgen_then_warmup(early: cache.CachedPythonStubs, package: str) -> _Stubbed:
-    """stubgen's stubs of every module on disk, basedpyright started over them (``oracle.py``);
-    and, when stubgen ran rather than came from the cache (so the self-check will run too), a
-    ``Warmup`` of what they import and of what the rewrite adds (none when
-    ``TVMFFI_GEN_NO_WARMUP`` is set)."""
+def _stubgen_then_warmup(early: cache.CachedPythonStubs, package: str) -> tuple[dict[str, str], Warmup | None]:
+    """stubgen's stubs of every module on disk; and, when stubgen ran rather than came from the
+    cache (so the self-check will run too), a ``Warmup`` of what they import and of what the
+    rewrite adds (none when ``TVMFFI_GEN_NO_WARMUP`` is set)."""
     stubs = early.result(set(early.modules))
-    oracle = _start_oracle(stubs, package, early.key)
     if early.from_cache or os.environ.get("TVMFFI_GEN_NO_WARMUP", "") not in ("", "0"):
-        return stubs, None, oracle
+        return stubs, None
     top = package.split(".")[0]
     reads = {m for text in stubs.values() for m in imported_modules(text)}
     reads |= {module for module, _ in TYPED_IMPORTS} | {"_typeshed"}
     try:
-        return stubs, Warmup(m for m in reads if m.split(".")[0] != top), oracle
+        return stubs, Warmup(m for m in reads if m.split(".")[0] != top)
     except OSError:  # no scratch folder for it: the check reads everything itself
-        return stubs, None, oracle
+        return stubs, None
 
 
-def _close_started_warmup(stubbing: Future[_Stubbed] | None) -> None:
-    """Wait for stubgen's thread (its process stopped); close the warm-up and stop the
-    basedpyright it started, if any."""
+def _close_started_warmup(stubbing: Future[tuple[dict[str, str], Warmup | None]] | None) -> None:
+    """Wait for stubgen's thread (its process stopped) and close the warm-up it started, if any."""
     if stubbing is None or stubbing.exception() is not None:
         return
-    _, warm, oracle = stubbing.result()
+    _, warm = stubbing.result()
     if warm is not None:
         warm.close()
-    if oracle is not None:
-        oracle.stop()
-        oracle.result()

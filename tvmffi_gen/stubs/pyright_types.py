@@ -1,9 +1,10 @@
 """pyright's printed result of a function (``oracle.py``) as a stub's annotation.
 
-pyright prints a class by its own name (``Expr``), qualified only where two classes of one name
-meet in one type (``tvm.ir.expr.Call``). A name is read as the class the function's module binds
-under it (``ModuleFacts.class_scope``: what its source refers to), else as the one class of that
-name any module of the package binds; a name neither tells, or any form a stub cannot spell
+pyright prints a class by its own name (``Expr``), and in full (``tvm.ir.expr.Call``) where two
+classes of one name meet in one type: the probe puts a class of each name several classes of
+the running process share beside every result (``World.ambiguous``), so those are printed in
+full. A name is read as the class of the running process (``Collection.world_classes``) with
+that full name, or the one with that short name; a name neither tells, or any form a stub cannot spell
 (a callable's signature, a type variable ``T@f``, ``Self@C``, a module, ``Never``), leaves the
 result ``Incomplete``, as it was. ``Unknown`` inside a type is ``Incomplete`` (``list[Unknown]``
 is ``list[Incomplete]``); a ``Literal`` of strings, numbers or booleans is its class (``str``),
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from .collected import ReturnSource
 
-__all__ = ["Scopes", "stub_annotation"]
+__all__ = ["World", "stub_annotation"]
 
 #: typing's names pyright prints, spelled through the stubs' ``import typing as _t``
 _TYPING = {
@@ -43,54 +44,47 @@ class _Unspellable(Exception):
     """A part of pyright's type a stub cannot name."""
 
 
-class Scopes:
-    """The classes the package's modules bind (``ModuleFacts.class_scope`` of each), to read
-    pyright's names with."""
+class World:
+    """The classes of the running process (``Collection.world_classes``), to read pyright's
+    names with."""
 
-    def __init__(self, scopes: dict[str, dict[str, ReturnSource]]) -> None:
-        self.scopes = scopes
-        self.everywhere: dict[str, ReturnSource] = {}
-        self.by_short: dict[str, set[str]] = {}
-        for scope in scopes.values():
-            for full, source in scope.items():
-                self.everywhere[full] = source
-                self.by_short.setdefault(full.rsplit(".", 1)[-1], set()).add(full)
+    def __init__(self, classes: dict[str, ReturnSource]) -> None:
+        self.classes = classes
+        self.by_short: dict[str, list[str]] = {}
+        for full in sorted(classes):
+            self.by_short.setdefault(full.rsplit(".", 1)[-1], []).append(full)
 
-    def lookup(self, module: str, name: str) -> ReturnSource | None:
-        """The class pyright's ``name`` denotes in a function of ``module`` (a dotted name is a
-        class's full name), None when that is not clear."""
+    def ambiguous(self) -> list[str]:
+        """The names several classes share: pyright must print them in full (``oracle.py``)."""
+        return sorted(n for n, fulls in self.by_short.items() if len(fulls) > 1 and n.isidentifier())
+
+    def lookup(self, name: str) -> ReturnSource | None:
+        """The class pyright's ``name`` denotes (a dotted name is a class's full name), None when
+        no class of the running process, or more than one, has it."""
         if "." in name:
-            return self.everywhere.get(name)
-        here = [full for full in self.scopes.get(module, {}) if full.rsplit(".", 1)[-1] == name]
-        if len(here) == 1:
-            return self.everywhere[here[0]]
-        if here:
-            return None
-        found = self.by_short.get(name, set())
-        return self.everywhere[next(iter(found))] if len(found) == 1 else _STDLIB.get(name)
+            return self.classes.get(name)
+        found = self.by_short.get(name, [])
+        return self.classes[found[0]] if len(found) == 1 else _STDLIB.get(name) if not found else None
 
 
-def stub_annotation(
-    printed: str, module: str, scopes: Scopes, spell: Callable[[ReturnSource], str | None]
-) -> str | None:
-    """The annotation a stub writes for pyright's ``printed`` result of a function of ``module``
-    (``spell`` names a class as the stub does), None when it would say nothing more than
-    ``Incomplete`` or cannot be spelled."""
+def stub_annotation(printed: str, world: World, spell: Callable[[ReturnSource], str | None]) -> str | None:
+    """The annotation a stub writes for pyright's ``printed`` result of a function (``spell``
+    names a class as the stub does), None when it would say nothing more than ``Incomplete`` or
+    cannot be spelled."""
     try:
         tree = ast.parse(printed, mode="eval").body
     except SyntaxError:
         return None
     try:
-        text = _Spell(module, scopes, spell).type(tree)
+        text = _Spell(world, spell).type(tree)
     except _Unspellable:
         return None
     return None if text in ("Incomplete", "Incomplete | None") else text
 
 
 class _Spell:
-    def __init__(self, module: str, scopes: Scopes, spell: Callable[[ReturnSource], str | None]) -> None:
-        self.module = module
-        self.scopes = scopes
+    def __init__(self, world: World, spell: Callable[[ReturnSource], str | None]) -> None:
+        self.world = world
         self.spell = spell
 
     def type(self, node: ast.expr) -> str:
@@ -139,10 +133,10 @@ class _Spell:
             return "str"
         if name in ("None", "NoneType"):
             return "None"
-        local = self.scopes.lookup(self.module, name)
+        local = self.world.lookup(name)
         if name in _BUILTINS and (local is None or local.target == f"builtins:{name}"):
             return name
-        if name in _TYPING and (local is None or local.target.startswith("typing:")):
+        if name in _TYPING and (local is None or local.target.split(":")[0] in ("typing", "collections.abc")):
             return f"_t.{name}"
         if local is None:
             raise _Unspellable(name)

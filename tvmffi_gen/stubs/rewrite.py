@@ -25,7 +25,7 @@ from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
-from .pyright_types import Scopes, stub_annotation
+from .pyright_types import World, stub_annotation
 from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import (
@@ -59,7 +59,7 @@ class _Package:
     frozen: dict[str, set[str]]
     conversions: Conversions
     inferred: dict[str, dict[str, str]]  # module -> qualname -> pyright's printed result (oracle.py)
-    scopes: Scopes
+    world: World
 
 
 @dataclass
@@ -122,7 +122,7 @@ def _package(
         frozen=frozen_attributes(data, stubs),
         conversions=conversions,
         inferred=inferred,
-        scopes=Scopes({m: f.class_scope for m, f in data.modules.items()}),
+        world=World(data.world_classes),
     )
 
 
@@ -301,7 +301,7 @@ def _add_pyright_returns(pkg: _Package, m: _Module) -> None:
     printed = pkg.inferred.get(m.name, {})
     returns: dict[str, str] = {}
     for q, text in sorted(printed.items()):
-        spelled = stub_annotation(text, m.name, pkg.scopes, functools.partial(_return_text, m, q))
+        spelled = stub_annotation(text, pkg.world, functools.partial(_return_text, m, q))
         if spelled is not None:
             returns[q] = spelled
     if returns:

@@ -16,7 +16,7 @@ from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, own_type_key, registry_name
 from .source_facts import class_source, ffi_classes, inferred_returns, narrowed_returns, source_tree, string_aliases
 
-__all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
+__all__ = ["module_facts", "registered_class", "made_by_tvm_ffi", "world_classes"]
 
 
 def _namespace(owner: object) -> dict[str, Any]:
@@ -248,7 +248,6 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
-        class_scope=class_scope(mod),
         ffi_classes={
             name: source
             for name, (_, made) in sorted(ffi_classes().items())
@@ -257,15 +256,19 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
     )
 
 
-def class_scope(mod: ModuleType) -> dict[str, ReturnSource]:
-    """The classes ``mod``'s globals bind (under any name), by ``module.qualname`` of their
-    definition, each as a stub names it (``source_facts.class_source``)."""
+def world_classes() -> dict[str, ReturnSource]:
+    """Every class defined in a loaded module (found there under its own name), by
+    ``module.qualname``, as a stub names it (``source_facts.class_source``)."""
     out: dict[str, ReturnSource] = {}
-    for value in _namespace(mod).values():
-        if isinstance(value, type) and isinstance(getattr(value, "__module__", None), str):
-            source = class_source(value)
-            if source is not None:
-                out[f"{value.__module__}.{value.__qualname__}"] = source
+    for name, mod in sorted(sys.modules.items()):
+        namespace = getattr(mod, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(cast("dict[str, Any]", namespace).items()):
+            if isinstance(value, type) and value.__module__ == name and value.__qualname__ == attr:
+                source = class_source(value)
+                if source is not None:
+                    out[f"{name}.{attr}"] = source
     return out
 
 
