@@ -128,6 +128,11 @@ class ModuleFacts:
     replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
     #: public names bound to a module of the package: name -> the module's name
     module_names: dict[str, str] = field(default_factory=dict)
+    #: the explicit re-exports its source writes (``from m import a as a``, PEP 484's form) of
+    #: names it binds at run time, with the module absolute: ``a`` -> ``m``
+    reexports: dict[str, str] = field(default_factory=dict)
+    #: module metadata its source assigns and that is a string at run time (``__version__``)
+    dunder_strings: list[str] = field(default_factory=list)
     #: the classes it defines that ``tvm_ffi`` makes its values of in place of its own
     #: (``source_facts.ffi_classes``): the typemap's runtime name (``Device``) -> that class
     ffi_classes: dict[str, ReturnSource] = field(default_factory=dict)

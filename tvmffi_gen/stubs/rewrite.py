@@ -33,12 +33,24 @@ from .stubtext import (
     STUB_HEADER,
     TYPED_IMPORTS,
     binds,
+    binds_in,
     class_attributes,
     defines,
     exported_names,
+    module_bindings,
     star_exports,
+    stub_tree,
 )
-from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index
+from .transforms import (
+    AddMembers,
+    DeclaredMetaclass,
+    NoneDefs,
+    PositionalOnly,
+    SetAll,
+    body_names,
+    class_index,
+    unbound_assignments,
+)
 
 __all__ = ["augment"]
 
@@ -144,6 +156,7 @@ def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
     _follow_running_objects(pkg, m, ffi_names)
     _follow_runtime_kinds(pkg, m)
     _add_pyright_returns(pkg, m)
+    _follow_source_declarations(pkg, m)
     filler = FillAnnotations(stdlib_generic_names(pkg.stubs[mod]))
     m.tree = m.tree.visit(filler)
     head = [STUB_HEADER]
@@ -205,7 +218,12 @@ def _add_made_names(pkg: _Package, m: _Module, ffi_names: set[str]) -> list[str]
     made = [
         n
         for n in facts.runtime_names
-        if n not in have and n.isidentifier() and not is_keyword(n) and not defines(text, n) and not star_import
+        if n not in have
+        and n.isidentifier()
+        and not is_keyword(n)
+        and n != "TYPE_CHECKING"  # typing's constant, imported: not the module's API
+        and not defines(text, n)
+        and not star_import
     ]  # (what a star import brings is not known here)
     imports: list[str] = []
     for n, path in sorted(facts.renamed_imports.items()):
@@ -292,6 +310,24 @@ def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
             inferred = InferredReturns(returns, replace=replace)
             m.tree = m.tree.visit(inferred)
             m.typed_members |= inferred.used > 0
+
+
+def _follow_source_declarations(pkg: _Package, m: _Module) -> None:
+    """What stubgen drops that the module's source declares and the running module has: its
+    explicit re-exports (``from m import a as a``, which a checker reads as the module's API),
+    its string metadata (``__version__`` beside an ``__all__``); and an assignment of a name the
+    stub does not bind (stubgen's ``_lib_path = path`` of a loop variable) declared
+    ``Incomplete``."""
+    facts = pkg.data.module(m.name)
+    tree = stub_tree(m.tree.code)
+    bound = {n for n in facts.reexports if binds_in(tree, n)} | {n for n in facts.dunder_strings if binds_in(tree, n)}
+    lines = [f"from {src} import {n} as {n}" for n, src in sorted(facts.reexports.items()) if n not in bound]
+    lines += [f"{n}: str" for n in facts.dunder_strings if n not in bound]
+    if lines:
+        _append(m, "".join(line + "\n" for line in lines))
+    added = {n for n in [*facts.reexports, *facts.dunder_strings] if n not in bound}
+    m.tree, declared = unbound_assignments(m.tree, module_bindings(tree) | added)
+    m.needs_incomplete |= declared
 
 
 def _add_pyright_returns(pkg: _Package, m: _Module) -> None:

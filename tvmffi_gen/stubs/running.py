@@ -14,7 +14,16 @@ from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, own_type_key, registry_name
-from .source_facts import class_source, ffi_classes, inferred_returns, narrowed_returns, source_tree, string_aliases
+from .source_facts import (
+    class_source,
+    dunder_strings,
+    ffi_classes,
+    inferred_returns,
+    narrowed_returns,
+    reexports,
+    source_tree,
+    string_aliases,
+)
 
 __all__ = ["module_facts", "registered_class", "made_by_tvm_ffi", "world_classes"]
 
@@ -248,6 +257,8 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
+        reexports=reexports(tree, mod) if tree is not None else {},
+        dunder_strings=dunder_strings(tree, mod) if tree is not None else [],
         ffi_classes={
             name: source
             for name, (_, made) in sorted(ffi_classes().items())

@@ -25,7 +25,15 @@ from typing import Any
 from .collected import ReturnSource
 from .forwarders import own_type_key, resolve_dotted
 
-__all__ = ["class_source", "source_tree", "string_aliases", "inferred_returns", "narrowed_returns"]
+__all__ = [
+    "class_source",
+    "dunder_strings",
+    "reexports",
+    "source_tree",
+    "string_aliases",
+    "inferred_returns",
+    "narrowed_returns",
+]
 
 _UNION_HEADS = {"Union", "Optional"}
 
@@ -72,6 +80,55 @@ class _Unquote(ast.NodeTransformer):
         for m in members[1:]:
             out = ast.BinOp(out, ast.BitOr(), m)
         return out
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module-level statements, those under an ``if`` or ``try`` at module level included."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if isinstance(node, (ast.If, ast.Try)):
+            todo += node.body + node.orelse + [s for h in getattr(node, "handlers", []) for s in h.body]
+            todo += getattr(node, "finalbody", [])
+    return out
+
+
+def reexports(tree: ast.Module, mod: ModuleType) -> dict[str, str]:
+    """The names ``mod``'s source re-exports explicitly (``from m import a as a``) and binds at
+    run time: name -> ``m`` (a relative module made absolute)."""
+    out: dict[str, str] = {}
+    package = mod.__name__ if hasattr(mod, "__path__") else mod.__name__.rpartition(".")[0]
+    for node in _module_level(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            source = ".".join([*base, node.module] if node.module else base)
+        else:
+            source = node.module or ""
+        for a in node.names:
+            if a.asname == a.name and a.name != "*" and hasattr(mod, a.name):
+                out[a.name] = source
+    return out
+
+
+#: what every module has, which no source writes as its metadata
+_MODULE_DUNDERS = {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__", "__cached__",
+                   "__builtins__", "__path__", "__all__"}  # fmt: skip
+
+
+def dunder_strings(tree: ast.Module, mod: ModuleType) -> list[str]:
+    """Module metadata (``__version__``) ``mod``'s source assigns that is a string at run time."""
+    names = {
+        t.id
+        for node in _module_level(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name) and t.id.startswith("__") and t.id.endswith("__")
+    }
+    return sorted(n for n in names - _MODULE_DUNDERS if isinstance(getattr(mod, n, None), str))
 
 
 def _type_shaped(node: ast.expr) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import libcst as cst
 
 __all__ = [
+    "unbound_assignments",
     "class_index",
     "body_names",
     "StubTransformer",
@@ -281,3 +282,25 @@ class PositionalOnly(_ModuleFunctions):
         return updated_node.with_changes(
             params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[])
         )
+
+
+def unbound_assignments(module: cst.Module, bound: set[str]) -> tuple[cst.Module, bool]:
+    """``module`` with each module-level ``X = Y`` whose ``Y`` is a name not in ``bound`` (what
+    the stub binds: stubgen's ``_lib_path = path`` of a loop variable, a name error to every
+    checker) declared ``X: Incomplete``; and whether it changed any."""
+    body: list[cst.BaseStatement | cst.BaseSmallStatement] = []
+    changed = False
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and isinstance(small.value, cst.Name)
+            and small.value.value not in bound
+        ):
+            body.append(cst.parse_statement(f"{small.targets[0].target.value}: Incomplete\n"))
+            changed = True
+        else:
+            body.append(stmt)
+    return (module.with_changes(body=body), True) if changed else (module, False)
