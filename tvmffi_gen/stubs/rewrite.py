@@ -44,6 +44,7 @@ from .stubtext import (
 from .transforms import (
     AddMembers,
     DeclaredMetaclass,
+    DropInits,
     NoneDefs,
     PositionalOnly,
     SetAll,
@@ -118,6 +119,18 @@ def _package(
             continue
         parsed[mod] = cst.parse_module(stubs[mod])
         index = class_index(parsed[mod])
+        # an __init__ the running class does not have (declared for checkers only, under
+        # ``if TYPE_CHECKING:``, as an older tvm-ffi-stubgen writes) gives way to the registry's
+        checkers_only = {
+            data.classes[k].qualname
+            for k in keys
+            if not data.classes[k].python_init
+            and (c := index.get(data.classes[k].qualname)) is not None
+            and "__init__" in body_names(c)
+        }
+        if checkers_only:
+            parsed[mod] = parsed[mod].visit(DropInits(checkers_only))
+            index = class_index(parsed[mod])
         for key in keys:
             c = index.get(data.classes[key].qualname)
             if c is not None:
