@@ -188,3 +188,42 @@ def test_a_hand_edit_is_refused_and_named(declared: tuple[Path, Path, Path]) -> 
     assert ops.read_text() == original
     again = run_tvmffi_gen(["--stubs-for", "declpkg", "-o", str(out)], _env(src), base)
     assert again.returncode == 0, again.stderr  # what it wrote is not an edit
+
+
+def _installed(module: str) -> bool:
+    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
+def _stubs_of(package: str, tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    proc = run_tvmffi_gen(["--stubs-for", package, "-o", str(out)], stubs_for_env([]), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return out / f"{package}-stubs"
+
+
+@pytest.mark.skipif(not _installed("tvm_tirx"), reason="apache-tvm-tirx is not installed (optional)")
+def test_tvm_tirx_keeps_its_explicit_reexports(tmp_path: Path) -> None:
+    root = _stubs_of("tvm_tirx", tmp_path)
+    op = (root / "tirx" / "op" / "__init__.pyi").read_text()
+    assert "from tvm_tirx.ir.prim.op import floordiv as floordiv\n" in op, op
+    table = (root / "backend" / "cuda" / "ptx" / "table.pyi").read_text()
+    assert "LanesFn = Callable[[dict[Incomplete, Incomplete]], int]\n" in table, table
+
+
+@pytest.mark.skipif(not _installed("tvm_ffi_orcjit"), reason="apache-tvm-ffi-orcjit is not installed (optional)")
+def test_tvm_ffi_orcjit_has_its_version_and_no_artifacts(tmp_path: Path) -> None:
+    root = _stubs_of("tvm_ffi_orcjit", tmp_path)
+    init = (root / "__init__.pyi").read_text()
+    assert "__version__: str\n" in init and "= path" not in init, init
+    assert "TYPE_CHECKING" not in (root / "session.pyi").read_text()
+
+
+@pytest.mark.skipif(not _installed("xgrammar"), reason="xgrammar is not installed (optional)")
+def test_xgrammar_constructors_are_the_registrys(tmp_path: Path) -> None:
+    root = _stubs_of("xgrammar", tmp_path)
+    api = (root / "tvm_ffi_binding" / "_ffi_api.pyi").read_text()
+    for name in ("TokenizerInfo", "GrammarCompiler", "GrammarMatcher", "BatchGrammarMatcher"):
+        body = api[api.index(f"class {name}(") :]
+        body = body[: body.find("\nclass ")] if "\nclass " in body else body
+        assert "def __init__(self) -> None" not in body, body
+        assert "def __init__(self, " in body, body
