@@ -14,6 +14,9 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    *sources* (``--no-import``): the package's own classes, functions, signatures and annotations
    as written. An extension module that ships its own ``.pyi`` keeps that file. It starts before
    step 1, over the modules found on disk, and its result is used when they cover what imported.
+2b. ``oracle.InferredReturns`` runs basedpyright over the functions stubgen's stubs leave
+   without a result, once steps 1 and 2 ended: what it infers from the sources (read by
+   ``pyright_types.py``) types those results in step 3.
 3. ``rewrite.augment`` adds, with libcst, what the registry knows and the sources do not say:
    fields, reflected methods, the ``__ffi_init__`` constructor of a class without a Python
    ``__init__``, members attached to a class after its body, and the ``_ffi_api`` functions, all
@@ -28,7 +31,7 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``;
    the stubtest allowlist is made meanwhile, in this process.
 
-Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
+Steps 2, 2b, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 """
 
 from __future__ import annotations
