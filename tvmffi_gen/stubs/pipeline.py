@@ -86,7 +86,11 @@ def build_stubs(
         inferred: dict[str, dict[str, str]] = {}
         if oracle is not None:
             show.show("waiting for basedpyright's inferred results")
-            inferred = oracle.result()
+            try:
+                inferred = oracle.result()
+            except BaseException:  # an interrupt: basedpyright's process ends with this one
+                oracle.stop()
+                raise
         show.show(f"rewriting {len(stubs)} stubs with the registry's members")
         final, warnings = cache.cached_augment(data, stubs, conversions, inferred)
         if oracle is not None and oracle.error:
