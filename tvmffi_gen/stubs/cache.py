@@ -346,9 +346,9 @@ class CachedInferredReturns(InferredReturns):
         super().__init__({} if self._hit is not None else targets, package_dir, decoys)
 
     def result(self) -> dict[str, dict[str, str]]:
+        found = super().result()  # (nothing ran on a hit: this removes its scratch folder)
         if self._hit is not None:
             return self._hit
-        found = super().result()
         if self._cache_key is not None and not self.error:
             _store("oracle", self._cache_key, found)
         return found
