@@ -98,6 +98,10 @@ PACKAGE = {
             def sync(self) -> None:
                 pass
 
+            @property
+            def exist(self):
+                return self.index >= 0
+
 
         tvm_ffi.core._set_class_device(Device)
 
@@ -164,6 +168,7 @@ def test_a_device_is_the_class_the_package_makes_it_of(inferred_stubs: tuple[Pat
     devices = (out / "inferpkg-stubs" / "devices.pyi").read_text()
     assert "def cpu(index: int = ...) -> Device: ..." in devices, devices
     assert "def pick(flag: Incomplete) -> Device | None: ..." in devices, devices
+    assert "    def exist(self) -> bool: ..." in devices, devices  # a property, read on an instance
 
 
 def test_the_stubs_pass_mypy_strict(inferred_stubs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -38,8 +38,8 @@ _PROBE_NAME = re.compile(r"_m\d+\Z|_builtins\Z|_decoys\Z|reveal_type\Z")
 
 def probe_targets(stubs: dict[str, str]) -> dict[str, list[str]]:
     """Per module, the qualnames (``f``, ``Class.f``, ``Outer.Inner.f``) of the functions its
-    stub declares without a result annotation, overloads and properties left out (their result
-    is not one function's)."""
+    stub declares without a result annotation, overloads left out (their result is not one
+    function's); a property's getter marked ``PROPERTY`` (pyright reads it on an instance)."""
     out: dict[str, list[str]] = {}
     for mod, text in sorted(stubs.items()):
         try:
@@ -52,6 +52,10 @@ def probe_targets(stubs: dict[str, str]) -> dict[str, list[str]]:
     return out
 
 
+#: how ``probe_targets`` marks a property (its getter's result is the property's type)
+PROPERTY = "@property:"
+
+
 def _unannotated(body: list[ast.stmt], prefix: str) -> list[str]:
     found: list[str] = []
     for node in body:
@@ -59,7 +63,9 @@ def _unannotated(body: list[ast.stmt], prefix: str) -> list[str]:
             found += _unannotated(node.body, f"{prefix}{node.name}.")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is None:
             decorators = {ast.unparse(d).rsplit(".", 1)[-1] for d in node.decorator_list}
-            if not decorators & {"overload", "property", "setter", "deleter", "cached_property"}:
+            if decorators & {"property", "cached_property"} and prefix:
+                found.append(PROPERTY + prefix + node.name)
+            elif not decorators & {"overload", "property", "setter", "deleter", "cached_property"}:
                 found.append(prefix + node.name)
     return found
 
@@ -76,7 +82,11 @@ def _probe(targets: dict[str, list[str]], decoys: list[str]) -> tuple[str, dict[
         lines.append(f"import {mod} as _m{i}")
         for q in quals:
             where[len(lines)] = (mod, q)
-            lines.append(f"reveal_type((_m{i}.{q}, _decoys()))")
+            if q.startswith(PROPERTY):  # read on an instance: the value's type
+                cls, _, name = q.removeprefix(PROPERTY).rpartition(".")
+                lines.append(f"def _p{len(lines)}(x: _m{i}.{cls}) -> None: reveal_type((x.{name}, _decoys()))")
+            else:
+                lines.append(f"reveal_type((_m{i}.{q}, _decoys()))")
     return "\n".join(lines) + "\n", where
 
 
@@ -93,7 +103,11 @@ def return_part(revealed: str) -> str | None:
             arrow = i
     if arrow < 0 or not revealed.startswith("("):
         return None
-    out = revealed[arrow + 2 :].strip()
+    return _unparenthesized(revealed[arrow + 2 :])
+
+
+def _unparenthesized(text: str) -> str:
+    out = text.strip()
     while out.startswith("(") and out.endswith(")") and _balanced(out[1:-1]):
         out = out[1:-1].strip()
     return out
@@ -191,10 +205,11 @@ class InferredReturns:
             match = _REVEAL.match(str(d.get("message", "")))
             if match is None or line not in self._where:
                 continue
-            ret = return_part(_function_part(match["type"]))
+            mod, qual = self._where[line]
+            part = _function_part(match["type"])
+            ret = _unparenthesized(part) if qual.startswith(PROPERTY) else return_part(part)
             if ret is not None:
-                mod, qual = self._where[line]
-                found.setdefault(mod, {})[qual] = ret
+                found.setdefault(mod, {})[qual.removeprefix(PROPERTY)] = ret
         return found
 
     def stop(self) -> None:
