@@ -38,8 +38,9 @@ _PROBE_NAME = re.compile(r"_m\d+\Z|_builtins\Z|_decoys\Z|reveal_type\Z")
 
 def probe_targets(stubs: dict[str, str]) -> dict[str, list[str]]:
     """Per module, the qualnames (``f``, ``Class.f``, ``Outer.Inner.f``) of the functions its
-    stub declares without a result annotation, overloads left out (their result is not one
-    function's); a property's getter marked ``PROPERTY`` (pyright reads it on an instance)."""
+    stub declares without a result annotation; a property's getter marked ``PROPERTY`` (pyright
+    reads it on an instance). A function another decorator wraps is left out: pyright's type of
+    it is the wrapper's (``@contextmanager``'s ``_GeneratorContextManager``), not the def's."""
     out: dict[str, list[str]] = {}
     for mod, text in sorted(stubs.items()):
         try:
@@ -51,6 +52,9 @@ def probe_targets(stubs: dict[str, str]) -> dict[str, list[str]]:
             out[mod] = list(dict.fromkeys(found))
     return out
 
+
+#: decorators after which a function is still the function its ``def`` declares
+_KEEPS_SIGNATURE = {"staticmethod", "classmethod", "abstractmethod", "final", "override"}
 
 #: how ``probe_targets`` marks a property (its getter's result is the property's type)
 PROPERTY = "@property:"
@@ -65,7 +69,7 @@ def _unannotated(body: list[ast.stmt], prefix: str) -> list[str]:
             decorators = {ast.unparse(d).rsplit(".", 1)[-1] for d in node.decorator_list}
             if decorators & {"property", "cached_property"} and prefix:
                 found.append(PROPERTY + prefix + node.name)
-            elif not decorators & {"overload", "property", "setter", "deleter", "cached_property"}:
+            elif decorators <= _KEEPS_SIGNATURE:  # (another decorator's result is not the def's)
                 found.append(prefix + node.name)
     return found
 
