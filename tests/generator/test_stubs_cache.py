@@ -85,7 +85,10 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
     calls: list[dict[str, str]] = []
 
     def fake_augment(
-        data: Collection, stubs: dict[str, str], conversions: Conversions
+        data: Collection,
+        stubs: dict[str, str],
+        conversions: Conversions,
+        inferred: dict[str, dict[str, str]] | None = None,
     ) -> tuple[dict[str, str], list[str]]:
         calls.append(stubs)
         return {m: f"# {data.version}\n{t}" for m, t in stubs.items()}, [f"warning {data.version}"]
@@ -100,6 +103,9 @@ def test_the_rewrite_is_reused_only_for_the_same_data_and_stubs(
     assert len(calls) == 3
     other = Conversions(accepted={"p.Expr": ("int",)})  # another package's conversions: another key
     assert cache.cached_augment(_data(1), stubs, other) == first and len(calls) == 4
+    inferred = {"p": {"f": "int"}}  # what basedpyright inferred from the sources: another key
+    assert cache.cached_augment(_data(1), stubs, other, inferred) == first and len(calls) == 5
+    assert cache.cached_augment(_data(1), stubs, other, inferred) == first and len(calls) == 5
 
 
 def test_the_self_check_is_reused_until_a_stub_or_what_mypy_reads_changes(

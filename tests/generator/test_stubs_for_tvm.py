@@ -72,7 +72,10 @@ def test_names_denote_what_the_running_module_binds(tvm_stubs: tuple[Path, subpr
     assert "ArgSpecType: _t.TypeAlias = Int | Tensor\n" in spec
     assert "MethodSpecType: _t.TypeAlias = MethodSpec | dict[str, ArgSpecType]\n" in spec
     tensor = _read(root, "runtime/_tensor.pyi")
-    assert "def cpu(dev_id: int = ...) -> _tvm_ffi.Device: ..." in tensor, tensor
+    # tvm has tvm_ffi make its devices tvm.runtime.Device (_set_class_device): exist, sync...
+    assert "def cpu(dev_id: int = ...) -> _tvm_runtime.Device: ..." in tensor, tensor
+    disco = _read(root, "runtime/disco/_ffi_api.pyi")  # a registry result typed Device
+    assert "def device() -> _tvm_runtime.Device:" in disco, disco
     x86 = _read(root, "s_tir/tensor_intrin/x86.pyi")  # @T.prim_func: a PrimFunc at run time
     assert "\ndot_product_16x4_u8i8i32_desc: _tvm_tirx.PrimFunc  # a decorator made it so at run time\n" in x86
     loss = _read(root, "topi/nn/loss.pyi")  # from . import cpp: tvm.topi.cpp, bound on tvm.topi.nn
@@ -81,6 +84,18 @@ def test_names_denote_what_the_running_module_binds(tvm_stubs: tuple[Path, subpr
     assert "def make_closure(func: Expr, args: Expr) -> _tvm_ir.Expr: ..." in base, base
     module = _read(root, "runtime/module.pyi")  # ffi.Module results are tvm.runtime.Module at run time
     assert "def load_static_library(path: Incomplete, func_names: Incomplete) -> _tvm_runtime.Module: ..." in module
+
+
+def test_results_basedpyright_infers_from_the_sources(
+    tvm_stubs: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """A stub never knows less than a checker reading tvm's sources (issue 35, 6)."""
+    root, _ = tvm_stubs
+    expr = _read(root, "ir/expr.pyi")
+    astype = "def astype(self, dtype: Incomplete, span: Incomplete = ...)"
+    assert f"    {astype} -> _tvm_ir.Expr | _types.NotImplementedType: ..." in expr, expr
+    tensor = _read(root, "runtime/_tensor.pyi")
+    assert "    def numpy(self) -> _numpy.ndarray[tuple[int, ...], _numpy.dtype[_t.Any]]: ..." in tensor, tensor
 
 
 def test_one_warning_per_failed_package(tvm_stubs: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

@@ -132,6 +132,7 @@ def test_a_first_run_warms_up_what_stubgen_s_stubs_import_and_a_rerun_does_not(
 ) -> None:
     monkeypatch.setenv("TVMFFI_GEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TVMFFI_GEN_NO_CACHE", raising=False)
+    monkeypatch.setenv("TVMFFI_GEN_NO_ORACLE", "1")
     modules = _package(tmp_path)
     monkeypatch.setattr(pipeline, "modules_on_disk", lambda package, exclude: modules)
     data = Collection("pkg", modules={m: ModuleFacts(p) for m, p in modules.items()})
@@ -140,7 +141,8 @@ def test_a_first_run_warms_up_what_stubgen_s_stubs_import_and_a_rerun_does_not(
     monkeypatch.setattr(pipeline, "Warmup", started.warmup)
     show = Progress(enabled=False)
     for run in range(2):
-        got, stubs, warm = pipeline._import_and_stubgen("pkg", [], [], 60.0, show)
+        got, stubs, warm, oracle = pipeline._import_and_stubgen("pkg", [], [], 60.0, show)
+        assert oracle is None  # (TVMFFI_GEN_NO_ORACLE: basedpyright is another test's)
         assert got is data and set(stubs) == {"pkg", "pkg.a"} and "def f(x: int) -> int" in stubs["pkg.a"]
         assert (warm is not None) == (run == 0)  # stubgen's result from the cache: no warm-up
         if warm is not None:
@@ -156,7 +158,7 @@ def test_no_warm_up_when_the_environment_turns_it_off(tmp_path: Path, monkeypatc
     monkeypatch.setattr(pipeline, "modules_on_disk", lambda package, exclude: modules)
     data = Collection("pkg", modules={m: ModuleFacts(p) for m, p in modules.items()})
     monkeypatch.setattr(pipeline, "take_collection", lambda *args: data)
-    _, stubs, warm = pipeline._import_and_stubgen("pkg", [], [], 60.0, Progress(enabled=False))
+    _, stubs, warm, _ = pipeline._import_and_stubgen("pkg", [], [], 60.0, Progress(enabled=False))
     assert warm is None and set(stubs) == {"pkg", "pkg.a"}
 
 

@@ -46,6 +46,7 @@ from .allowlist import stubtest_allowlist
 from .collected import Collection
 from .conversions import BUILTIN, Conversions
 from .frozen import frozen_attributes
+from .oracle import InferredReturns
 from .rewrite import augment
 from .stubgen import PythonStubs
 
@@ -53,6 +54,7 @@ __all__ = [
     "cache_dir",
     "disabled",
     "CachedPythonStubs",
+    "CachedInferredReturns",
     "cached_augment",
     "cached_allowlist",
     "cached_mypy_errors",
@@ -182,6 +184,11 @@ class CachedPythonStubs(PythonStubs):
         self.modules: dict[str, str] = dict(modules)
         self._hit_sources: list[tuple[str, str]] = sources
 
+    @property
+    def key(self) -> str | None:
+        """The key of the sources stubgen reads (None when the cache is off or one cannot be read)."""
+        return self._key
+
     def result(self, keep: set[str]) -> dict[str, str]:
         if self._hit is not None:
             out = super().result(keep)
@@ -194,14 +201,19 @@ class CachedPythonStubs(PythonStubs):
 
 
 def cached_augment(
-    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+    data: Collection,
+    stubs: dict[str, str],
+    conversions: Conversions = BUILTIN,
+    inferred: dict[str, dict[str, str]] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """``rewrite.augment``, from the cache when the data, stubs and conversions are the same."""
+    """``rewrite.augment``, from the cache when the data, stubs, conversions and pyright's
+    results are the same."""
     from importlib.metadata import version
 
     if cache_dir() is None:
-        return augment(data, stubs, conversions)
+        return augment(data, stubs, conversions, inferred)
     parts = [version("libcst"), data.to_json(), json.dumps(list(stubs.items())), conversions.to_json()]
+    parts.append(json.dumps(inferred or {}, sort_keys=True))
     key = _key("augment", *parts)
     hit: object = _load("augment", key)
     if isinstance(hit, dict):
@@ -209,7 +221,7 @@ def cached_augment(
         final_items, warned = entry.get("final"), entry.get("warnings")
         if isinstance(final_items, list) and isinstance(warned, list):
             return dict(cast("list[tuple[str, str]]", final_items)), cast("list[str]", warned)
-    final, warnings = augment(data, stubs, conversions)
+    final, warnings = augment(data, stubs, conversions, inferred)
     _store("augment", key, {"final": list(final.items()), "warnings": warnings})
     return final, warnings
 
@@ -307,3 +319,36 @@ def cached_mypy_errors(
             },
         )
     return result
+
+
+class CachedInferredReturns(InferredReturns):
+    """``oracle.InferredReturns`` taken from the cache when the probe, every source stubgen read
+    (``sources_key``: ``CachedPythonStubs.key``), basedpyright's version and the installed
+    packages it can read (``_search_path``) are the same; stored after a run that answered."""
+
+    def __init__(
+        self, targets: dict[str, list[str]], package_dir: str, decoys: list[str], sources_key: str | None
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        self._cache_key: str | None = None
+        self._hit: dict[str, dict[str, str]] | None = None
+        if cache_dir() is not None and sources_key is not None and targets:
+            try:
+                checker = version("basedpyright")
+            except PackageNotFoundError:
+                checker = ""
+            probe = json.dumps([sorted(targets.items()), decoys])
+            self._cache_key = _key("oracle", checker, sources_key, package_dir, probe, *_search_path())
+            hit: object = _load("oracle", self._cache_key)
+            if isinstance(hit, dict):
+                self._hit = cast("dict[str, dict[str, str]]", hit)
+        super().__init__({} if self._hit is not None else targets, package_dir, decoys)
+
+    def result(self) -> dict[str, dict[str, str]]:
+        found = super().result()  # (nothing ran on a hit: this removes its scratch folder)
+        if self._hit is not None:
+            return self._hit
+        if self._cache_key is not None and not self.error:
+            _store("oracle", self._cache_key, found)
+        return found

@@ -35,7 +35,7 @@ from .importing import (
     unmatched_excludes,
 )
 from .reach import nothing_can_register, package_folders
-from .running import module_facts, registered_class
+from .running import module_facts, registered_class, world_classes
 from .source_facts import registered_type_info
 
 __all__ = ["collect"]
@@ -79,6 +79,7 @@ def collect(package: str, patterns: list[str], preload: list[str]) -> Collection
         types_added=sorted(set(types) - before),
         ffi_api=_ffi_api_functions(api_calls, set(ok)),
         exclude_unmatched=unmatched_excludes(package, roots, patterns),
+        world_classes=world_classes(),
     )
 
 

@@ -128,6 +128,14 @@ class ModuleFacts:
     replaced_functions: dict[str, ReturnSource] = field(default_factory=dict)
     #: public names bound to a module of the package: name -> the module's name
     module_names: dict[str, str] = field(default_factory=dict)
+    #: the explicit re-exports its source writes (``from m import a as a``, PEP 484's form) of
+    #: names it binds at run time, with the module absolute: ``a`` -> ``m``
+    reexports: dict[str, str] = field(default_factory=dict)
+    #: module metadata its source assigns and that is a string at run time (``__version__``)
+    dunder_strings: list[str] = field(default_factory=list)
+    #: the classes it defines that ``tvm_ffi`` makes its values of in place of its own
+    #: (``source_facts.ffi_classes``): the typemap's runtime name (``Device``) -> that class
+    ffi_classes: dict[str, ReturnSource] = field(default_factory=dict)
 
     @property
     def is_package(self) -> bool:
@@ -165,10 +173,18 @@ class Collection:
     ffi_api: dict[str, list[ApiFunction]] = field(default_factory=dict)
     #: ``--exclude`` globs that match no module
     exclude_unmatched: list[str] = field(default_factory=list)
+    #: every class of every module loaded once everything imported, by ``module.qualname`` of
+    #: its definition (as pyright names a class): how a stub names it (``pyright_types.py``)
+    world_classes: dict[str, ReturnSource] = field(default_factory=dict)
 
     def module(self, name: str) -> ModuleFacts:
         """The facts of module ``name`` (empty ones for a module that did not import)."""
         return self.modules.get(name) or ModuleFacts("")
+
+    def ffi_classes(self) -> dict[str, ReturnSource]:
+        """The classes the package has ``tvm_ffi`` make its values of in place of its own
+        (``ModuleFacts.ffi_classes`` of every module): runtime name -> that class."""
+        return {name: source for facts in self.modules.values() for name, source in facts.ffi_classes.items()}
 
     def ancestors(self, key: str) -> list[str]:
         """The ancestors of type ``key``, root first (none for a key the registry lacks)."""
@@ -196,6 +212,7 @@ class Collection:
             types_added=list(d.get("types_added", [])),
             ffi_api={m: [ApiFunction(**f) for f in fs] for m, fs in d.get("ffi_api", {}).items()},
             exclude_unmatched=list(d.get("exclude_unmatched", [])),
+            world_classes={n: ReturnSource(**r) for n, r in d.get("world_classes", {}).items()},
         )
 
 
@@ -208,6 +225,7 @@ def _module_facts(d: dict[str, Any]) -> ModuleFacts:
         returns=sources("returns"),
         narrowed_returns=sources("narrowed_returns"),
         replaced_functions=sources("replaced_functions"),
+        ffi_classes=sources("ffi_classes"),
     )
 
 

@@ -159,6 +159,21 @@ class FillAnnotations(StubTransformer):
         self.class_depth.pop()
         return updated_node
 
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        """A type alias (``LanesFn = Callable[[dict], int]``: a subscript, or a union of such)
+        gets its bare generics' arguments as an annotation does."""
+        value = updated_node.value
+        shaped = isinstance(value, cst.Subscript) or (
+            isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.BitOr)
+        )
+        if not shaped:
+            return updated_node
+        new, changed = _spell_generics(value, self.generic)
+        if not changed:
+            return updated_node
+        self.used = True
+        return updated_node.with_changes(value=new)
+
     def _spelled_param(self, param: cst.Param) -> cst.Param:
         if param.annotation is None:
             return param

@@ -14,6 +14,9 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    *sources* (``--no-import``): the package's own classes, functions, signatures and annotations
    as written. An extension module that ships its own ``.pyi`` keeps that file. It starts before
    step 1, over the modules found on disk, and its result is used when they cover what imported.
+2b. ``oracle.InferredReturns`` runs basedpyright over the functions stubgen's stubs leave
+   without a result, once steps 1 and 2 ended: what it infers from the sources (read by
+   ``pyright_types.py``) types those results in step 3.
 3. ``rewrite.augment`` adds, with libcst, what the registry knows and the sources do not say:
    fields, reflected methods, the ``__ffi_init__`` constructor of a class without a Python
    ``__init__``, members attached to a class after its body, and the ``_ffi_api`` functions, all
@@ -28,23 +31,26 @@ files (with the stubtest allowlist, ``allowlist.py``, and with ``--project`` the
    package's own declarations still get reported for the narrowest ``# type: ignore[code]``;
    the stubtest allowlist is made meanwhile, in this process.
 
-Steps 2, 3 and 4 and the allowlist go through the user cache (``cache.py``).
+Steps 2, 2b, 3 and 4 and the allowlist go through the user cache (``cache.py``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .cache import CachedPythonStubs, cached_allowlist, cached_augment, cached_mypy_errors
+from .cache import CachedInferredReturns, CachedPythonStubs, cached_allowlist, cached_augment, cached_mypy_errors
 from .child_run import modules_on_disk, take_collection
 from .collected import Collection
 from .conversions import load_conversions
 from .errors import StubsError
+from .oracle import probe_targets
 from .progress import Progress
 from .project import render_project
+from .pyright_types import World
 from .selfcheck import Warmup, silence_own_errors
 from .stubgen import python_stubs
 from .stubtext import TYPED_IMPORTS, imported_modules
@@ -71,10 +77,20 @@ def build_stubs(
     show = progress or Progress(enabled=False)
     conversions = load_conversions()  # a bad file is reported before the package is imported
     top = package.split(".")[0]
-    data, stubs, warm = _import_and_stubgen(package, exclude, preload, timeout, show)
+    data, stubs, warm, oracle = _import_and_stubgen(package, exclude, preload, timeout, show)
     try:
+        inferred: dict[str, dict[str, str]] = {}
+        if oracle is not None:
+            show.show("waiting for basedpyright's inferred results")
+            try:
+                inferred = oracle.result()
+            except BaseException:  # an interrupt: basedpyright's process ends with this one
+                oracle.stop()
+                raise
         show.show(f"rewriting {len(stubs)} stubs with the registry's members")
-        final, warnings = cached_augment(data, stubs, conversions)
+        final, warnings = cached_augment(data, stubs, conversions, inferred)
+        if oracle is not None and oracle.error:
+            warnings.append(f"results the sources leave unannotated stay Incomplete: {oracle.error}")
         root = f"{top}-stubs"
         files: dict[str, str] = {}
         for mod, text in final.items():
@@ -105,11 +121,13 @@ def build_stubs(
 
 def _import_and_stubgen(
     package: str, exclude: list[str], preload: list[str], timeout: float, show: Progress
-) -> tuple[Collection, dict[str, str], Warmup | None]:
+) -> tuple[Collection, dict[str, str], Warmup | None, CachedInferredReturns | None]:
     """The package imported in a child process and stubgen over its modules on disk, at once, in
     two processes; once stubgen has run (not taken from the cache), a ``Warmup`` of what its stubs
-    import, so that the self-check's mypy finds them read. The import is waited for in this
-    thread (an interrupt ends its child), stubgen in another; a failed import stops stubgen."""
+    import, so that the self-check's mypy finds them read; once both ended, basedpyright started
+    over the results the stubs leave unannotated (``oracle.py``, with the classes the import
+    loaded). The import is waited for in this thread (an interrupt ends its child), stubgen in
+    another; a failed import stops stubgen."""
     on_disk = modules_on_disk(package, exclude)
     early = CachedPythonStubs(on_disk) if on_disk else None
     show.show(f"importing {package}")
@@ -126,13 +144,30 @@ def _import_and_stubgen(
             _close_started_warmup(stubbing)
             raise
     if early is not None and set(data.modules) <= set(early.modules):
-        return data, {m: t for m, t in found.items() if m in data.modules}, warm
+        stubs = {m: t for m, t in found.items() if m in data.modules}
+        return data, stubs, warm, _start_oracle(stubs, data, early.key)
     try:
-        return data, python_stubs({m: f.path for m, f in data.modules.items()}), warm
+        stubs = python_stubs({m: f.path for m, f in data.modules.items()})
+        return data, stubs, warm, _start_oracle(stubs, data, None)
     except BaseException:
         if warm is not None:
             warm.close()
         raise
+
+
+def _start_oracle(stubs: dict[str, str], data: Collection, sources_key: str | None) -> CachedInferredReturns | None:
+    """basedpyright started over the results ``stubs`` leave unannotated (None when the package's
+    top-level module is not found, or ``TVMFFI_GEN_NO_ORACLE`` is set)."""
+    if os.environ.get("TVMFFI_GEN_NO_ORACLE", "") not in ("", "0"):
+        return None
+    top = data.package.split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin is None:
+        return None
+    where = spec.submodule_search_locations
+    package_dir = next(iter(where)) if where else spec.origin
+    decoys = World(data.world_classes).ambiguous()
+    return CachedInferredReturns(probe_targets(stubs), package_dir, decoys, sources_key)
 
 
 def _stubgen_then_warmup(early: CachedPythonStubs, package: str) -> tuple[dict[str, str], Warmup | None]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..registry_facts import nearest_known
 from ..typemap import Annotation, Annotator, Position, TypeRef
-from .collected import Collection, RegisteredClass
+from .collected import Collection, RegisteredClass, ReturnSource
 from .conversions import BUILTIN, Conversions
 
 __all__ = ["public_path", "StubContext"]
@@ -103,4 +103,19 @@ class StubContext:
             resolved = self.resolve(f"ffi.{name}")
             if resolved is not None:
                 return resolved
-        return _RT_NAMES.get(name, "_t.Any")
+        made = self.data.ffi_classes().get(name) if pos == "return" else None
+        spelled = self.spell(made) if made is not None else None
+        return spelled or _RT_NAMES.get(name, "_t.Any")
+
+    def spell(self, source: ReturnSource) -> str | None:
+        """How the stub names the class ``source`` describes (a registered class by its public
+        path, another by its module's alias), adding the import it needs; None for a type key
+        without any class."""
+        if source.kind == "key":
+            return self.resolve(source.target)
+        module, qual = source.target.split(":")
+        if module in (self.module, "builtins"):
+            return qual
+        alias = "_" + module.replace(".", "_")
+        self.imports.add(f"import {module} as {alias}")
+        return f"{alias}.{qual}"

@@ -10,6 +10,7 @@ names no stub defines (``missing_imports``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from .forwarders import widen_forwarded
 from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
+from .pyright_types import World, stub_annotation
 from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
 from .resolve import StubContext, public_path
 from .stubtext import (
@@ -31,12 +33,25 @@ from .stubtext import (
     STUB_HEADER,
     TYPED_IMPORTS,
     binds,
+    binds_in,
     class_attributes,
     defines,
     exported_names,
+    module_bindings,
     star_exports,
+    stub_tree,
 )
-from .transforms import AddMembers, DeclaredMetaclass, NoneDefs, PositionalOnly, SetAll, body_names, class_index
+from .transforms import (
+    AddMembers,
+    DeclaredMetaclass,
+    DropInits,
+    NoneDefs,
+    PositionalOnly,
+    SetAll,
+    body_names,
+    class_index,
+    unbound_assignments,
+)
 
 __all__ = ["augment"]
 
@@ -56,6 +71,8 @@ class _Package:
     attribute_names: dict[str, set[str]]
     frozen: dict[str, set[str]]
     conversions: Conversions
+    inferred: dict[str, dict[str, str]]  # module -> qualname -> pyright's printed result (oracle.py)
+    world: World
 
 
 @dataclass
@@ -71,10 +88,14 @@ class _Module:
 
 
 def augment(
-    data: Collection, stubs: dict[str, str], conversions: Conversions = BUILTIN
+    data: Collection,
+    stubs: dict[str, str],
+    conversions: Conversions = BUILTIN,
+    inferred: dict[str, dict[str, str]] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
-    """The final stub text per module, and the warnings (schemas typed as Any)."""
-    pkg = _package(data, stubs, conversions)
+    """The final stub text per module, and the warnings (schemas typed as Any). ``inferred``:
+    what pyright infers for the results the sources leave unannotated (``oracle.py``)."""
+    pkg = _package(data, stubs, conversions, inferred or {})
     out: dict[str, str] = {}
     warnings: list[str] = []
     for mod in shared(sorted(stubs), out, warnings):  # the body runs on every core (parallel.py)
@@ -84,7 +105,9 @@ def augment(
     return out, sorted(set(warnings))
 
 
-def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) -> _Package:
+def _package(
+    data: Collection, stubs: dict[str, str], conversions: Conversions, inferred: dict[str, dict[str, str]]
+) -> _Package:
     exports = {m: exported_names(t) for m, t in stubs.items()}
     by_module: dict[str, list[str]] = {}
     for key, info in data.classes.items():
@@ -96,6 +119,18 @@ def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) 
             continue
         parsed[mod] = cst.parse_module(stubs[mod])
         index = class_index(parsed[mod])
+        # an __init__ the running class does not have (declared for checkers only, under
+        # ``if TYPE_CHECKING:``, as an older tvm-ffi-stubgen writes) gives way to the registry's
+        checkers_only = {
+            data.classes[k].qualname
+            for k in keys
+            if not data.classes[k].python_init
+            and (c := index.get(data.classes[k].qualname)) is not None
+            and "__init__" in body_names(c)
+        }
+        if checkers_only:
+            parsed[mod] = parsed[mod].visit(DropInits(checkers_only))
+            index = class_index(parsed[mod])
         for key in keys:
             c = index.get(data.classes[key].qualname)
             if c is not None:
@@ -111,6 +146,8 @@ def _package(data: Collection, stubs: dict[str, str], conversions: Conversions) 
         attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
         frozen=frozen_attributes(data, stubs),
         conversions=conversions,
+        inferred=inferred,
+        world=World(data.world_classes),
     )
 
 
@@ -131,6 +168,8 @@ def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
         m.tree = m.tree.with_changes(body=[cst.parse_statement(line), *m.tree.body])
     _follow_running_objects(pkg, m, ffi_names)
     _follow_runtime_kinds(pkg, m)
+    _add_pyright_returns(pkg, m)
+    _follow_source_declarations(pkg, m)
     filler = FillAnnotations(stdlib_generic_names(pkg.stubs[mod]))
     m.tree = m.tree.visit(filler)
     head = [STUB_HEADER]
@@ -192,7 +231,12 @@ def _add_made_names(pkg: _Package, m: _Module, ffi_names: set[str]) -> list[str]
     made = [
         n
         for n in facts.runtime_names
-        if n not in have and n.isidentifier() and not is_keyword(n) and not defines(text, n) and not star_import
+        if n not in have
+        and n.isidentifier()
+        and not is_keyword(n)
+        and n != "TYPE_CHECKING"  # typing's constant, imported: not the module's API
+        and not defines(text, n)
+        and not star_import
     ]  # (what a star import brings is not known here)
     imports: list[str] = []
     for n, path in sorted(facts.renamed_imports.items()):
@@ -281,17 +325,45 @@ def _follow_runtime_kinds(pkg: _Package, m: _Module) -> None:
             m.typed_members |= inferred.used > 0
 
 
+def _follow_source_declarations(pkg: _Package, m: _Module) -> None:
+    """What stubgen drops that the module's source declares and the running module has: its
+    explicit re-exports (``from m import a as a``, which a checker reads as the module's API),
+    its string metadata (``__version__`` beside an ``__all__``); and an assignment of a name the
+    stub does not bind (stubgen's ``_lib_path = path`` of a loop variable) declared
+    ``Incomplete``."""
+    facts = pkg.data.module(m.name)
+    tree = stub_tree(m.tree.code)
+    bound = {n for n in facts.reexports if binds_in(tree, n)} | {n for n in facts.dunder_strings if binds_in(tree, n)}
+    lines = [f"from {src} import {n} as {n}" for n, src in sorted(facts.reexports.items()) if n not in bound]
+    lines += [f"{n}: str" for n in facts.dunder_strings if n not in bound]
+    if lines:
+        _append(m, "".join(line + "\n" for line in lines))
+    added = {n for n in [*facts.reexports, *facts.dunder_strings] if n not in bound}
+    m.tree, declared = unbound_assignments(m.tree, module_bindings(tree) | added)
+    m.needs_incomplete |= declared
+
+
+def _add_pyright_returns(pkg: _Package, m: _Module) -> None:
+    """The results still unannotated typed as pyright infers them from the sources (after the
+    registry's and the running module's, which say more: pyright sees ``_ffi_api`` calls as
+    Unknown)."""
+    printed = pkg.inferred.get(m.name, {})
+    returns: dict[str, str] = {}
+    for q, text in sorted(printed.items()):
+        spelled = stub_annotation(text, pkg.world, functools.partial(_return_text, m, q))
+        if spelled is not None:
+            returns[q] = spelled
+    if returns:
+        inferred = InferredReturns(returns)
+        m.tree = m.tree.visit(inferred)
+        m.typed_members |= inferred.used > 0
+        m.needs_incomplete |= any("Incomplete" in t for t in returns.values())
+
+
 def _return_text(m: _Module, where: str, r: ReturnSource) -> str | None:
     """The annotation of what ``r`` says a function returns (None when nothing more than Any)."""
-    if r.kind == "key":
-        return m.ctx.resolve(r.target)
-    if r.kind == "class":
-        module, qual = r.target.split(":")
-        if module in (m.name, "builtins"):
-            return qual
-        alias = "_" + module.replace(".", "_")
-        m.ctx.imports.add(f"import {module} as {alias}")
-        return f"{alias}.{qual}"
+    if r.kind in ("key", "class"):
+        return m.ctx.spell(r)
     try:
         sig = function_sig(r.schema)
     except SchemaError:

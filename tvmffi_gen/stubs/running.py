@@ -14,9 +14,18 @@ from typing import Any, cast
 
 from .collected import LateMember, ModuleFacts, RegisteredClass, ReturnSource
 from .forwarders import forwarding, own_type_key, registry_name
-from .source_facts import class_source, inferred_returns, narrowed_returns, source_tree, string_aliases
+from .source_facts import (
+    class_source,
+    dunder_strings,
+    ffi_classes,
+    inferred_returns,
+    narrowed_returns,
+    reexports,
+    source_tree,
+    string_aliases,
+)
 
-__all__ = ["module_facts", "registered_class", "made_by_tvm_ffi"]
+__all__ = ["module_facts", "registered_class", "made_by_tvm_ffi", "world_classes"]
 
 
 def _namespace(owner: object) -> dict[str, Any]:
@@ -248,7 +257,30 @@ def module_facts(mod: ModuleType, path: str, bound: list[str]) -> ModuleFacts:
         narrowed_returns=narrowed_returns(tree, mod, registry_name) if tree is not None else {},
         replaced_functions=replaced_functions(mod, _defined_functions(tree)) if tree is not None else {},
         module_names=module_names(mod),
+        reexports=reexports(tree, mod) if tree is not None else {},
+        dunder_strings=dunder_strings(tree, mod) if tree is not None else [],
+        ffi_classes={
+            name: source
+            for name, (_, made) in sorted(ffi_classes().items())
+            if made.__module__ == mod.__name__ and (source := class_source(made)) is not None
+        },
     )
+
+
+def world_classes() -> dict[str, ReturnSource]:
+    """Every class defined in a loaded module (found there under its own name), by
+    ``module.qualname``, as a stub names it (``source_facts.class_source``)."""
+    out: dict[str, ReturnSource] = {}
+    for name, mod in sorted(sys.modules.items()):
+        namespace = getattr(mod, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(cast("dict[str, Any]", namespace).items()):
+            if isinstance(value, type) and value.__module__ == name and value.__qualname__ == attr:
+                source = class_source(value)
+                if source is not None:
+                    out[f"{name}.{attr}"] = source
+    return out
 
 
 def _defined_functions(tree: ast.Module) -> list[str]:

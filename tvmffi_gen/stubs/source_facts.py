@@ -27,6 +27,8 @@ from .forwarders import own_type_key, resolve_dotted
 
 __all__ = [
     "class_source",
+    "dunder_strings",
+    "reexports",
     "source_tree",
     "string_aliases",
     "inferred_returns",
@@ -79,6 +81,55 @@ class _Unquote(ast.NodeTransformer):
         for m in members[1:]:
             out = ast.BinOp(out, ast.BitOr(), m)
         return out
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module-level statements, those under an ``if`` or ``try`` at module level included."""
+    out: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if isinstance(node, (ast.If, ast.Try)):
+            todo += node.body + node.orelse + [s for h in getattr(node, "handlers", []) for s in h.body]
+            todo += getattr(node, "finalbody", [])
+    return out
+
+
+def reexports(tree: ast.Module, mod: ModuleType) -> dict[str, str]:
+    """The names ``mod``'s source re-exports explicitly (``from m import a as a``) and binds at
+    run time: name -> ``m`` (a relative module made absolute)."""
+    out: dict[str, str] = {}
+    package = mod.__name__ if hasattr(mod, "__path__") else mod.__name__.rpartition(".")[0]
+    for node in _module_level(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            source = ".".join([*base, node.module] if node.module else base)
+        else:
+            source = node.module or ""
+        for a in node.names:
+            if a.asname == a.name and a.name != "*" and hasattr(mod, a.name):
+                out[a.name] = source
+    return out
+
+
+#: what every module has, which no source writes as its metadata
+_MODULE_DUNDERS = {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__", "__cached__",
+                   "__builtins__", "__path__", "__all__"}  # fmt: skip
+
+
+def dunder_strings(tree: ast.Module, mod: ModuleType) -> list[str]:
+    """Module metadata (``__version__``) ``mod``'s source assigns that is a string at run time."""
+    names = {
+        t.id
+        for node in _module_level(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name) and t.id.startswith("__") and t.id.endswith("__")
+    }
+    return sorted(n for n in names - _MODULE_DUNDERS if isinstance(getattr(mod, n, None), str))
 
 
 def _type_shaped(node: ast.expr) -> bool:
@@ -151,9 +202,38 @@ def _source_of(call: ast.expr, scope: dict[str, Any], registry_name: Any) -> Ret
     return class_source(obj) if isinstance(obj, type) else None
 
 
+def ffi_classes() -> dict[str, tuple[type, type]]:
+    """The classes ``tvm_ffi`` makes its values of, where a package replaced ``tvm_ffi``'s own
+    by a subclass: the typemap's runtime name -> (``tvm_ffi``'s class, the package's). tvm's
+    ``tvm_ffi.core._set_class_device(tvm.runtime.Device)`` makes ``tvm_ffi.device("cpu")``, and
+    every Device a function returns, a ``tvm.runtime.Device``."""
+    import sys
+
+    if "tvm_ffi.core" not in sys.modules:
+        return {}
+    import tvm_ffi
+    from tvm_ffi import core
+
+    bases = {
+        "Device": (core.Device, "_CLASS_DEVICE"),
+        "Tensor": (core.Tensor, "_CLASS_TENSOR"),
+        "DataType": (tvm_ffi.dtype, "_CLASS_DTYPE"),
+    }
+    out: dict[str, tuple[type, type]] = {}
+    for name, (base, attr) in bases.items():
+        made = getattr(core, attr, None)
+        if isinstance(made, type) and made is not base and issubclass(made, base):
+            out[name] = (base, made)
+    return out
+
+
 def class_source(cls: type) -> ReturnSource | None:
     """How a stub names class ``cls``: its type key when it is registered, else the module that
-    exports it and its qualname (None for a class made in a function)."""
+    exports it and its qualname (None for a class made in a function). A class of ``tvm_ffi``'s
+    that a package replaced by a subclass (``ffi_classes``) is named as that subclass: the
+    values it describes are made of it."""
+    replaced = dict(ffi_classes().values())
+    cls = replaced.get(cls, cls)
     if "<locals>" in cls.__qualname__:
         return None
     key = own_type_key(cls)

@@ -13,6 +13,8 @@ import functools
 import re
 
 __all__ = [
+    "binds_in",
+    "module_bindings",
     "STUB_HEADER",
     "TYPED_IMPORTS",
     "INCOMPLETE_IMPORT",
@@ -110,7 +112,29 @@ def class_attributes(text: str, *, without_value: bool = False) -> dict[str, set
 
 def binds(text: str, name: str) -> bool:
     """Whether a stub binds ``name`` at module level (a definition, an assignment, an import)."""
-    for node in stub_tree(text).body:
+    return binds_in(stub_tree(text), name)
+
+
+def module_bindings(tree: ast.Module) -> set[str]:
+    """Every name a stub's module level binds (``binds_in``), and the builtins."""
+    import builtins
+
+    names = set(vars(builtins))
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name.split(".")[0]) for a in node.names)
+    return names
+
+
+def binds_in(tree: ast.Module, name: str) -> bool:
+    """Whether a parsed stub binds ``name`` at module level (a definition, an assignment, an import)."""
+    for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return True
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 import libcst as cst
 
 __all__ = [
+    "DropInits",
+    "unbound_assignments",
     "class_index",
     "body_names",
     "StubTransformer",
@@ -281,3 +283,58 @@ class PositionalOnly(_ModuleFunctions):
         return updated_node.with_changes(
             params=ps.with_changes(posonly_params=[*ps.posonly_params, *ps.params], params=[])
         )
+
+
+def unbound_assignments(module: cst.Module, bound: set[str]) -> tuple[cst.Module, bool]:
+    """``module`` with each module-level ``X = Y`` whose ``Y`` is a name not in ``bound`` (what
+    the stub binds: stubgen's ``_lib_path = path`` of a loop variable, a name error to every
+    checker) declared ``X: Incomplete`` (once); and whether it changed any."""
+    body: list[cst.BaseStatement | cst.BaseSmallStatement] = []
+    changed = False
+    declared = {
+        stmt.body[0].target.value
+        for stmt in module.body
+        if isinstance(stmt, cst.SimpleStatementLine)
+        and isinstance(stmt.body[0], cst.AnnAssign)
+        and isinstance(stmt.body[0].target, cst.Name)
+    }
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and isinstance(small.value, cst.Name)
+            and small.value.value not in bound
+        ):
+            name = small.targets[0].target.value
+            if name not in declared:  # (stubgen may have declared it already: ``x: Incomplete``)
+                body.append(cst.parse_statement(f"{name}: Incomplete\n"))
+                declared.add(name)
+            changed = True
+        else:
+            body.append(stmt)
+    return (module.with_changes(body=body), True) if changed else (module, False)
+
+
+class DropInits(ClassRewriter):
+    """The ``__init__`` of each class in ``classes`` (qualnames) removed: one written for
+    checkers only (an ``if TYPE_CHECKING:`` block, which stubgen flattens) of a class whose
+    running constructor is another (the registry's)."""
+
+    def __init__(self, classes: set[str]) -> None:
+        super().__init__()
+        self.classes = classes
+
+    def rewrite_class(self, q: str, updated_node: cst.ClassDef) -> cst.ClassDef:
+        if q not in self.classes or not isinstance(updated_node.body, cst.IndentedBlock):
+            return updated_node
+        kept = [
+            stmt
+            for stmt in updated_node.body.body
+            if not (isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__")
+        ]
+        if len(kept) == len(updated_node.body.body):
+            return updated_node
+        body = kept or [cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])]
+        return updated_node.with_changes(body=updated_node.body.with_changes(body=body))
