@@ -11,7 +11,7 @@ separately and is not part of the generator's numbers), then times:
   (b) from snapshot       ``tvmffi-gen --from-snapshot`` in a fresh interpreter (model + render +
                           write), plus the in-process split into model / render / write
   (c) full run            ``tvmffi-gen LIB -o OUT`` in a fresh interpreter
-  (d) mypy --strict       ``tvmffi_gen.verify.run_mypy`` over the output, in a fresh interpreter
+  (d) mypy --strict       ``tvmffi_gen.verify.checkers.run_mypy`` over the output, in a fresh interpreter
   (e) import              fresh interpreters, median of ``--repeat`` runs: ``pass``,
                           ``import tvmffi_runtime``, ``import <pkg>`` (loads the library),
                           one namespace, every namespace
@@ -42,7 +42,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "runtime"), str(ROOT)]
 from fixtures.large_ir import Plan, make_plan, make_units  # noqa: E402
 
 if TYPE_CHECKING:
-    from tvmffi_gen.snapshot import Snapshot
+    from tvmffi_gen.registry.snapshot import Snapshot
 
 PKG = "bigpkg"
 
@@ -144,7 +144,7 @@ def _package_stats(pkg: Path) -> dict[str, int]:
 
 def _time_snapshot(lib: Path, work: Path, repeat: int) -> tuple[Snapshot, Path, dict[str, Any]]:
     """(a) the snapshot in a child process; the last one, saved, and its timings."""
-    from tvmffi_gen.snapshot_process import take_snapshot
+    from tvmffi_gen.registry.snapshot_process import take_snapshot
 
     snap_times = []
     snapshot = None
@@ -170,10 +170,10 @@ def _time_from_snapshot(
             [sys.executable, "-m", "tvmffi_gen", "--from-snapshot", str(snap_file), "-o", str(out), "-q"], env
         )
         cli_times.append(t)
-    from tvmffi_gen.builder import build_model
-    from tvmffi_gen.cli import _tvm_ffi_libdir
-    from tvmffi_gen.render import render_package
-    from tvmffi_gen.writer import apply_plan, plan_output
+    from tvmffi_gen.cli.main import _tvm_ffi_libdir
+    from tvmffi_gen.model.builder import build_model
+    from tvmffi_gen.render.package import render_package
+    from tvmffi_gen.write.writer import apply_plan, plan_output
 
     phases: dict[str, list[float]] = {"model": [], "render": [], "write": []}
     for k in range(repeat):
@@ -208,7 +208,7 @@ def _time_full_run(lib: Path, pkg: Path, work: Path, repeat: int, env: dict[str,
 def _time_mypy(pkg: Path, env: dict[str, str]) -> dict[str, Any]:
     """(d) mypy --strict over the output."""
     code = (
-        "import sys; from pathlib import Path; from tvmffi_gen.verify import run_mypy; "
+        "import sys; from pathlib import Path; from tvmffi_gen.verify.checkers import run_mypy; "
         f"e, r = run_mypy(Path({str(pkg)!r})); print(e); print(r[:2000], file=sys.stderr)"
     )
     t, stdout = _timed_run([sys.executable, "-c", code], env)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.verify.checkers import run_mypy
 
 
 def user_env() -> dict[str, str]:

@@ -1,5 +1,5 @@
 """``python -m tvmffi_gen``."""
 
-from tvmffi_gen.cli import run
+from tvmffi_gen.cli.main import run
 
 run()

@@ -39,7 +39,7 @@ def load_build() -> Callable[[str | os.PathLike[str]], Path]:
 
 def generate(library: Path) -> None:
     """(Re)generate ``add_one_pkg`` for ``library`` (a no-op when it is up to date)."""
-    from tvmffi_gen.cli import main as tvmffi_gen
+    from tvmffi_gen.cli.main import main as tvmffi_gen
 
     # --portable: the committed package records its library only relative to itself
     status = tvmffi_gen([str(library), "-o", str(HERE / "add_one_pkg"), "--portable", "-q"])

@@ -5,7 +5,7 @@ from pathlib import Path
 import tvm_ffi.libinfo
 from setuptools import Extension, setup
 
-from tvmffi_gen.setuptools import build_ext
+from tvmffi_gen.integration.setuptools import build_ext
 
 libtvm_ffi = tvm_ffi.libinfo.find_libtvm_ffi()
 setup(

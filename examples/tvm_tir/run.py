@@ -34,7 +34,7 @@ ROOT = HERE.parent.parent
 
 def tvm_compiler_library() -> Path:
     """``libtvm_compiler.so`` inside the installed apache-tvm wheel (found without importing tvm)."""
-    from tvmffi_gen.cli import library_shipped_with
+    from tvmffi_gen.cli.main import library_shipped_with
 
     lib = library_shipped_with("tvm", "libtvm_compiler.so")
     if lib is None:

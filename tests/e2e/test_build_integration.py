@@ -7,7 +7,7 @@ apache-tvm-ffi, and cmake and ninja where the machine has none) from the package
 
 - ``examples/cmake_shapes``: CMake under scikit-build-core, ``tvmffi_gen_add_package``: the
   wheel holds the generated package ``shapes`` with the library in it.
-- ``examples/setuptools_plane``: setuptools with ``tvmffi_gen.setuptools.build_ext`` in stubs
+- ``examples/setuptools_plane``: setuptools with ``tvmffi_gen.integration.setuptools.build_ext`` in stubs
   mode: the wheel holds the package ``plane`` (built on tvm_ffi) with ``.pyi`` files and py.typed.
 - ``tests/fixtures/python_packaging``: apache-tvm-ffi's own packaging layout (its
   ``examples/python_packaging``, without stubgen markers): a package that finds its library with
@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tvmffi_gen.verify import find_pyright
+from tvmffi_gen.verify.checkers import find_pyright
 
 from conftest import ROOT
 

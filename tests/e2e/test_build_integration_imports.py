@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.buildstep import declared_requirements, lacks_runtime, main, write_dist_info
+from tvmffi_gen.integration.step import declared_requirements, lacks_runtime, main, write_dist_info
 from tvmffi_gen.stubs.importing import import_all, import_failure
 from tvmffi_gen.stubs.progress import PROGRESS_MARK
 from tvmffi_gen.stubs.reach import nothing_can_register

@@ -1,6 +1,6 @@
 """The pieces of the build integration, without pip (docs/build-integration.md).
 
-- ``tvmffi_gen.buildstep``: regenerates when what it reads changed, and only then; a generator
+- ``tvmffi_gen.integration.step``: regenerates when what it reads changed, and only then; a generator
   error is the step's failure, with the generator's message.
 - ``[tool.tvmffi-gen]``: a wrong entry is refused, naming what is wrong.
 - The CMake package found through ``tvmffi-gen --cmakedir`` by a plain CMake build (no
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import tvmffi_gen
-from tvmffi_gen.buildstep import Step, authors_marker, cmake_dir, python_sources, run_step
-from tvmffi_gen.setuptools import ConfigError, GenerationConfig, read_config
+from tvmffi_gen.integration.setuptools import ConfigError, GenerationConfig, read_config
+from tvmffi_gen.integration.step import Step, authors_marker, cmake_dir, python_sources, run_step
 
 from conftest import ROOT, TESTING_LIB
 
@@ -211,7 +211,7 @@ from pathlib import Path
 import tvm_ffi.libinfo
 from setuptools import Extension, setup
 
-from tvmffi_gen.setuptools import build_ext
+from tvmffi_gen.integration.setuptools import build_ext
 
 include = [tvm_ffi.libinfo.find_include_path(), tvm_ffi.libinfo.find_dlpack_include_path()]
 setup(

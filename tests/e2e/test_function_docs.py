@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
+from tvmffi_gen.cli.main import main
 
 from conftest import build_shared
 

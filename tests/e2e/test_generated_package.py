@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_pyright
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.verify.checkers import run_pyright
 
 from conftest import ROOT, TESTING_LIB
 from mypy_reports import mypy_by_program

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
 from conftest import ROOT, build_shared
 from fixtures.large_ir import FILLER_KINDS, Plan, make_plan, make_source

@@ -300,7 +300,7 @@ def test_example_runs(example_build: ModuleType) -> None:
     # run.py builds into examples/add_one/build, regenerates the committed add_one_pkg (which
     # must already be up to date) and calls it.
     lib = example_build.build(EXAMPLE_DIR / "build")
-    from tvmffi_gen.cli import main as tvmffi_gen
+    from tvmffi_gen.cli.main import main as tvmffi_gen
 
     assert tvmffi_gen([str(lib), "-o", str(EXAMPLE_DIR / "add_one_pkg"), "--portable", "--check", "-q"]) == 0, (
         "examples/add_one/add_one_pkg is stale: run examples/add_one/run.py and commit it"
@@ -343,7 +343,7 @@ def test_example_package_in_process(example_build: ModuleType) -> None:
 def test_untyped_export_is_generated_with_a_hint(
     add_one_nometa_lib: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tvmffi_gen.cli import main as tvmffi_gen
+    from tvmffi_gen.cli.main import main as tvmffi_gen
 
     out = tmp_path / "nometa_pkg"
     assert tvmffi_gen([str(add_one_nometa_lib), "-o", str(out)]) == 0
@@ -366,7 +366,7 @@ def test_untyped_export_is_generated_with_a_hint(
 def test_a_library_with_exports_only_gets_no_empty_type_table(add_one_nometa_lib: Path, tmp_path: Path) -> None:
     """A library that registers no types (jax-tvm-ffi's ``jax_tvm_ffi.so``, which only exports
     functions): its ``_lib.py`` has no ``register_lazy_types`` call over an empty table."""
-    from tvmffi_gen.cli import main as tvmffi_gen
+    from tvmffi_gen.cli.main import main as tvmffi_gen
 
     out = tmp_path / "exports_only"
     assert tvmffi_gen([str(add_one_nometa_lib), "-o", str(out), "-q"]) == 0
@@ -377,7 +377,7 @@ def test_a_library_with_exports_only_gets_no_empty_type_table(add_one_nometa_lib
 
 @pytest.mark.slow  # a checker over a whole package: see tests/README.md
 def test_example_package_passes_both_checkers() -> None:
-    from tvmffi_gen.verify import run_mypy, run_pyright
+    from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
     for run in (run_mypy, run_pyright):
         errors, report = run(EXAMPLE_DIR / "add_one_pkg", [EXAMPLE_DIR / "run.py", EXAMPLE_DIR / "build.py"])

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.snapshot_process import take_snapshot
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.registry.snapshot_process import take_snapshot
+from tvmffi_gen.verify.checkers import run_mypy
 
 from conftest import ROOT, build_shared
 from fixtures import FIXTURES_DIR

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
+from tvmffi_gen.cli.main import main
 
 from conftest import ROOT, build_shared
 

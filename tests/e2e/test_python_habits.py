@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.cli import main
-from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
 from conftest import ROOT, build_shared
 

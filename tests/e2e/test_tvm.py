@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import generate, library_shipped_with
-from tvmffi_gen.verify import run_mypy
-from tvmffi_gen.writer import apply_plan, plan_output
+from tvmffi_gen.cli.main import generate, library_shipped_with
+from tvmffi_gen.verify.checkers import run_mypy
+from tvmffi_gen.write.writer import apply_plan, plan_output
 
 from conftest import ROOT
 

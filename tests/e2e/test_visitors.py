@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
 from conftest import ROOT
 from fixtures import build_expr_ir

@@ -1,4 +1,4 @@
-"""The export readers for ELF, Mach-O and PE (tvmffi_gen.binfmt) and ``tvmffi-gen --list-exports``.
+"""The export readers for ELF, Mach-O and PE (tvmffi_gen.registry.binfmt) and ``tvmffi-gen --list-exports``.
 
 Fixtures in tests/fixtures/binfmt/ were cross-compiled here with ``zig cc`` and joined with
 ``llvm-lipo`` (make_fixtures.py); the expected lists below are what ``llvm-objdump --macho
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.binfmt import (
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.registry.binfmt import (
     BinaryFormatError,
     ExportedFunction,
     _symbols,
@@ -30,9 +31,8 @@ from tvmffi_gen.binfmt import (
     exported_ffi_functions,
     read_exports,
 )
-from tvmffi_gen.binfmt.macho import macho_dependencies, macho_exports
-from tvmffi_gen.binfmt.pe import pe_dependencies, pe_exports
-from tvmffi_gen.cli import main
+from tvmffi_gen.registry.binfmt.macho import macho_dependencies, macho_exports
+from tvmffi_gen.registry.binfmt.pe import pe_dependencies, pe_exports
 
 from conftest import TESTING_LIB
 

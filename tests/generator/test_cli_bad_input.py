@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
+from tvmffi_gen.cli.main import main
 
 from conftest import ROOT, TESTING_LIB, build_shared
 
@@ -288,7 +288,7 @@ def test_verify_runs_mypy_and_reports(tmp_path: Path, capsys: pytest.CaptureFixt
     # break the output on purpose: --verify must fail the run and show mypy's error
     lib_py = out / "_lib.py"
     lib_py.write_text(lib_py.read_text() + "\nBROKEN: int = 'x'\n")
-    from tvmffi_gen.verify import run_mypy
+    from tvmffi_gen.verify.checkers import run_mypy
 
     errors, report = run_mypy(out)
     assert errors == 1 and "[assignment]" in report

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_cli_bad_input import bad_lib
 
-from tvmffi_gen.cli import INTERRUPTED
+from tvmffi_gen.cli.main import INTERRUPTED
 
 from stubs_for_run import stubs_for_env
 
@@ -106,8 +106,8 @@ def test_interrupted_stubs_run_says_one_line_and_writes_nothing(tmp_path: Path) 
 def test_interrupted_while_writing_leaves_no_staged_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C between staging two files, or inside the staging of one: every staged file is
     removed, and the files already there are as they were (each is written whole or not at all)."""
-    from tvmffi_gen import writer
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
+    from tvmffi_gen.write import writer
 
     from conftest import TESTING_LIB
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.prefixes import kept_by_prefixes
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.model.prefixes import kept_by_prefixes
 
 from conftest import TESTING_LIB
 
@@ -138,7 +138,7 @@ def test_list_exports_says_registry_functions_are_not_exports(capsys: pytest.Cap
 
 def test_the_command_reference_names_every_option() -> None:
     """docs/cli.md says it documents every option: each one the parser has is named there."""
-    from tvmffi_gen.cli_options import parser
+    from tvmffi_gen.cli.options import parser
 
     from conftest import ROOT
 
@@ -170,7 +170,7 @@ def test_the_command_ends_with_main_s_status_its_output_whole_and_its_exit_handl
     bad = command("--bogus")
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
     script = (
-        "import sys, tempfile, tvmffi_gen.cli as cli\n"
+        "import sys, tempfile, tvmffi_gen.cli.main as cli\n"
         "left = tempfile.TemporaryDirectory()\n"  # removed by its exit handler
         "def main():\n"
         "    print(left.name); print('x' * 100000, end=''); return 3\n"
@@ -182,7 +182,7 @@ def test_the_command_ends_with_main_s_status_its_output_whole_and_its_exit_handl
     assert proc.returncode == 3 and rest == "x" * 100000
     assert folder and not Path(folder).exists()
     # output that cannot be written (a reader gone) is not a success
-    lost = "import tvmffi_gen.cli as cli\ncli.main = lambda: print('short') or 0\ncli.run()\n"
+    lost = "import tvmffi_gen.cli.main as cli\ncli.main = lambda: print('short') or 0\ncli.run()\n"
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # lost at run's flush
     reader_gone = subprocess.Popen(
         [sys.executable, "-c", lost], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=buffered

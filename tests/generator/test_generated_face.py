@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.render import render_package
-from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.registry.snapshot import FieldSnap, Snapshot, TypeSnap
+from tvmffi_gen.render.package import render_package
 
 from conftest import ROOT
 
@@ -108,7 +108,7 @@ def test_jedi_completes_fields_as_their_values(tmp_path: Path) -> None:
 def test_a_run_prints_one_note_counting_the_unnamed_parameters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     from conftest import TESTING_LIB
 

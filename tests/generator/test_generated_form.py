@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tvmffi_gen.docparams import documented_param_names
+from tvmffi_gen.model.docparams import documented_param_names
 
 from conftest import ROOT
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.naming import Scope, py_name, sanitize, snake_case
-from tvmffi_gen.render import render_package
-from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
-from tvmffi_gen.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
-from tvmffi_gen.typemap import Annotator, SchemaError, parse_schema
-from tvmffi_gen.verify import run_mypy, run_pyright
-from tvmffi_gen.writer import apply_plan, plan_output
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.model.naming import Scope, py_name, sanitize, snake_case
+from tvmffi_gen.model.typemap import Annotator, SchemaError, parse_schema
+from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.render.package import render_package
+from tvmffi_gen.render.suppressions import PYRIGHT_RULES_OFF, modules_on_import_cycles
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
+from tvmffi_gen.write.writer import apply_plan, plan_output
 
 from mypy_reports import lines_by_package
 
@@ -136,7 +136,7 @@ def test_annotations_record_the_aliases_their_text_names() -> None:
         made = ann.annotation(parse_schema({"type": key, "args": [{"type": "void*"}, {"type": "Any"}]}), "return")
         assert made.text == text and made.aliases == _names_qualified(text), made
     # a class the resolver names brings the aliases it recorded; a plain string names none
-    from tvmffi_gen.typemap import runtime_class
+    from tvmffi_gen.model.typemap import runtime_class
 
     resolved = Annotator(resolve_object=lambda k: runtime_class("Object"), warn=lambda _m: None)
     assert resolved.annotation(parse_schema(obj("x.Node")), "return").aliases == {"_rt"}
@@ -451,7 +451,7 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
     leaves no doubled blank line."""
     import re
 
-    from tvmffi_gen.import_lines import STANDARD_IMPORTS, standard_import_groups
+    from tvmffi_gen.render.import_lines import STANDARD_IMPORTS, standard_import_groups
 
     from conftest import ROOT
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.snapshot_process import take_snapshot
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.registry.snapshot_process import take_snapshot
 
 from conftest import ROOT, build_shared
 

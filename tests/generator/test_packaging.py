@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.verify import find_pyright, run_mypy, run_pyright
+from tvmffi_gen.verify.checkers import find_pyright, run_mypy, run_pyright
 
 from conftest import ROOT
 
@@ -107,7 +107,7 @@ def test_generator_wheel_holds_generator_and_templates_and_needs_the_runtime(whe
     assert not missing, f"generator modules missing from the wheel: {missing}"
     templates = sorted(p.name for p in (ROOT / "tvmffi_gen" / "templates").glob("*.jinja"))
     assert templates, "no templates in tvmffi_gen/templates"
-    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("tvmffi_gen/templates/")}
+    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("tvmffi_gen/render/templates/")}
     assert set(templates) <= shipped, f"templates missing from the wheel: {set(templates) - shipped}"
     assert "tvmffi_gen/py.typed" in names
     assert not any(n.startswith("tvmffi_runtime/") for n in names)  # its own distribution
@@ -230,7 +230,7 @@ def test_editable_install_of_a_project_is_seen_by_every_checker_from_a_folder_ou
     path line in a .pth file, not setuptools' import-hook finder, which no checker follows: mypy
     --strict, pyright and basedpyright, run by a user from a folder elsewhere against that venv,
     see the package's types (an error is found; correct code has none)."""
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     project = tmp_path / "editgeom"
     assert main(["-o", str(project), "--project", "-q"]) == 0
@@ -282,10 +282,10 @@ def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
     with no MYPYPATH and no config of ours: mypy --strict and pyright strict report 0 errors.
 
     The checkers run as the user runs them, over the package and the script, where a clean exit
-    means no error anywhere. (tvmffi_gen.verify's runs over the same files would be no stricter:
+    means no error anywhere. (tvmffi_gen.verify.checkers's runs over the same files would be no stricter:
     they leave out installed libraries' errors. The other type-checking tests make those runs, on
     packages in temporary folders like this one.)"""
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     user = tmp_path / "user"
     user.mkdir()
@@ -307,7 +307,7 @@ def test_user_folder_type_checks_clean_with_the_editable_install(tmp_path):
 def test_verify_fails_when_the_runtime_cannot_be_found(tmp_path):
     """--verify checks what the user will see: a runtime missing from the checking environment
     is an error, not a silent pass (adding the runtime's source folder itself would hide it)."""
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     assert main(["-o", str(tmp_path / "outpkg"), "-q"]) == 0
     bare = _fresh_venv(tmp_path / "bare")
@@ -320,7 +320,7 @@ def test_verify_fails_when_the_runtime_cannot_be_found(tmp_path):
 def test_moved_package_still_finds_a_library_recorded_relative_to_it(tmp_path):
     """A library beside the package is recorded relative to it; a copy of the package moved
     elsewhere falls back on the library's absolute path, and a missing one lists every place."""
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     from conftest import TESTING_LIB
 
@@ -350,7 +350,7 @@ def test_moved_package_still_finds_a_library_recorded_relative_to_it(tmp_path):
 
 
 def test_project_refuses_a_pyproject_of_the_users(tmp_path, capsys):
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
@@ -372,7 +372,7 @@ def test_project_refuses_a_pyproject_of_the_users(tmp_path, capsys):
 
 
 def test_runtime_requirement_is_checked_before_anything_is_written(tmp_path, capsys):
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     for argv, expected in (
         (["--runtime-requirement", "tvmffi-runtime>=0.1"], "give --project too"),
@@ -388,7 +388,7 @@ def test_runtime_requirement_is_checked_before_anything_is_written(tmp_path, cap
 def test_project_wheel_with_a_direct_runtime_requirement_installs_alone(wheels, tmp_path):
     """``--runtime-requirement 'tvmffi-runtime @ file:///...whl'``: the project's wheel installs
     in a fresh venv by itself (pip fetches the runtime from that reference), imports, and calls."""
-    from tvmffi_gen.cli import main
+    from tvmffi_gen.cli.main import main
 
     spec = f"tvmffi-runtime @ {wheels['runtime'].resolve().as_uri()}"
     project = tmp_path / "directpkg"

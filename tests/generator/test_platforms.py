@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import default_library
-from tvmffi_gen.runtime_files import platform_module
-from tvmffi_gen.snapshot import SnapshotError
+from tvmffi_gen.cli.main import default_library
+from tvmffi_gen.registry.runtime_files import platform_module
+from tvmffi_gen.registry.snapshot import SnapshotError
 
 P = platform_module()
 Platform, OsCalls = P.Platform, P.OsCalls

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.api_changes import ApiChange, api_changes, change_summary, module_api
-from tvmffi_gen.cli import main
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.write.api_changes import ApiChange, api_changes, change_summary, module_api
 
 from conftest import ROOT
 from test_regenerate_user_code import add_to_class, build
@@ -160,7 +160,7 @@ def test_stale_uses_of_a_field_another_class_still_has() -> None:
     reported, ``s.radius`` elsewhere may mean Sphere's and is not."""
     import ast
 
-    from tvmffi_gen.api_changes import names_used, stale_uses
+    from tvmffi_gen.write.api_changes import names_used, stale_uses
 
     before = {"geom.Circle": "type", "geom.Circle.radius": "field float", "geom.Sphere": "type"}
     before["geom.Sphere.radius"] = "field float"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
+from tvmffi_gen.cli.main import main
 
 from test_regenerate_user_code import add_to_class, build, edit_like_a_user, generate, run_py, snapshot_files
 
@@ -162,8 +162,8 @@ def test_user_code_this_python_cannot_parse_is_reported(tmp_path: Path, capsys: 
 
 
 def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
-    from tvmffi_gen.manifest_entries import member_keys
-    from tvmffi_gen.merge import MergeConflict, merge_source
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import MergeConflict, merge_source
 
     gen = 'def f(a: int) -> list[int]:\n    """Doc."""\n    return [a, a]  # twice\n'
     keys = member_keys(gen)
@@ -181,8 +181,8 @@ def test_comments_count_but_not_where_a_formatter_puts_them() -> None:
 
 
 def test_a_class_header_keeps_the_users_layout_while_its_code_is_the_same() -> None:
-    from tvmffi_gen.manifest_entries import member_keys
-    from tvmffi_gen.merge import merge_source
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import merge_source
 
     gen = '@reg("a.B")\nclass B(Base):\n    x: int = 1\n'
     keys = member_keys(gen)
@@ -213,8 +213,8 @@ def test_the_run_reports_project_files_and_only_members_it_kept(
 def test_imports_are_checked_against_the_module_they_name() -> None:
     # paths the fixture library cannot reach: a namespace dropped (its module removed, or left
     # in place because the user edited it), imports two levels up, and imports from elsewhere
-    from tvmffi_gen.merge import UserImport
-    from tvmffi_gen.writer import ImportTargets
+    from tvmffi_gen.write.merge import UserImport
+    from tvmffi_gen.write.writer import ImportTargets
 
     previous = {"a/b/__init__.py": {"members": ["class Gone", "class Kept"]}}
     final = {"__init__.py": "", "a/__init__.py": "", "a/b/__init__.py": "class Kept: pass\n", "a/c.py": ""}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.cli import main
-from tvmffi_gen.verify import run_mypy
+from tvmffi_gen.cli.main import main
+from tvmffi_gen.verify.checkers import run_mypy
 
 from conftest import ROOT, build_shared
 
@@ -211,8 +211,8 @@ def test_bare_strings_in_a_class_belong_to_the_member_before_them() -> None:
     # Only a class's first string is its docstring; a string after an attribute documents that
     # attribute, a string after a method is the user's note on it: both are kept on regeneration,
     # and a user attribute that now conflicts is reported once (not its docstring as well).
-    from tvmffi_gen.manifest_entries import member_keys
-    from tvmffi_gen.merge import MergeConflict, merge_source
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import MergeConflict, merge_source
 
     gen1 = (
         'class A:\n    """Cls doc."""\n\n    a: int = 1\n    """Field a."""\n\n'
@@ -326,8 +326,8 @@ GEN2 = GEN1.replace(
     ],
 )
 def test_any_user_binding_meets_any_generated_name(scope: str, user_code: str, expect: str) -> None:
-    from tvmffi_gen.manifest_entries import member_keys
-    from tvmffi_gen.merge import MergeConflict, merge_source
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import MergeConflict, merge_source
 
     keys = member_keys(GEN1)
     if scope == "class":

@@ -1,4 +1,4 @@
-"""The registry facts the package generator and ``--stubs-for`` share (tvmffi_gen/registry_facts.py)."""
+"""The registry facts the package generator and ``--stubs-for`` share (tvmffi_gen/registry/facts.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tvmffi_gen.registry_facts import auto_init_order, chain_fields, nearest_known
-from tvmffi_gen.snapshot import FieldSnap, TypeSnap
+from tvmffi_gen.registry.facts import auto_init_order, chain_fields, nearest_known
+from tvmffi_gen.registry.snapshot import FieldSnap, TypeSnap
 
 
 def _field(name: str, *, default: bool = False, kw_only: bool = False, init: bool = True) -> FieldSnap:
@@ -48,7 +48,7 @@ import inspect, json
 import tvm_ffi, tvm_ffi.testing
 from tvm_ffi import core
 from tvmffi_runtime import reflection as R
-from tvmffi_gen.registry_facts import auto_init_order, chain_fields, read_type
+from tvmffi_gen.registry.facts import auto_init_order, chain_fields, read_type
 
 out = {}
 for key in sorted(R.list_type_keys()):

@@ -455,9 +455,9 @@ def test_a_result_of_a_runtime_type_the_package_registers_again_is_its_class() -
     """tvm registers ``tvm.runtime.Module`` for ``ffi.Module``: a returned module is one of those
     at run time, a parameter still takes any ``tvm_ffi.Module``; a package that registers nothing
     for the key (tvm_ffi itself) keeps tvm_ffi's spelling."""
+    from tvmffi_gen.model.typemap import TypeRef
     from tvmffi_gen.stubs.collected import Collection, RegisteredClass
     from tvmffi_gen.stubs.resolve import StubContext
-    from tvmffi_gen.typemap import TypeRef
 
     module = TypeRef("ffi.Module")
     listed = TypeRef("ffi.Array", (module,))

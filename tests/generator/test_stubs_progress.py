@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from tvmffi_gen.registry_facts import run_child
+from tvmffi_gen.registry.facts import run_child
 from tvmffi_gen.stubs import not_covered
 from tvmffi_gen.stubs.importing import PACKAGE_FAILED
 from tvmffi_gen.stubs.progress import PROGRESS_MARK, Progress

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.cli import generate
-from tvmffi_gen.snapshot import FieldSnap, Snapshot, TypeSnap
-from tvmffi_gen.verify import run_mypy
-from tvmffi_gen.writer import apply_plan, plan_output
+from tvmffi_gen.cli.main import generate
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.registry.snapshot import FieldSnap, Snapshot, TypeSnap
+from tvmffi_gen.verify.checkers import run_mypy
+from tvmffi_gen.write.writer import apply_plan, plan_output
 
 from conftest import ROOT, build_shared
 from fixtures import FIXTURES_DIR

@@ -195,8 +195,8 @@ def test_one_table_of_field_kinds() -> None:
     """``_field_kinds`` is the one table of field layouts: the compiled backend includes the
     header ``setup.py`` writes from it and defines no kind of its own; the pure backend's
     descriptors and the generator's layout rules are its tables."""
-    from tvmffi_gen import class_members
-    from tvmffi_gen.runtime_files import field_kinds
+    from tvmffi_gen.model import class_members
+    from tvmffi_gen.registry.runtime_files import field_kinds
     from tvmffi_runtime import _field_kinds, _fields
 
     fields_h = (PACKAGE / "_accel_parts" / "fields.h").read_text()

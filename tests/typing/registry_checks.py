@@ -10,9 +10,9 @@ import re
 import tempfile
 from pathlib import Path
 
-from tvmffi_gen.import_lines import STANDARD_IMPORTS
-from tvmffi_gen.verify import run_mypy
-from tvmffi_gen.writer import apply_plan, plan_output
+from tvmffi_gen.render.import_lines import STANDARD_IMPORTS
+from tvmffi_gen.verify.checkers import run_mypy
+from tvmffi_gen.write.writer import apply_plan, plan_output
 
 #: The aliases of the standard imports a generated module may need (``_t``, ``_rt``, ...).
 STANDARD_ALIASES = {alias for group in STANDARD_IMPORTS for alias in group}

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.render import render_package
-from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.render.package import render_package
 
 from conftest import ROOT
 from registry_checks import declared_fields, mypy_errors_each, revealed_types
@@ -359,9 +359,9 @@ def test_registry_names_with_quotes_backslashes_newlines_are_kept_exactly(bad: s
 CYCLE_SCRIPT = """
 import sys
 sys.path[:0] = [{root!r}, {runtime!r}]
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.model import GenerationError
-from tvmffi_gen.snapshot import Snapshot, TypeSnap
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.model.package import GenerationError
+from tvmffi_gen.registry.snapshot import Snapshot, TypeSnap
 cases = {{
     "two-cycle": [TypeSnap("a.X", ["ffi.Object", "a.Y"]), TypeSnap("a.Y", ["ffi.Object", "a.X"])],
     "self": [TypeSnap("a.X", ["ffi.Object", "a.X"])],

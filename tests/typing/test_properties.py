@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
 import tvmffi_runtime as rt
-from tvmffi_gen.builder import build_model
-from tvmffi_gen.model import GenerationError
-from tvmffi_gen.render import render_package
-from tvmffi_gen.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
-from tvmffi_gen.typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
+from tvmffi_gen.model.builder import build_model
+from tvmffi_gen.model.package import GenerationError
+from tvmffi_gen.model.typemap import Annotator, Position, SchemaError, TypeRef, function_sig, parse_schema
+from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Snapshot, TypeSnap
+from tvmffi_gen.render.package import render_package
 
 from conftest import BUILD_DIR
 from registry_checks import declared_fields, import_problems, mypy_errors_each, revealed_types

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tvmffi_runtime as rt
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
 pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.verify import find_pyright
+from tvmffi_gen.verify.checkers import find_pyright
 
 from conftest import ROOT
 from mypy_reports import mypy_strict_in, user_env

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tvmffi_gen.verify import find_pyright
+from tvmffi_gen.verify.checkers import find_pyright
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 

@@ -1,7 +1,7 @@
 """What a user's strict type checker and IDE see of the runtime and a generated package.
 
 Each program is checked by mypy --strict and pyright strict (basedpyright) the way a user's
-project runs them (tvmffi_gen.verify: no search paths of ours); completions come from jedi.
+project runs them (tvmffi_gen.verify.checkers: no search paths of ours); completions come from jedi.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tvmffi_gen.verify import run_mypy, run_pyright
+from tvmffi_gen.verify.checkers import run_mypy, run_pyright
 
 from conftest import ROOT
 

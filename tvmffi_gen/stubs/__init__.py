@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..wording import counted
+from ..text.wording import counted
 from .cache import disabled
 from .collector import rare_full_collections
 from .errors import StubsError

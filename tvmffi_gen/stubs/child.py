@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from ..snapshot import TypeSnap
+from ..registry.snapshot import TypeSnap
 from .collected import ApiFunction, Collection, ModuleFacts, RegisteredClass
 from .collector import rare_full_collections
 from .importing import (
@@ -162,7 +162,7 @@ def _registered_types() -> dict[str, TypeSnap]:
     """Every type key the registry has now, with what it says about it."""
     from tvmffi_runtime import reflection as R
 
-    from ..registry_facts import read_type
+    from ..registry.facts import read_type
 
     out: dict[str, TypeSnap] = {}
     for key in sorted(R.list_type_keys()):

@@ -13,8 +13,8 @@ import importlib.util
 import os
 import subprocess
 
-from ..registry_facts import run_child
-from ..snapshot_process import summarise_failure
+from ..registry.facts import run_child
+from ..registry.snapshot_process import summarise_failure
 from .collected import Collection
 from .errors import StubsError
 from .progress import Progress

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, cast
 
-from ..snapshot import TypeSnap, type_snap_from_dict
+from ..registry.snapshot import TypeSnap, type_snap_from_dict
 
 __all__ = [
     "Forwarding",

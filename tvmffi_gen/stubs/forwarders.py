@@ -35,7 +35,7 @@ from typing import Any
 
 import libcst as cst
 
-from ..typemap import SchemaError, function_sig
+from ..model.typemap import SchemaError, function_sig
 from .collected import Forwarding
 from .resolve import StubContext
 from .transforms import ClassRewriter

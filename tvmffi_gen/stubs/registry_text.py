@@ -12,10 +12,10 @@ from __future__ import annotations
 import keyword
 from typing import Any
 
-from ..docparams import documented_param_names
-from ..registry_facts import auto_init_order, chain_fields, defaults_to_none
-from ..snapshot import FieldSnap
-from ..typemap import SchemaError, TypeRef, function_sig, parse_schema
+from ..model.docparams import documented_param_names
+from ..model.typemap import SchemaError, TypeRef, function_sig, parse_schema
+from ..registry.facts import auto_init_order, chain_fields, defaults_to_none
+from ..registry.snapshot import FieldSnap
 from .collected import Collection
 from .resolve import StubContext
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..registry_facts import nearest_known
-from ..typemap import Annotation, Annotator, Position, TypeRef
+from ..model.typemap import Annotation, Annotator, Position, TypeRef
+from ..registry.facts import nearest_known
 from .collected import Collection, RegisteredClass, ReturnSource
 from .conversions import BUILTIN, Conversions
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..typemap import SchemaError, function_sig
+from ..model.typemap import SchemaError, function_sig
 from .collected import Collection, ReturnSource
 from .conversions import BUILTIN, Conversions
 from .fill_annotations import FillAnnotations, stdlib_generic_names

@@ -325,7 +325,7 @@ def _uniform_returns(
 def _schema_result_class(schema: Any) -> type | None:
     """The registered Python class of the object type a function's schema returns (None for any
     other result, or a schema that does not parse)."""
-    from ..typemap import SchemaError, function_sig
+    from ..model.typemap import SchemaError, function_sig
 
     try:
         key = function_sig(schema).ret.key

@@ -1,14 +1,14 @@
 """How code in a module of the package spells the class of a registry type: the class generated
 for it (here, or by a ``--use`` package) or for its nearest ancestor with one, else a runtime
 class. A class of another module is spelled through that module's alias, which the annotation
-names: :func:`~tvmffi_gen.module_imports.derive_imports` turns those aliases into imports.
+names: :func:`~tvmffi_gen.model.module_imports.derive_imports` turns those aliases into imports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from .model import ClassModel, KeyRef, ModuleModel, Namespace, Target
+from .package import ClassModel, KeyRef, ModuleModel, Namespace, Target
 from .typemap import RUNTIME_CLASSES, Annotation, Annotator, runtime_class
 from .uses import UsedClass
 
@@ -24,7 +24,7 @@ RUNTIME_BASES = {
 
 
 class Spelling:
-    """Spells classes for the package a :class:`~tvmffi_gen.builder.Builder` builds, from its
+    """Spells classes for the package a :class:`~tvmffi_gen.model.builder.Builder` builds, from its
     tables as it fills them: ``classes`` and ``modules`` (the builder's, by reference)."""
 
     def __init__(
@@ -83,7 +83,7 @@ class Spelling:
     def spell(self, target: Target, mod: ModuleModel, member_names: set[str] | None = None) -> Annotation:
         """``target`` as ``mod`` spells it: a class of ``mod`` by its name (unless a member named
         like it hides it in the class body), any other by the alias of its module, which the
-        annotation names so that ``mod`` imports it (:func:`~tvmffi_gen.module_imports.derive_imports`)."""
+        annotation names so that ``mod`` imports it (:func:`~tvmffi_gen.model.module_imports.derive_imports`)."""
         if isinstance(target, Annotation):
             return target
         if target.used:

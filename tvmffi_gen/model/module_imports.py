@@ -1,13 +1,13 @@
 """Which generated modules each module of the package imports, derived from its annotations.
 
 An annotation naming a class of another module names that module's alias
-(:attr:`ModuleModel.alias <tvmffi_gen.model.ModuleModel.alias>`, or a ``--use`` package's
-:attr:`UsedClass.alias <tvmffi_gen.uses.UsedClass.alias>`); nothing else records an import.
+(:attr:`ModuleModel.alias <tvmffi_gen.model.package.ModuleModel.alias>`, or a ``--use`` package's
+:attr:`UsedClass.alias <tvmffi_gen.model.uses.UsedClass.alias>`); nothing else records an import.
 """
 
 from __future__ import annotations
 
-from .model import GenerationError, ModuleModel, Namespace
+from .package import GenerationError, ModuleModel, Namespace
 from .uses import UsedClass
 
 __all__ = ["check_import_cycles", "derive_imports"]

@@ -1,8 +1,8 @@
 """Taking a registry snapshot: a child process loads the library and reads its registry.
 
-``take_snapshot`` runs ``python -m tvmffi_gen.snapshot_process`` so a library that aborts, crashes
+``take_snapshot`` runs ``python -m tvmffi_gen.registry.snapshot_process`` so a library that aborts, crashes
 or hangs while loading is reported instead of taking the generator down; the child
-(``snapshot_in_process``) writes the :class:`~tvmffi_gen.snapshot.Snapshot` as JSON on its
+(``snapshot_in_process``) writes the :class:`~tvmffi_gen.registry.snapshot.Snapshot` as JSON on its
 standard output. ``summarise_failure`` turns a failed loading process's output into the error
 line and the library's own frames.
 """
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .registry_facts import field_snap, parse_schema, read_type, run_child
+from .facts import field_snap, parse_schema, read_type, run_child
 from .snapshot import FunctionSnap, Snapshot, SnapshotError
 
 __all__ = ["nothing_registered", "snapshot_in_process", "summarise_failure", "take_snapshot"]
@@ -83,7 +83,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
 def _child_main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.snapshot_process")
+    parser = argparse.ArgumentParser(prog="python -m tvmffi_gen.registry.snapshot_process")
     parser.add_argument("library")
     parser.add_argument("--preload", action="append", default=[])
     args = parser.parse_args(argv)
@@ -122,7 +122,7 @@ def take_snapshot(library: str | Path, preload: list[str] | None = None, timeout
     for pre in preload or []:
         args += ["--preload", os.path.abspath(pre)]
     try:
-        proc = run_child("tvmffi_gen.snapshot_process", args, timeout)
+        proc = run_child("tvmffi_gen.registry.snapshot_process", args, timeout)
     except subprocess.TimeoutExpired:
         raise SnapshotError(
             f"{lib}: loading the library did not finish within {timeout:g} s (it hangs in its initialisers?)"

@@ -9,8 +9,8 @@ import re
 import textwrap
 from collections.abc import Iterable
 
-from .layout import LINE_LENGTH
-from .model import ClassModel, ModuleModel, PackageModel
+from ..model.package import ClassModel, ModuleModel, PackageModel
+from ..text.layout import LINE_LENGTH
 
 __all__ = [
     "LINE_RULES",

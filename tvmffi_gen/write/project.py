@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 from .writer import MANIFEST, new_file_mode, refuse_foreign_folder, stage_file
 
 __all__ = [
@@ -139,7 +139,7 @@ def render_pyproject(
     package: str, version: str, library: str, bundled: bool, requirement: str = RUNTIME_REQUIREMENT
 ) -> str:
     """The text of the project's ``pyproject.toml`` (``requirement``: on the runtime)."""
-    from .render import template_environment
+    from ..render.package import template_environment
 
     return (
         template_environment()

@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
-from .api_changes import change_summary
-from .builder import build_model
-from .cli_options import option_conflict, parser
-from .model import GenerationError, default_package_name
-from .package_name import check_package_name
-from .prefixes import kept_by_prefixes
-from .project import (
+from .. import __version__
+from ..model.builder import build_model
+from ..model.package import GenerationError, default_package_name
+from ..model.prefixes import kept_by_prefixes
+from ..model.uses import UsedPackageError
+from ..registry.snapshot import Snapshot, SnapshotError
+from ..registry.snapshot_process import nothing_registered, take_snapshot
+from ..render.package import render_package
+from ..text.wording import counted
+from ..write.api_changes import change_summary
+from ..write.project import (
     ProjectError,
     ProjectPlan,
     check_project_folder,
@@ -30,12 +33,9 @@ from .project import (
     runtime_requirement,
     write_project,
 )
-from .render import render_package
-from .snapshot import Snapshot, SnapshotError
-from .snapshot_process import nothing_registered, take_snapshot
-from .uses import UsedPackageError
-from .wording import counted
-from .writer import OutputError, Plan, apply_plan, plan_output
+from ..write.writer import OutputError, Plan, apply_plan, plan_output
+from .options import option_conflict, parser
+from .package_name import check_package_name
 
 __all__ = ["main", "generate", "default_library", "library_shipped_with", "INTERRUPTED"]
 
@@ -62,7 +62,7 @@ def library_shipped_with(package: str, filename: str) -> Path | None:
 def default_library(platform: Any = None) -> str:
     """apache-tvm-ffi's testing library, named as on this platform (``libtvm_ffi_testing.so``,
     ``libtvm_ffi_testing.dylib``, ``tvm_ffi_testing.dll``): the embedded default."""
-    from .runtime_files import platform_module
+    from ..registry.runtime_files import platform_module
 
     plat = platform or platform_module().CURRENT
     names = plat.library_names("tvm_ffi_testing")
@@ -118,7 +118,7 @@ def generate(
 
     ``use`` names packages generated before for libraries this one extends (``--use``);
     ``notes``, when given, gets the model's notes to the library's author."""
-    from .uses import read_used_package
+    from ..model.uses import read_used_package
 
     used = [read_used_package(u) for u in use or []]
     if snapshot is None:
@@ -147,7 +147,7 @@ def generate(
 
 def _verify(root: Path, which: str, log: _Log) -> int:
     """Run the requested checkers over the written package; 1 if any reports an error."""
-    from .verify import find_pyright, run_checker
+    from ..verify.checkers import find_pyright, run_checker
 
     if which == "auto":
         checkers = ["mypy", "pyright"] if find_pyright() else ["mypy"]
@@ -197,7 +197,7 @@ def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
 
 
 def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
-    from .stubs import StubsError, run_stubs
+    from ..stubs import StubsError, run_stubs
 
     if args.library or args.from_snapshot:
         log.error("--stubs-for PKG takes no library or --from-snapshot")
@@ -317,8 +317,6 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
     )
     for w in warnings:
         log.warn(w)
-    for note in notes:
-        log.info(f"note: {note}")
     if args.save_snapshot:
         _save_snapshot(snapshot, args.save_snapshot)
     project = None
@@ -335,6 +333,8 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
     if args.bundle:
         files[snapshot.library] = ""  # placeholder: copied by _apply_run, listed in the manifest
     plan = _plan_with_edit_policy(args, target.package_dir, files, log)
+    for note in notes:  # for the author of a library whose package is written: not on a refusal
+        log.info(f"note: {note}")
     if args.bundle:
         plan.changed = [c for c in plan.changed if c != snapshot.library]
     return _RunPlan(target, snapshot, files, plan, project)
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     arg_parser = parser()
     args = arg_parser.parse_args(argv)
     if args.cmakedir:
-        from .buildstep import cmake_dir
+        from ..integration.step import cmake_dir
 
         print(cmake_dir())
         return 0
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tvmffi-gen: error: {conflict}", file=sys.stderr)
         return 2
     if args.list_exports is not None:
-        from .list_exports import main_list_exports
+        from ..registry.list_exports import main_list_exports
 
         return main_list_exports(args.list_exports, args.timeout)
     if args.output is None:

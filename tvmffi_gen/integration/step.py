@@ -1,5 +1,5 @@
 """One generation step inside a library author's build: what CMake's ``tvmffi_gen_add_package`` /
-``tvmffi_gen_add_stubs`` and ``tvmffi_gen.setuptools.build_ext`` run after the library is built.
+``tvmffi_gen_add_stubs`` and ``tvmffi_gen.integration.setuptools.build_ext`` run after the library is built.
 
 A step reads the built library's registry (one child process), and regenerates only when what the
 output is made from differs from the last run: the registry and exports, the package's Python
@@ -12,7 +12,7 @@ it wrote are copied into the destination (the package folder that goes into the 
 previous run copied there and this one no longer writes are removed. On error the generator's own
 message is printed and the step exits with its status, which fails the build.
 
-Run as ``python -m tvmffi_gen.buildstep {package,stubs} ...`` (``--help`` lists the options).
+Run as ``python -m tvmffi_gen.integration.step {package,stubs} ...`` (``--help`` lists the options).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from . import __version__
-from .snapshot import SnapshotError
-from .snapshot_process import take_snapshot
+from .. import __version__
+from ..registry.snapshot import SnapshotError
+from ..registry.snapshot_process import take_snapshot
 
 __all__ = [
     "Step",
@@ -255,7 +255,9 @@ def python_sources(sources: Path, package: str) -> tuple[Path, ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tvmffi_gen.buildstep", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m tvmffi_gen.integration.step", description=(__doc__ or "").split("\n\n")[0]
+    )
     p.add_argument("mode", choices=["package", "stubs"])
     p.add_argument("--library", required=True, help="the built library")
     p.add_argument("--package", required=True, help="the package's import name")

@@ -1,5 +1,5 @@
 """Render ``visitors.py``: the package's walker, visitor, mapper and mutator bases, one typed hook
-per class of the package (:attr:`PackageModel.visitors <tvmffi_gen.model.PackageModel.visitors>`
+per class of the package (:attr:`PackageModel.visitors <tvmffi_gen.model.package.PackageModel.visitors>`
 decides them), over the runtime's bases or the ``--use`` packages' ones."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 
 import jinja2
 
+from ..model.package import PackageModel, VisitorHook
+from ..text.layout import fit_value
 from .import_lines import ImportLine, used_imports
-from .layout import fit_value
-from .model import PackageModel, VisitorHook
 from .suppressions import VISITORS_RULES_OFF, pyright_header
 
 __all__ = ["render_visitors"]

@@ -12,9 +12,9 @@ import keyword
 import sys
 from pathlib import Path
 
-from .model import GENERATED_BY, GenerationError, validate_package_name
-from .project import project_package_name
-from .writer import MANIFEST
+from ..model.package import GENERATED_BY, GenerationError, validate_package_name
+from ..write.project import project_package_name
+from ..write.writer import MANIFEST
 
 __all__ = ["check_package_name"]
 

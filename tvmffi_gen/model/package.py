@@ -11,9 +11,9 @@ import keyword
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from . import __version__
+from .. import __version__
+from ..registry.runtime_files import field_kinds
 from .naming import Scope
-from .runtime_files import field_kinds
 from .typemap import ANY, Annotation, TypeRef
 from .uses import UsedPackage
 

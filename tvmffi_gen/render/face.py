@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 
 import jinja2
 
+from ..model.package import ClassModel, FieldModel, FunctionModel, MethodModel, ModuleModel, PackageModel, Param
+from ..model.typemap import Annotation
+from ..model.uses import used_module_alias
+from ..text.layout import broken, docstring_lines, fit, fits
 from .import_lines import STANDARD_IMPORTS
-from .layout import broken, docstring_lines, fit, fits
-from .model import ClassModel, FieldModel, FunctionModel, MethodModel, ModuleModel, PackageModel, Param
-from .render import init_doc, match_args_line, render_params, replace_doc, result_doc
+from .parts import init_doc, match_args_line, render_params, replace_doc, result_doc
 from .suppressions import (
     ignored_on_lines,
     line_ignore,
@@ -30,8 +32,6 @@ from .suppressions import (
     pyright_disabled_rules,
     pyright_header,
 )
-from .typemap import Annotation
-from .uses import used_module_alias
 
 __all__ = ["FaceNames", "face_names", "render_face"]
 

@@ -1,8 +1,8 @@
 """Parameters and named results of the package model, decided from a registry signature.
 
 Functions, methods and ``__ffi_init__`` constructors all take their parameters from a type
-schema (:class:`~tvmffi_gen.typemap.FunctionSig`); the names come from the schema, else from the
-registry docstring, and the annotations from an :class:`~tvmffi_gen.typemap.Annotator` of the
+schema (:class:`~tvmffi_gen.model.typemap.FunctionSig`); the names come from the schema, else from the
+registry docstring, and the annotations from an :class:`~tvmffi_gen.model.typemap.Annotator` of the
 module the code is in.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from .docparams import documented_param_names, documented_result_names
-from .model import Param, ResultModel
 from .naming import RESERVED_MODULE, Scope, py_name
+from .package import Param, ResultModel
 from .typemap import Annotator, FunctionSig, TypeRef
 
 __all__ = ["named_result", "params", "unnamed", "unnamed_note"]

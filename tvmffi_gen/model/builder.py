@@ -1,6 +1,6 @@
 """Building the package model from a snapshot: modules, names, class bodies, functions.
 
-:func:`build_model` is the entry: a snapshot to the :class:`~tvmffi_gen.model.PackageModel`.
+:func:`build_model` is the entry: a snapshot to the :class:`~tvmffi_gen.model.package.PackageModel`.
 :class:`Builder` holds what the decisions depend on (the snapshot, the classes decided so far,
 the ``--use`` packages) and walks the snapshot in the order the naming rules need:
 :meth:`Builder.declare` (subpackages, classes, functions, named results), then
@@ -17,6 +17,9 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterable
 
+from ..registry.facts import auto_init_order, chain_fields, defaults_to_none
+from ..registry.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
+from ..text.layout import item_doc
 from .class_members import (
     Inherited,
     UsedField,
@@ -26,8 +29,9 @@ from .class_members import (
     method_model,
     replace_model,
 )
-from .layout import item_doc
-from .model import (
+from .module_imports import check_import_cycles, derive_imports
+from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
+from .package import (
     ClassModel,
     FieldModel,
     FunctionModel,
@@ -42,12 +46,8 @@ from .model import (
     Target,
     validate_package_name,
 )
-from .module_imports import check_import_cycles, derive_imports
-from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .prefixes import kept_by_prefixes
-from .registry_facts import auto_init_order, chain_fields, defaults_to_none
 from .signatures import named_result, params, unnamed, unnamed_note
-from .snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from .spelling import RUNTIME_BASES, Spelling
 from .typemap import (
     ANY,

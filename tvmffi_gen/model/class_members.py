@@ -1,19 +1,19 @@
 """Class members of the package model: fields, methods, ``__match_args__`` and ``replace``, and
 the Python names they take, each decided from explicit facts: the registry's member, what the
 class inherits from its ancestors' classes (decided before it), and an annotator of the class's
-module (:meth:`Builder.build_class <tvmffi_gen.builder.Builder.build_class>` gathers them)."""
+module (:meth:`Builder.build_class <tvmffi_gen.model.builder.Builder.build_class>` gathers them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .layout import item_doc
-from .model import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
+from ..registry.runtime_files import field_kinds
+from ..registry.snapshot import FieldSnap, MethodSnap, TypeSnap
+from ..text.layout import item_doc
 from .naming import RESERVED_CLASS, RESERVED_ENUM, Scope, py_name
-from .runtime_files import field_kinds
+from .package import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
 from .signatures import params
-from .snapshot import FieldSnap, MethodSnap, TypeSnap
 from .typemap import ANY_ANNOTATION, Annotator, FunctionSig, TypeRef
 
 __all__ = [

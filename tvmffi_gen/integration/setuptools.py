@@ -2,7 +2,7 @@
 
 Use it as pybind11's ``setup_helpers.build_ext`` is used::
 
-    from tvmffi_gen.setuptools import build_ext
+    from tvmffi_gen.integration.setuptools import build_ext
     setup(ext_modules=[Extension("mypkg._lib", ...)], cmdclass={"build_ext": build_ext})
 
 and say what to generate in ``pyproject.toml`` (one table, or an array of tables for several)::
@@ -13,7 +13,7 @@ and say what to generate in ``pyproject.toml`` (one table, or an array of tables
     extension = "mypkg._lib"   # the Extension whose library is read
     prefix = ["mypkg"]         # package mode: the registry namespaces to keep (default: all)
 
-After the extensions are built, each entry runs one step of :mod:`tvmffi_gen.buildstep` into the
+After the extensions are built, each entry runs one step of :mod:`tvmffi_gen.integration.step` into the
 build's package tree (``build/lib.*/<package>``, or the source tree for an in-place build), so the
 wheel ``pip wheel .`` makes carries the output; a step regenerates only when what it reads changed.
 """
@@ -29,7 +29,7 @@ from typing import Any, cast
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext  # type: ignore[import-untyped, unused-ignore]
 from setuptools.errors import SetupError  # type: ignore[import-untyped, unused-ignore]
 
-from .buildstep import Step, lacks_runtime, python_sources, run_step
+from .step import Step, lacks_runtime, python_sources, run_step
 
 __all__ = ["GenerationConfig", "build_ext", "read_config"]
 

@@ -1,4 +1,4 @@
-"""Render a PackageModel to file contents with the jinja2 templates in ``tvmffi_gen.templates``.
+"""Render a PackageModel to file contents with the jinja2 templates in ``tvmffi_gen.render.templates``.
 
 The helpers here turn model objects into source lines (signatures, bodies, docstrings); the
 templates arrange them. Output depends only on the model, so it is byte-identical across runs.
@@ -16,9 +16,7 @@ from typing import Any, cast
 
 import jinja2
 
-from .import_lines import ImportLine, standard_import_groups, used_imports
-from .layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
-from .model import (
+from ..model.package import (
     ClassModel,
     FieldModel,
     FunctionModel,
@@ -27,7 +25,10 @@ from .model import (
     PackageModel,
     Param,
 )
-from .render_visitors import render_visitors
+from ..model.typemap import ANY_ANNOTATION
+from ..text.layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
+from .import_lines import ImportLine, standard_import_groups, used_imports
+from .parts import init_doc, match_args_line, q, render_params, replace_doc, result_doc
 from .suppressions import (
     ignored_on_lines,
     inherited_names,
@@ -39,7 +40,7 @@ from .suppressions import (
     pyright_disabled_rules,
     pyright_header,
 )
-from .typemap import ANY_ANNOTATION
+from .visitors import render_visitors
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "template_environment"]
 
@@ -54,7 +55,7 @@ RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
 def template_environment() -> jinja2.Environment:
     """The jinja2 environment over the packaged templates, with the helpers they call."""
     loader = jinja2.FunctionLoader(
-        lambda name: resources.files("tvmffi_gen.templates").joinpath(name).read_text(encoding="utf-8")
+        lambda name: resources.files("tvmffi_gen.render.templates").joinpath(name).read_text(encoding="utf-8")
     )
     env = jinja2.Environment(
         loader=loader,
@@ -86,27 +87,6 @@ def template_environment() -> jinja2.Environment:
 
 def _docstring(text: str, indent: str) -> str:
     return "\n".join(docstring_lines(text, indent))
-
-
-def q(text: str) -> str:
-    """A registry name as a Python string literal (escaped: names may hold any character)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def render_params(params: list[Param], first: str | None = None) -> list[str]:
-    """Parameter list items with ``/`` and ``*`` markers where the kinds change."""
-    items: list[str] = [first] if first else []
-    posonly = [p for p in params if p.kind == "posonly"]
-    normal = [p for p in params if p.kind == "normal"]
-    kwonly = [p for p in params if p.kind == "kwonly"]
-    items += [p.render() for p in posonly]
-    if posonly:
-        items.append("/")
-    items += [p.render() for p in normal]
-    if kwonly:
-        items.append("*")
-        items += [p.render() for p in kwonly]
-    return items
 
 
 def signature_lines(prefix: str, items: list[str], ret: str, indent: str, comment: str = "") -> list[str]:
@@ -150,15 +130,6 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
     return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "    ", ignore)
 
 
-def match_args_line(cls: ClassModel) -> str:
-    """``__match_args__ = ("a", "b")``: a tuple of literal strings, which both checkers read to
-    narrow what ``case C(x, y)`` captures to the fields' types."""
-    assert cls.match_args is not None
-    comment = line_ignore(["reportUnannotatedClassAttribute"])
-    lines = fit("__match_args__ = (", [q(n) for n in cls.match_args], ")", "    ", one_tuple=True, comment=comment)
-    return "\n".join(lines).strip()
-
-
 def _replace_signature(pkg: PackageModel, cls: ClassModel) -> list[str]:
     assert cls.replace is not None
     items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
@@ -178,11 +149,6 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def replace_doc(cls: ClassModel) -> str:
-    assert cls.replace is not None
-    return "A new object with the given fields changed; also `__replace__` (`copy.replace`)."
-
-
 def _register_line(cls: ClassModel) -> str:
     """``@_bind.register(type_key)``: it binds the class's fields (and checks their offsets)."""
     args = [q(cls.type_key)]
@@ -200,15 +166,6 @@ def _init_signature(cls: ClassModel) -> list[str]:
         lines = signature_lines("def __init__", ["self", "*args: _t.Any"], "None", "    ")
         return lines_ignoring(lines, [("*args: _t.Any", {"reportAny"})])
     return _ignoring(signature_lines("def __init__", render_params(params, "self"), "None", "    "), params, reads=True)
-
-
-def init_doc(cls: ClassModel) -> str:
-    """The registry's doc of the constructor; for a type without one, why it cannot be built
-    (empty otherwise: signature help then shows the class's doc, the registry's)."""
-    assert cls.init is not None
-    if cls.init.kind == "none":
-        return "Not constructible from Python: the type registers no `__ffi_init__`."
-    return cls.init.doc.strip()
 
 
 def _init_body(cls: ClassModel) -> str:
@@ -271,10 +228,6 @@ def _function_decorator(fn: FunctionModel, pkg_name: str) -> list[str]:
     if fn.exported:
         return _native_decorator(["exported_function", q(pkg_name + "._lib"), q(fn.reg_name), *result], "")
     return _native_decorator(["registry_function", q(fn.reg_name), *result], "")
-
-
-def result_doc(fn: FunctionModel) -> str:
-    return f"The result of `{fn.name}`: its items, as its documentation names them."
 
 
 def _module_doc(pkg: PackageModel, mod: ModuleModel) -> str:
@@ -403,7 +356,7 @@ def render_package(pkg: PackageModel, libdir: str | None = None, out_dir: Path |
     """All files of the package: relative path -> text."""
     env = template_environment()
     files: dict[str, str] = {}
-    from .render_face import render_face  # it lays out with this module's helpers
+    from .face import render_face  # it lays out with this module's helpers
 
     for mod in pkg.modules.values():
         files[mod.file] = render_module(env, pkg, mod)

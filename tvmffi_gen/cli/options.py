@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import __version__
+from .. import __version__
 
 __all__ = ["option_conflict", "parser"]
 

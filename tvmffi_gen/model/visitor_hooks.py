@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import ClassModel, ModuleModel, Namespace, VisitorHook, VisitorsModel
 from .naming import Scope, snake_case
+from .package import ClassModel, ModuleModel, Namespace, VisitorHook, VisitorsModel
 from .uses import UsedPackage
 
 __all__ = ["visitor_hooks"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .uses import used_module_alias
+from ..model.uses import used_module_alias
 
 __all__ = ["STANDARD_IMPORTS", "ImportLine", "standard_import_groups", "used_imports"]
 
