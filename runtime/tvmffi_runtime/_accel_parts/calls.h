@@ -20,7 +20,8 @@ static PyObject* hook_array_ctor; /* () -> the ffi.Array constructor Function */
 static PyObject* array_ctor;      /* that Function, once asked for */
 static PyObject* array_ctor_name; /* "ffi.Array", for argument errors */
 
-static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result);
+static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil);
+#define call_raw(fh, args, n, name, result) call_raw_gil((fh), (args), (n), (name), (result), 0)
 
 /* A list or tuple as an owned Array handle, built by ffi.Array from its items (packed by the
    same rules as arguments): what the Python packer does, without leaving C. */
@@ -169,8 +170,10 @@ static PyObject* accel_set_gil_auto(PyObject* mod, PyObject* arg) {
 }
 
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
-   exception set. Everything made for the call is released before returning. */
-static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result) {
+   exception set. Everything made for the call is released before returning. The GIL is
+   released as the policy says, or kept when ``keep_gil`` (the library's own container
+   functions, which run no Python code and wait on nothing). */
+static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil) {
   FFIAny stack[STACK_ARGS];
   FFIAny* buf = stack;
   PyObject* temps = NULL;
@@ -199,7 +202,7 @@ static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* nam
   result->small_len = 0;
   result->v_int64 = 0;
   int rc;
-  if (must_release_gil()) {
+  if (!keep_gil && must_release_gil()) {
     Py_BEGIN_ALLOW_THREADS
     rc = ffi_call(fh, buf, (int32_t)n, result);
     Py_END_ALLOW_THREADS
