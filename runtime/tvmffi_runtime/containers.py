@@ -36,6 +36,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 _D = TypeVar("_D")
 
+
 def _call(name: str, *args: Any) -> Any:
     return ffi_call(global_handle(name), args, name)
 
@@ -350,4 +351,3 @@ class Shape(Object, backend.ShapeBase, Sequence[int]):
 
     def __repr__(self) -> str:
         return f"Shape({list(self._dims())!r})"
-
