@@ -218,8 +218,6 @@ static PyMethodDef accel_methods[] = {
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
     {"construct", (PyCFunction)(void (*)(void))accel_construct, METH_FASTCALL,
      "construct(self, handle, args, name, type_key): self owns what __ffi_init__ returns"},
-    {"view_items", (PyCFunction)(void (*)(void))accel_view_items, METH_FASTCALL,
-     "view_items(address, count) -> list of the values of count borrowed Anys"},
     {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,
      "function_create(fn, mode) -> owned handle of a native Function calling fn"},
     {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,

@@ -490,6 +490,8 @@ base = T.TestObjectBase(v_i64=1, v_str="a string longer than seven bytes")
 holder = T.TestObjectPtrHolder(value=base)
 tree = rt.Array([T.TestIntPair(i, i) for i in range(20)])
 big = "x" * 100
+kv = rt.Map({"k": pair, big: 1})
+shape = rt.Shape([2, 3])
 
 
 def keep(p: T.TestIntPair) -> T.TestIntPair:
@@ -519,6 +521,8 @@ ops = {
     "objects": lambda: (echo(pair), pair.sum(), T.TestIntPair(1, 2)),
     "fields": lambda: (pair.a, base.v_str, holder.value, setattr(base, "v_i64", 7), setattr(base, "v_str", big)),
     "containers": lambda: (echo([1, "a", pair]), echo((1, 2)), echo({"k": [1]}), list(tree)),
+    "container reads": lambda: (tree[3], tree[2:5], pair in tree, len(tree), kv["k"], kv.get("x"), big in kv,
+                                _catch(lambda: kv["x"]), list(kv.items()), shape[1], tuple(shape)),
     "callbacks": lambda: (T.apply(lambda x: x + 1, 1), T.apply(rt.Function.from_callable(abs), -2)),
     "errors": lambda: (_catch(lambda: T.apply(fails, 1)), _catch(lambda: T.add_one("x"))),
     "structural": lambda: (structural_map(tree, keep), structural_walk(tree, count)),
@@ -553,6 +557,6 @@ def test_no_python_objects_leak_per_operation(pure: bool) -> None:
     # measured, after 10 000 rounds as after 20 000).
     proc = _run_child(BLOCKS_SCRIPT, pure, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    growth = {line.split()[0]: int(line.split()[1]) for line in proc.stdout.splitlines()}
-    assert len(growth) == 8
+    growth = {line.rsplit(maxsplit=1)[0]: int(line.split()[-1]) for line in proc.stdout.splitlines()}
+    assert len(growth) == 9
     assert all(g < 250 for g in growth.values()), growth
