@@ -251,6 +251,9 @@ def tensor_cases() -> list[Case]:
         ("add_one_cpu(x, y), numpy arrays", lambda: o_add(x, y), lambda: c_add(x, y), False),
         ("Tensor.from_dlpack(numpy)", lambda: rt.Tensor.from_dlpack(x), lambda: tvm_ffi.from_dlpack(x), False),
         ("np.from_dlpack(tensor)", lambda: np.from_dlpack(o_t), lambda: np.from_dlpack(c_t), False),
+        # the producer's own part of each tensor argument: the capsule each binding asks numpy for
+        # (ours versioned, tvm_ffi's legacy), made and dropped
+        ("numpy x.__dlpack__() alone", lambda: x.__dlpack__(max_version=(1, 3)), lambda: x.__dlpack__(), False),
     ]
     try:
         import torch
@@ -274,9 +277,9 @@ TABLES: dict[str, Callable[[], list[Case]]] = {
 }
 
 
-def cases(tables: list[str] | None = None) -> list[Case]:
-    """The cases of ``tables`` (all when None), in table order."""
-    return [case for name, make in TABLES.items() if tables is None or name in tables for case in make()]
+def cases(tables: list[str] | None = None) -> list[tuple[str, Case]]:
+    """(table name, case) of the cases of ``tables`` (all when None), in table order."""
+    return [(name, case) for name, make in TABLES.items() if tables is None or name in tables for case in make()]
 
 
 def _measure(selected: list[Case], rounds: int, repeat: int, number: int) -> list[dict[str, Any]]:
@@ -342,7 +345,9 @@ def _report(rows: list[dict[str, Any]], floor: dict[str, float] | None) -> None:
     width = max(len(r["case"]) for r in rows)
     extra = "  pure/Cy" if "pure_ratio" in rows[0] else ""
     print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}{extra}")
-    for r in rows:
+    for i, r in enumerate(rows):
+        if i and r["table"] != rows[i - 1]["table"]:
+            print(f"-- {r['table']}")
         tail = f"  {r['pure_ratio']:7.2f}" if "pure_ratio" in r else ""
         print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}{tail}")
     for key, label in (("ratio", "ours"), ("pure_ratio", "pure ctypes")):
@@ -372,8 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-pure", action="store_true", help="add a pure-ctypes column (second process)")
     args = parser.parse_args(argv)
     print(f"runtime path: {'compiled' if rt._backend.accelerated() else 'pure ctypes'}")
-    selected = [c for c in cases(args.table) if not args.only or args.only in c[0]]
-    rows = _measure(selected, args.rounds, args.repeat, args.number)
+    selected = [(table, c) for table, c in cases(args.table) if not args.only or args.only in c[0]]
+    rows = _measure([c for _, c in selected], args.rounds, args.repeat, args.number)
+    for row, (table, _) in zip(rows, selected, strict=True):
+        row["table"] = table
     floor = None if args.only or args.table else _floor(args.rounds)
     if args.with_pure and not args.pure:
         _add_pure_column(rows, args)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from ._backend import backend
 from ._call import ffi_call, global_handle, new_container
+from ._container_functions import MAP_FUNCTIONS
 from ._errors import index_error
 from ._object import Object, _adopt, register_object
 from ._values import TypeIndex
@@ -278,7 +279,7 @@ def _flat_pairs(items: Mapping[K, V] | Iterable[tuple[K, V]]) -> list[object]:
 def missing_object() -> Object:
     """The marker ``ffi.MapGetItemOrMissing`` (and ``ffi.DictGetItemOrMissing``) returns for an
     absent key: the backends ask for it once (``_wiring``: ``map_missing``)."""
-    return _call("ffi.MapGetItemOrMissing", Map({}), "__tvmffi_runtime_probe__")  # type: ignore[no-any-return]
+    return _call(MAP_FUNCTIONS[TypeIndex.MAP][0], Map({}), "__tvmffi_runtime_probe__")  # type: ignore[no-any-return]
 
 
 @register_object("ffi.Map")
