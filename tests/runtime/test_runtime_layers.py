@@ -116,7 +116,8 @@ def test_core_layers_import_only_lower_layers() -> None:
     order = ["_platform", "_library_check", "_field_kinds", "_lib", "_native_traceback", "_errors", "_values",
              "_graph_layout", "_container_functions",
              "_pure.objects", "_pure.calls", "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph",
-             "_pure.dlpack", "_pure.containers", "_pure", "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
+             "_pure.dlpack", "_pure.containers", "_pure",
+             "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
@@ -201,11 +202,7 @@ def test_one_table_of_map_functions() -> None:
     assert _wiring.BACKEND_HELPERS["map_functions"] is MAP_FUNCTIONS
     names = {name for row in MAP_FUNCTIONS.values() for name in row}
     assert len(names) == 6
-    spelled = {
-        _module_name(p)
-        for p in PACKAGE.rglob("*.py")
-        if any(f'"{name}"' in p.read_text() for name in names)
-    }
+    spelled = {_module_name(p) for p in PACKAGE.rglob("*.py") if any(f'"{name}"' in p.read_text() for name in names)}
     assert spelled == {"_container_functions"}
     assert not any(name in accel_source() for name in names)
 
