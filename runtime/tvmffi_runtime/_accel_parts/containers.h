@@ -480,12 +480,44 @@ static PyObject* shape_dims(PyObject* self, PyObject* unused) {
   return cell == NULL ? NULL : shape_dims_of(cell, 0, 1, (Py_ssize_t)cell->size);
 }
 
+/* iter(shape): reads the dimensions one by one (a Shape never changes), no tuple made first */
+typedef struct {
+  PyObject_HEAD
+  PyObject* shape; /* the Shape, kept alive (and so its cell); NULL once exhausted */
+  Py_ssize_t next;
+} ShapeIter;
+
+static void shape_iter_dealloc(PyObject* self) {
+  Py_XDECREF(((ShapeIter*)self)->shape);
+  PyObject_Free(self);
+}
+
+static PyObject* shape_iter_next(PyObject* self) {
+  ShapeIter* it = (ShapeIter*)self;
+  if (it->shape == NULL) return NULL;
+  const ShapeCell* cell = shape_cell(it->shape);
+  if (cell == NULL) return NULL;
+  if (it->next < (Py_ssize_t)cell->size) return PyLong_FromLongLong(cell->data[it->next++]);
+  Py_CLEAR(it->shape);
+  return NULL;
+}
+
+static PyTypeObject ShapeIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.ShapeIterator",
+    .tp_basicsize = sizeof(ShapeIter),
+    .tp_dealloc = shape_iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = shape_iter_next,
+};
+
 static PyObject* shape_iter(PyObject* self) {
-  PyObject* dims = shape_dims(self, NULL);
-  if (dims == NULL) return NULL;
-  PyObject* it = PyObject_GetIter(dims);
-  Py_DECREF(dims);
-  return it;
+  if (shape_cell(self) == NULL) return NULL;
+  ShapeIter* it = PyObject_New(ShapeIter, &ShapeIterType);
+  if (it == NULL) return NULL;
+  it->shape = Py_NewRef(self);
+  it->next = 0;
+  return (PyObject*)it;
 }
 
 static PySequenceMethods shape_as_sequence = {.sq_length = shape_length};
