@@ -440,7 +440,19 @@ for attempt in (lambda: setattr(o, "v_str", "x"), lambda: setattr(o, "v_i64", 1)
 print(" ".join(out))
 """
 
+# a comparison inside `x in lst` that empties the List: the C loop reads the cell again each round
+EDGE_CASES["list_emptied_while_searched"] = """
+lst = rt.List([1, 2, 3, "x" * 100])
+class Evil:
+    def __eq__(self, other):
+        lst.clear()
+        junk = ["b" * 128 for _ in range(1000)]
+        return False
+print(Evil() in lst, len(lst))
+"""
+
 REVIEW_EXPECTED = {
+    "list_emptied_while_searched": "False 0",
     "registry_access_on_a_moved_object": "refused refused refused refused refused",
     "moved_callback": "42",
     "self_containing_list": "RecursionError",
