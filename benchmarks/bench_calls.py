@@ -1,6 +1,7 @@
 """Per-call cost of a generated package versus the ``tvm_ffi`` Cython binding, side by side.
 
     python benchmarks/bench_calls.py [--repeat 7] [--rounds 1] [--number N] [--json out.json] [--with-pure]
+                                     [--table calls|structural|containers|tensors ...] [--only TEXT]
 
 Both bindings run in one process on the same ``libtvm_ffi_testing.so`` (tvmffi_runtime reuses the
 libtvm_ffi.so that tvm_ffi loaded). Cases are interleaved (ours, theirs, ours, ...) and each
