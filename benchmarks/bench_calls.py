@@ -1,6 +1,7 @@
 """Per-call cost of a generated package versus the ``tvm_ffi`` Cython binding, side by side.
 
     python benchmarks/bench_calls.py [--repeat 7] [--rounds 1] [--number N] [--json out.json] [--with-pure]
+                                     [--table calls|structural|containers|tensors ...] [--only TEXT]
 
 Both bindings run in one process on the same ``libtvm_ffi_testing.so`` (tvmffi_runtime reuses the
 libtvm_ffi.so that tvm_ffi loaded). Cases are interleaved (ours, theirs, ours, ...) and each
@@ -187,6 +188,45 @@ def _structural_cases() -> list[Case]:
     ]
 
 
+def container_cases() -> list[Case]:
+    """Sequence and mapping operations on the same values both ways: an Array, a List and a Map /
+    Dict of 100 items (str keys ``k0`` ... ``k99``), and a 3-dim Shape."""
+    ints = list(range(100))
+    pairs = {f"k{i}": i for i in range(100)}
+    o_arr, c_arr = rt.Array(ints), tvm_ffi.Array(ints)
+    o_list, c_list = rt.List(ints), tvm_ffi.List(ints)
+    o_map, c_map = rt.Map(pairs), tvm_ffi.Map(pairs)
+    o_dict, c_dict = rt.Dict(pairs), tvm_ffi.Dict(pairs)
+    o_shape, c_shape = rt.Shape((2, 3, 4)), tvm_ffi.Shape((2, 3, 4))
+    big = "x" * 100_000
+    echo, c_echo = gen.echo, tvm_ffi.get_global_func("testing.echo")
+    return [
+        ("array[50]", lambda: o_arr[50], lambda: c_arr[50], False),
+        ("array[-1]", lambda: o_arr[-1], lambda: c_arr[-1], False),
+        ("len(array)", lambda: len(o_arr), lambda: len(c_arr), False),
+        ("array[10:20]", lambda: o_arr[10:20], lambda: c_arr[10:20], False),
+        ("50 in array", lambda: 50 in o_arr, lambda: 50 in c_arr, False),
+        ("list(array)", lambda: list(o_arr), lambda: list(c_arr), False),
+        ("list[50]", lambda: o_list[50], lambda: c_list[50], False),
+        ("len(list)", lambda: len(o_list), lambda: len(c_list), False),
+        ("len(map)", lambda: len(o_map), lambda: len(c_map), False),
+        ('map["k50"]', lambda: o_map["k50"], lambda: c_map["k50"], False),
+        ('"k50" in map', lambda: "k50" in o_map, lambda: "k50" in c_map, False),
+        ('map.get("nope")', lambda: o_map.get("nope"), lambda: c_map.get("nope"), False),
+        ("list(map.items())", lambda: list(o_map.items()), lambda: list(c_map.items()), False),
+        ("list(map)", lambda: list(o_map), lambda: list(c_map), False),
+        ("len(dict)", lambda: len(o_dict), lambda: len(c_dict), False),
+        ('dict["k50"]', lambda: o_dict["k50"], lambda: c_dict["k50"], False),
+        ('"k50" in dict', lambda: "k50" in o_dict, lambda: "k50" in c_dict, False),
+        ("shape[1]", lambda: o_shape[1], lambda: c_shape[1], False),
+        ("len(shape)", lambda: len(o_shape), lambda: len(c_shape), False),
+        ("tuple(shape)", lambda: tuple(o_shape), lambda: tuple(c_shape), False),
+        ("Array(range(100))", lambda: rt.Array(range(100)), lambda: tvm_ffi.Array(range(100)), False),
+        ("Map({100 str: int})", lambda: rt.Map(pairs), lambda: tvm_ffi.Map(pairs), False),
+        ("echo(100 kB str)", lambda: echo(big), lambda: c_echo(big), False),
+    ]
+
+
 def tensor_cases() -> list[Case]:
     """DLPack on the kernel-call path: ``add_one_cpu(x, y)`` from ``examples/add_one`` (built into
     ``benchmarks/build/``) with numpy arrays and, when torch imports, torch tensors; and the
@@ -212,6 +252,9 @@ def tensor_cases() -> list[Case]:
         ("add_one_cpu(x, y), numpy arrays", lambda: o_add(x, y), lambda: c_add(x, y), False),
         ("Tensor.from_dlpack(numpy)", lambda: rt.Tensor.from_dlpack(x), lambda: tvm_ffi.from_dlpack(x), False),
         ("np.from_dlpack(tensor)", lambda: np.from_dlpack(o_t), lambda: np.from_dlpack(c_t), False),
+        # the producer's own part of each tensor argument: the capsule each binding asks numpy for
+        # (ours versioned, tvm_ffi's legacy), made and dropped
+        ("numpy x.__dlpack__() alone", lambda: x.__dlpack__(max_version=(1, 3)), lambda: x.__dlpack__(), False),
     ]
     try:
         import torch
@@ -226,8 +269,18 @@ def tensor_cases() -> list[Case]:
     ]
 
 
-def cases() -> list[Case]:
-    return _call_cases() + _structural_cases()
+#: The tables, by the name ``--table`` selects them with.
+TABLES: dict[str, Callable[[], list[Case]]] = {
+    "calls": lambda: _call_cases(),
+    "structural": lambda: _structural_cases(),
+    "containers": lambda: container_cases(),
+    "tensors": lambda: tensor_cases(),
+}
+
+
+def cases(tables: list[str] | None = None) -> list[tuple[str, Case]]:
+    """(table name, case) of the cases of ``tables`` (all when None), in table order."""
+    return [(name, case) for name, make in TABLES.items() if tables is None or name in tables for case in make()]
 
 
 def _measure(selected: list[Case], rounds: int, repeat: int, number: int) -> list[dict[str, Any]]:
@@ -280,6 +333,7 @@ def _add_pure_column(rows: list[dict[str, Any]], args: argparse.Namespace) -> No
         cmd = [sys.executable, __file__, "--pure", "--repeat", str(args.repeat), "--json", str(out)]
         cmd += ["--rounds", str(args.rounds)]
         cmd += ["--only", args.only] if args.only else []
+        cmd += [arg for table in args.table or () for arg in ("--table", table)]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         pure = {r["case"]: r for r in json.loads(out.read_text())["rows"]}
     for r in rows:
@@ -292,7 +346,9 @@ def _report(rows: list[dict[str, Any]], floor: dict[str, float] | None) -> None:
     width = max(len(r["case"]) for r in rows)
     extra = "  pure/Cy" if "pure_ratio" in rows[0] else ""
     print(f"{'case':<{width}}  {'ours ns':>9}  {'Cython ns':>9}  {'ratio':>6}{extra}")
-    for r in rows:
+    for i, r in enumerate(rows):
+        if i and r["table"] != rows[i - 1]["table"]:
+            print(f"-- {r['table']}")
         tail = f"  {r['pure_ratio']:7.2f}" if "pure_ratio" in r else ""
         print(f"{r['case']:<{width}}  {r['ours_ns']:9.0f}  {r['cython_ns']:9.0f}  {r['ratio']:6.2f}{tail}")
     for key, label in (("ratio", "ours"), ("pure_ratio", "pure ctypes")):
@@ -317,13 +373,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--number", type=int, default=0, help="calls per repeat (0: auto)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", help="run only cases whose name contains this text")
+    parser.add_argument("--table", action="append", choices=sorted(TABLES), help="run only this table (repeatable)")
     parser.add_argument("--pure", action="store_true", help="measure the pure-ctypes path")
     parser.add_argument("--with-pure", action="store_true", help="add a pure-ctypes column (second process)")
     args = parser.parse_args(argv)
     print(f"runtime path: {'compiled' if rt._backend.accelerated() else 'pure ctypes'}")
-    selected = [c for c in [*cases(), *tensor_cases()] if not args.only or args.only in c[0]]
-    rows = _measure(selected, args.rounds, args.repeat, args.number)
-    floor = None if args.only else _floor(args.rounds)
+    selected = [(table, c) for table, c in cases(args.table) if not args.only or args.only in c[0]]
+    rows = _measure([c for _, c in selected], args.rounds, args.repeat, args.number)
+    for row, (table, _) in zip(rows, selected, strict=True):
+        row["table"] = table
+    floor = None if args.only or args.table else _floor(args.rounds)
     if args.with_pure and not args.pure:
         _add_pure_column(rows, args)
     _report(rows, floor)

@@ -96,12 +96,14 @@ enum {
   E_ARITY,               /* (function name, arity, given) */
   E_NO_KEYWORDS,         /* (function name) */
   E_INIT_RESULT,         /* (type key, value) */
+  E_INDEX,               /* (class name, index, length) */
+  E_RELEASED,            /* (obj) */
   E_COUNT
 };
 static const char* error_names[E_COUNT] = {
     "not_callable", "field_value", "field_overflow", "field_not_an_object", "field_released",
     "field_read_only", "field_delete", "field_kind", "field_in_place", "arity", "no_keywords",
-    "init_result"};
+    "init_result", "index", "released"};
 static PyObject* error_makers[E_COUNT];
 /* (kind, message) bytes of the native error raised when converting a callback's exception
    fails (_errors.CONVERSION_FAILED), then the pair used when that exception is a RecursionError
@@ -129,6 +131,7 @@ static int raise_error(int which, PyObject* const* args, size_t n) {
 #include "_accel_parts/lazy_function.h"
 #include "_accel_parts/fields.h"
 #include "_accel_parts/graph.h"
+#include "_accel_parts/containers.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Module                                                                                     */
@@ -182,14 +185,18 @@ static PyObject* accel_init(PyObject* mod, PyObject* args) {
       take_hook(hooks, "walk_result", &hook_walk_result) < 0 ||
       take_hook(hooks, "array_ctor", &hook_array_ctor) < 0 ||
       take_hook(hooks, "conversion_failed", &conversion_failed) < 0 || take_hook(hooks, "errors", &errors) < 0 ||
-      take_hook(hooks, "other_bindings", &other_binding_modules) < 0)
+      take_hook(hooks, "other_bindings", &other_binding_modules) < 0 ||
+      take_hook(hooks, "global_handle", &hook_global_handle) < 0 ||
+      take_hook(hooks, "map_missing", &hook_map_missing) < 0 ||
+      take_hook(hooks, "map_functions", &map_function_names) < 0)
     return NULL;
   if (!PyTuple_Check(other_binding_modules)) {
     PyErr_SetString(PyExc_TypeError, "init: other_bindings must be a tuple of module names");
     return NULL;
   }
-  if (!PyDict_Check(class_cache) || !PyDict_Check(object_return) || !PyDict_Check(errors)) {
-    PyErr_SetString(PyExc_TypeError, "init: class_cache, object_return and errors must be dicts");
+  if (!PyDict_Check(class_cache) || !PyDict_Check(object_return) || !PyDict_Check(errors) ||
+      !PyDict_Check(map_function_names)) {
+    PyErr_SetString(PyExc_TypeError, "init: class_cache, object_return, errors and map_functions must be dicts");
     return NULL;
   }
   int bytes_ok = PyTuple_Check(conversion_failed) && PyTuple_GET_SIZE(conversion_failed) == 4;
@@ -211,8 +218,6 @@ static PyMethodDef accel_methods[] = {
     {"call", (PyCFunction)(void (*)(void))accel_call, METH_FASTCALL, "call(handle, args, name=None) -> result"},
     {"construct", (PyCFunction)(void (*)(void))accel_construct, METH_FASTCALL,
      "construct(self, handle, args, name, type_key): self owns what __ffi_init__ returns"},
-    {"view_items", (PyCFunction)(void (*)(void))accel_view_items, METH_FASTCALL,
-     "view_items(address, count) -> list of the values of count borrowed Anys"},
     {"function_create", (PyCFunction)(void (*)(void))accel_function_create, METH_FASTCALL,
      "function_create(fn, mode) -> owned handle of a native Function calling fn"},
     {"callback_function", (PyCFunction)(void (*)(void))accel_callback_function, METH_FASTCALL,
@@ -238,7 +243,10 @@ static struct PyModuleDef accel_module = {
 PyMODINIT_FUNC PyInit__accel(void) {
   /* object's own tp_new, so object.__new__(cls) makes wrappers as in the pure runtime */
   ObjectBaseType.tp_new = PyBaseObject_Type.tp_new;
-  if (PyType_Ready(&ObjectBaseType) < 0 || PyType_Ready(&LazyFunctionType) < 0 || PyType_Ready(&FieldType) < 0)
+  SeqBaseType.tp_base = MapBaseType.tp_base = ShapeBaseType.tp_base = &ObjectBaseType;
+  if (PyType_Ready(&ObjectBaseType) < 0 || PyType_Ready(&LazyFunctionType) < 0 || PyType_Ready(&FieldType) < 0 ||
+      PyType_Ready(&SeqBaseType) < 0 || PyType_Ready(&MapBaseType) < 0 || PyType_Ready(&ShapeBaseType) < 0 ||
+      PyType_Ready(&ShapeIterType) < 0)
     return NULL;
   PyObject* m = PyModule_Create(&accel_module);
   if (m == NULL) return NULL;
@@ -258,7 +266,10 @@ PyMODINIT_FUNC PyInit__accel(void) {
   }
   if (PyModule_AddObject(m, "ObjectBase", (PyObject*)&ObjectBaseType) < 0 ||
       PyModule_AddObject(m, "LazyFunction", (PyObject*)&LazyFunctionType) < 0 ||
-      PyModule_AddObject(m, "Field", (PyObject*)&FieldType) < 0) {
+      PyModule_AddObject(m, "Field", (PyObject*)&FieldType) < 0 ||
+      PyModule_AddObjectRef(m, "SeqBase", (PyObject*)&SeqBaseType) < 0 ||
+      PyModule_AddObjectRef(m, "MapBase", (PyObject*)&MapBaseType) < 0 ||
+      PyModule_AddObjectRef(m, "ShapeBase", (PyObject*)&ShapeBaseType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -41,6 +41,7 @@ __all__ = [
     "field_read_only_error",
     "field_released_error",
     "field_value_error",
+    "index_error",
     "init_result_error",
     "int64_overflow_error",
     "moved_result_error",
@@ -455,6 +456,11 @@ def function_not_constructible_error() -> TypeError:
     )
 
 
+def index_error(owner: str, index: int, length: int) -> IndexError:
+    """``index`` names no item of a sequence of ``length`` items (``owner``: its class name)."""
+    return IndexError(f"{owner} index {index} out of range for length {length}")
+
+
 def init_result_error(type_key: str, value: object) -> TypeError:
     """A type's ``__ffi_init__`` returned something other than an object."""
     return TypeError(f"{type_key}.__ffi_init__ returned {type(value).__name__}, not an object")
@@ -473,4 +479,6 @@ BACKEND_ERRORS: dict[str, Callable[..., BaseException]] = {
     "arity": arity_error,
     "no_keywords": no_keywords_error,
     "init_result": init_result_error,
+    "index": index_error,
+    "released": _released_object_error,
 }

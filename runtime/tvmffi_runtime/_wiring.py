@@ -18,8 +18,9 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from . import _call, _callback, _convert, _graph_guard, _lib, _object, _typed, copying, interop, tensor
+from . import _call, _callback, _convert, _graph_guard, _lib, _object, _typed, containers, copying, interop, tensor
 from ._backend import backend
+from ._container_functions import MAP_FUNCTIONS
 from ._errors import BACKEND_ERRORS, CONVERSION_FAILED, RECURSION_IN_CALLBACK, _fetch_error, _raise_into_native
 from ._values import UNCHANGED
 from .structural._markers import Moved, pack_moved
@@ -84,6 +85,11 @@ BACKEND_HELPERS: dict[str, Any] = {
     # the messages it raises, worded once (_errors): name -> builder
     "errors": BACKEND_ERRORS,
     "fetch_error": _fetch_error,
+    # the containers' read side (both backends): a global function's handle by name, the marker
+    # *GetItemOrMissing returns for an absent key, and the map functions by type index
+    "global_handle": _call.global_handle,
+    "map_functions": MAP_FUNCTIONS,
+    "map_missing": containers.missing_object,
     "object_return": _object._OBJECT_RETURN,
     # bindings whose Python callables native code may hold without our knowing
     "other_bindings": ("tvm_ffi", "tvm"),
@@ -95,8 +101,8 @@ BACKEND_HELPERS: dict[str, Any] = {
     "to_owned": _callback.to_owned_any,
     "view_slow": view_slow,
     "walk_result": _callback._walk_result_at,
-    # read by the pure backend (_pure), besides class_cache, object_return, pack_error,
-    # release_temps, to_owned, walk_result
+    # read by the pure backend (_pure), besides class_cache, global_handle, map_functions,
+    # map_missing, object_return, pack_error, release_temps, to_owned, walk_result
     # the packer of each Python type met so far (filled on first sight by resolve_packer)
     "packers": _convert._PACKERS,
     "resolve_packer": _convert._resolve_packer,

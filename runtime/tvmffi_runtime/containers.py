@@ -7,7 +7,6 @@ functions (``ffi.MapGetItem``, ``ffi.ListAppend``, ...), so semantics match C++.
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import (
     Callable,
@@ -22,79 +21,51 @@ from collections.abc import (
     ValuesView,
 )
 from operator import index as _index  # a TypeError, like list, for a non-integer index
-from typing import Any, ClassVar, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from ._backend import backend
 from ._call import ffi_call, global_handle, new_container
-from ._convert import view_from_buffer
-from ._lib import OBJECT_HEADER_SIZE
-from ._object import Object, _adopt, _wrap, register_object
+from ._container_functions import MAP_FUNCTIONS
+from ._errors import index_error
+from ._object import Object, _adopt, register_object
 from ._values import TypeIndex
 
-__all__ = ["Array", "List", "Map", "Dict", "Shape"]
+__all__ = ["Array", "List", "Map", "Dict", "Shape", "missing_object"]
 
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 _D = TypeVar("_D")
 
-_string_at = ctypes.string_at
-_c_void_p = ctypes.c_void_p
-
 
 def _call(name: str, *args: Any) -> Any:
     return ffi_call(global_handle(name), args, name)
 
 
-def _seq_cell(handle: int) -> tuple[int, int]:
-    """(data pointer, size) of the TVMFFISeqCell after the object header."""
-    data = _c_void_p.from_address(handle + OBJECT_HEADER_SIZE).value or 0
-    size = ctypes.c_int64.from_address(handle + OBJECT_HEADER_SIZE + 8).value
-    return data, size
-
-
-#: A sequence's items as values (the backend's reader: converted in C on the compiled one).
-_view_items = backend.view_items
-
-
 def _norm_index(i: int, n: int, what: str) -> int:
     j = i + n if i < 0 else i
     if not 0 <= j < n:
-        raise IndexError(f"{what} index {i} out of range for length {n}")
+        raise index_error(what, i, n)
     return j
 
 
-class _SeqBase(Object, Generic[T]):
-    """Shared read side of Array and List (both are a TVMFFISeqCell of Any)."""
+class _SeqBase(Object, backend.SeqBase, Generic[T]):
+    """Shared read side of Array and List (both are a TVMFFISeqCell of Any): the backend's
+    ``SeqBase``, typed here."""
 
     __slots__ = ()
 
-    def __len__(self) -> int:
-        return _seq_cell(self._h)[1]
+    if TYPE_CHECKING:
 
-    def _item(self, j: int) -> T:
-        data, _ = _seq_cell(self._h)
-        return view_from_buffer(_string_at(data + 16 * j, 16), 0)  # type: ignore[no-any-return]
-
-    def _items(self) -> list[T]:
-        data, n = _seq_cell(self._h)
-        return _view_items(data, n) if n else []
-
-    @overload
-    def __getitem__(self, i: int) -> T: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[T]: ...
-    def __getitem__(self, i: int | slice) -> T | list[T]:
-        if isinstance(i, slice):
-            return self._items()[i]
-        n = len(self)
-        return self._item(_norm_index(_index(i), n, type(self).__name__))
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self._items())
-
-    def __contains__(self, value: object) -> bool:
-        return any(x == value for x in self._items())
+        def __len__(self) -> int: ...
+        def _items(self) -> list[T]: ...
+        @overload
+        def __getitem__(self, i: int, /) -> T: ...
+        @overload
+        def __getitem__(self, i: slice, /) -> list[T]: ...
+        def __getitem__(self, i: int | slice, /) -> T | list[T]: ...
+        def __iter__(self) -> Iterator[T]: ...
+        def __contains__(self, value: object, /) -> bool: ...
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _SeqBase):
@@ -204,10 +175,6 @@ class List(_SeqBase[T], MutableSequence[T]):
         _call("ffi.ListReverse", self)
 
 
-class _MISSING:
-    pass
-
-
 class _ItemsView(ItemsView[K, V]):
     """``Map.items()``: iterates the native iterator once instead of a lookup per key."""
 
@@ -223,43 +190,29 @@ class _ValuesView(ValuesView[V]):
     _mapping: _MapBase[Any, V]
 
     def __iter__(self) -> Iterator[V]:
-        return iter([v for _, v in self._mapping._pairs()])
+        return iter(self._mapping._values())
 
 
-class _MapBase(Object, Generic[K, V]):
-    """Shared read side of Map and Dict."""
+class _MapBase(Object, backend.MapBase, Generic[K, V]):
+    """Shared read side of Map and Dict: the backend's ``MapBase``, typed here."""
 
     __slots__ = ()
-    _prefix: ClassVar[str] = "ffi.Map"
 
-    def __len__(self) -> int:
-        return _call(self._prefix + "Size", self)  # type: ignore[no-any-return]
+    if TYPE_CHECKING:
 
-    def __getitem__(self, key: K) -> V:
-        value = _call(self._prefix + "GetItemOrMissing", self, key)
-        if isinstance(value, Object) and value.same_as(_missing_object()):
-            raise KeyError(key)
-        return value  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            return bool(_call(self._prefix + "Count", self, key))
-        except TypeError:
-            return False
-
-    def _pairs(self) -> list[tuple[K, V]]:
-        if len(self) == 0:
-            return []
-        it = _call(self._prefix + "ForwardIterFunctor", self)
-        out: list[tuple[K, V]] = []
-        while True:
-            out.append((it(0), it(1)))
-            if not it(2):
-                break
-        return out
-
-    def __iter__(self) -> Iterator[K]:
-        return iter([k for k, _ in self._pairs()])
+        def __len__(self) -> int: ...
+        def __getitem__(self, key: K, /) -> V: ...
+        def __contains__(self, key: object, /) -> bool: ...
+        def __iter__(self) -> Iterator[K]: ...
+        def _pairs(self) -> list[tuple[K, V]]: ...
+        def _values(self) -> list[V]: ...
+        @overload
+        def get(self, key: K, /) -> V | None: ...
+        @overload
+        def get(self, key: K, default: V, /) -> V: ...
+        @overload
+        def get(self, key: K, default: _D, /) -> V | _D: ...
+        def get(self, key: K, default: object = None, /) -> object: ...
 
     def items(self) -> ItemsView[K, V]:
         """A view of the (key, value) pairs, read in one pass of the native iterator."""
@@ -271,18 +224,6 @@ class _MapBase(Object, Generic[K, V]):
     def values(self) -> ValuesView[V]:
         """A view of the values, read in one pass of the native iterator."""
         return _ValuesView(self)
-
-    @overload
-    def get(self, key: K, /) -> V | None: ...
-    @overload
-    def get(self, key: K, default: V, /) -> V: ...
-    @overload
-    def get(self, key: K, default: _D, /) -> V | _D: ...
-    def get(self, key: K, default: object = None, /) -> object:
-        value = _call(self._prefix + "GetItemOrMissing", self, key)
-        if isinstance(value, Object) and value.same_as(_missing_object()):
-            return default
-        return value
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _MapBase) and self.same_as(cast("_MapBase[object, object]", other)):
@@ -335,15 +276,10 @@ def _flat_pairs(items: Mapping[K, V] | Iterable[tuple[K, V]]) -> list[object]:
     return [x for kv in pairs for x in kv]
 
 
-_MISSING_OBJ: list[Object] = []
-
-
-def _missing_object() -> Object:
-    if not _MISSING_OBJ:
-        # ffi.MapGetItemOrMissing returns this sentinel for absent keys.
-        m: Map[Any, Any] = Map({})
-        _MISSING_OBJ.append(_call("ffi.MapGetItemOrMissing", m, "__tvmffi_runtime_probe__"))
-    return _MISSING_OBJ[0]
+def missing_object() -> Object:
+    """The marker ``ffi.MapGetItemOrMissing`` (and ``ffi.DictGetItemOrMissing``) returns for an
+    absent key: the backends ask for it once (``_wiring``: ``map_missing``)."""
+    return _call(MAP_FUNCTIONS[TypeIndex.MAP][0], Map({}), "__tvmffi_runtime_probe__")  # type: ignore[no-any-return]
 
 
 @register_object("ffi.Map")
@@ -351,7 +287,6 @@ class Map(_MapBase[K, V], Mapping[K, V]):
     """An immutable TVM FFI map; a ``Mapping[K, V]``. ``Map({"a": 1})`` builds one."""
 
     __slots__ = ()
-    _prefix: ClassVar[str] = "ffi.Map"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
         self._h = new_container("ffi.Map", _flat_pairs(items))
@@ -363,7 +298,6 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
     """A mutable TVM FFI dict; a ``MutableMapping[K, V]``. ``Dict({"a": 1})`` builds one."""
 
     __slots__ = ()
-    _prefix: ClassVar[str] = "ffi.Dict"
 
     def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
         self._h = new_container("ffi.Dict", _flat_pairs(items))
@@ -382,8 +316,9 @@ class Dict(_MapBase[K, V], MutableMapping[K, V]):
 
 
 @register_object("ffi.Shape")
-class Shape(Object, Sequence[int]):
-    """An immutable shape (a sequence of int64); compares equal to tuples and lists of ints."""
+class Shape(Object, backend.ShapeBase, Sequence[int]):
+    """An immutable shape (a sequence of int64); compares equal to tuples and lists of ints.
+    Its read side is the backend's ``ShapeBase``, typed here."""
 
     __slots__ = ()
 
@@ -391,28 +326,16 @@ class Shape(Object, Sequence[int]):
         made = _call("ffi.Shape", *list(dims))
         _adopt(self, made)
 
-    def _dims(self) -> tuple[int, ...]:
-        data = _c_void_p.from_address(self._h + OBJECT_HEADER_SIZE).value or 0
-        n = ctypes.c_size_t.from_address(self._h + OBJECT_HEADER_SIZE + 8).value
-        if not n:
-            return ()
-        return tuple((ctypes.c_int64 * n).from_address(data))
+    if TYPE_CHECKING:
 
-    def __len__(self) -> int:
-        return ctypes.c_size_t.from_address(self._h + OBJECT_HEADER_SIZE + 8).value
-
-    @overload
-    def __getitem__(self, i: int) -> int: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[int, ...]: ...
-    def __getitem__(self, i: int | slice) -> int | tuple[int, ...]:
-        dims = self._dims()
-        if isinstance(i, slice):
-            return dims[i]
-        return dims[_norm_index(_index(i), len(dims), "Shape")]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._dims())
+        def _dims(self) -> tuple[int, ...]: ...
+        def __len__(self) -> int: ...
+        @overload
+        def __getitem__(self, i: int, /) -> int: ...
+        @overload
+        def __getitem__(self, i: slice, /) -> tuple[int, ...]: ...
+        def __getitem__(self, i: int | slice, /) -> int | tuple[int, ...]: ...
+        def __iter__(self) -> Iterator[int]: ...
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Shape):
@@ -429,6 +352,3 @@ class Shape(Object, Sequence[int]):
 
     def __repr__(self) -> str:
         return f"Shape({list(self._dims())!r})"
-
-
-del _MISSING, _wrap

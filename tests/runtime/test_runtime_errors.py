@@ -443,6 +443,8 @@ SAMPLE_ARGS: dict[str, tuple[Any, ...]] = {
     "arity": ("QQQ", 987654321, 987654321),
     "no_keywords": ("QQQ",),
     "init_result": ("QQQ", _Sentinel()),
+    "index": ("QQQ", 987654321, 987654321),
+    "released": (_Sentinel(),),
 }
 
 

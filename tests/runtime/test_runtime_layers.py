@@ -114,9 +114,10 @@ def test_no_import_cycle() -> None:
 def test_core_layers_import_only_lower_layers() -> None:
     # the pure backend sits as low as the compiled one: what it calls above it is handed to it
     order = ["_platform", "_library_check", "_field_kinds", "_features", "_lib", "_native_traceback", "_errors",
-             "_values", "_graph_layout",
+             "_values", "_graph_layout", "_container_functions",
              "_pure.objects", "_pure.calls", "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph",
-             "_pure.dlpack", "_pure", "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
+             "_pure.dlpack", "_pure.containers", "_pure",
+             "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip
     graph = _graph()
     for i, m in enumerate(order):
         higher = graph[m] & set(order[i:])
@@ -189,6 +190,21 @@ def test_callback_modes_match_the_compiled_backend() -> None:
         "CB_HOOK": CallbackMode.HOOK,
     }
     assert c_modes == py_modes
+
+
+def test_one_table_of_map_functions() -> None:
+    """The functions a Map or Dict is read with are named once (``_container_functions``): both
+    backends are handed that table at init and look the functions up by it, so neither the C
+    nor any Python module spells one of the names itself."""
+    from tvmffi_runtime import _wiring
+    from tvmffi_runtime._container_functions import MAP_FUNCTIONS
+
+    assert _wiring.BACKEND_HELPERS["map_functions"] is MAP_FUNCTIONS
+    names = {name for row in MAP_FUNCTIONS.values() for name in row}
+    assert len(names) == 6
+    spelled = {_module_name(p) for p in PACKAGE.rglob("*.py") if any(f'"{name}"' in p.read_text() for name in names)}
+    assert spelled == {"_container_functions"}
+    assert not any(name in accel_source() for name in names)
 
 
 def test_one_table_of_field_kinds() -> None:

@@ -12,8 +12,9 @@ even one of them per iteration grows RSS far beyond the 5 MB bound; the use-coun
 object checks catch leaks of small objects that RSS alone could miss.
 
 Iteration counts: 100 000 for calls, fields, containers (25 000 rounds of the four container
-kinds), callbacks and tensors. Two cases run fewer, to keep the whole suite under its time budget
-(measured on 2 cores):
+kinds), container reads (10 000 rounds of index, slice, membership, lookups with their misses and
+iteration over all five kinds), callbacks and tensors. Two cases run fewer, to keep the whole
+suite under its time budget (measured on 2 cores):
 
 - errors: 30 000 (10 000 per direction). Raising and catching costs 100-250 us per error (a
   native backtrace, an Error object and a Python traceback each time), so 100 000 would take
@@ -174,6 +175,41 @@ def loop(n):
         assert sorted(d.keys()) == ["l", "s"] and d["s"].same_as(sentinel)
         assert any(v == LONG for v in d.values() if isinstance(v, str))
     return rounds * 4
+""",
+)
+
+# --------------------------------------------------------------------------------------------
+# the read side (index, slice, membership, lookups and their misses, iteration), each a C slot on
+# the compiled path: every object read out gets its own reference, released with its wrapper
+CASES["container_reads"] = (
+    100_000,
+    """
+sentinel = T.TestIntPair(3, 4)
+arr = rt.Array([sentinel, LONG, 7, rt.Array([sentinel])])
+lst = rt.List([sentinel, LONG])
+m = rt.Map({"s": sentinel, "l": LONG, sentinel: 1})
+d = rt.Dict({"s": sentinel, "l": LONG})
+shape = rt.Shape([2, 3, 4])
+missing = "missing " + LONG
+
+def loop(n):
+    rounds = n // 10
+    for i in range(rounds):
+        assert arr[0].same_as(sentinel) and arr[-3] == LONG and len(arr[1:]) == 3 and arr[3][0].same_as(sentinel)
+        assert sentinel in arr and LONG in arr and 8 not in arr and [sentinel] in arr and lst[1] == LONG
+        assert m["s"].same_as(sentinel) and m[sentinel] == 1 and m.get(missing) is None and "l" in m
+        assert missing not in m and [1] not in m and d["l"] == LONG and "s" in d
+        try:
+            m[missing]
+        except KeyError:
+            pass
+        try:
+            arr[10]
+        except IndexError:
+            pass
+        assert len(list(m.items())) == 3 and len(list(m)) == 3 and LONG in list(m.values())
+        assert len(list(d.items())) == 2 and shape[1] == 3 and tuple(shape) == (2, 3, 4) and shape[::2] == (2, 4)
+    return rounds * 10
 """,
 )
 
@@ -437,12 +473,16 @@ def _cases(f):
             echo("short")
             echo(blob)
 
+    mp = rt.Map({"a": arr, "s": long_str})
+
     def containers(n):
         for _ in range(n // 4):
             echo([pair, long_str, 1, 2.0])  # temporary Array
             echo({"k": pair, "s": long_str})  # temporary Map
             echo(arr)
             list(arr)
+            assert arr[0].same_as(pair) and pair in arr and len(arr[1:]) == 2
+            assert mp["a"][0].same_as(pair) and mp.get(long_str) is None and "s" in mp and len(list(mp.items())) == 2
 
     def callbacks(n):
         for _ in range(n // 4):

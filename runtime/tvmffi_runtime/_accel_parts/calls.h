@@ -1,4 +1,4 @@
-/* _accel_parts/calls.h: calling a native Function: the GIL policy, call, construct, view_items.
+/* _accel_parts/calls.h: calling a native Function: the GIL policy, call, construct.
  *
  * A part of _accel.c's one translation unit, included by it in order after the ABI
  * declarations and the hooks (it relies on what they and the parts before it define);
@@ -20,7 +20,8 @@ static PyObject* hook_array_ctor; /* () -> the ffi.Array constructor Function */
 static PyObject* array_ctor;      /* that Function, once asked for */
 static PyObject* array_ctor_name; /* "ffi.Array", for argument errors */
 
-static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result);
+static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil);
+#define call_raw(fh, args, n, name, result) call_raw_gil((fh), (args), (n), (name), (result), 0)
 
 /* A list or tuple as an owned Array handle, built by ffi.Array from its items (packed by the
    same rules as arguments): what the Python packer does, without leaving C. */
@@ -169,8 +170,10 @@ static PyObject* accel_set_gil_auto(PyObject* mod, PyObject* arg) {
 }
 
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
-   exception set. Everything made for the call is released before returning. */
-static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result) {
+   exception set. Everything made for the call is released before returning. The GIL is
+   released as the policy says, or kept when ``keep_gil`` (the library's own container
+   functions, which run no Python code and wait on nothing). */
+static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil) {
   FFIAny stack[STACK_ARGS];
   FFIAny* buf = stack;
   PyObject* temps = NULL;
@@ -199,7 +202,7 @@ static int call_raw(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* nam
   result->small_len = 0;
   result->v_int64 = 0;
   int rc;
-  if (must_release_gil()) {
+  if (!keep_gil && must_release_gil()) {
     Py_BEGIN_ALLOW_THREADS
     rc = ffi_call(fh, buf, (int32_t)n, result);
     Py_END_ALLOW_THREADS
@@ -316,42 +319,4 @@ static PyObject* accel_construct(PyObject* mod, PyObject* const* args, Py_ssize_
   self->cb = NULL;
   if (old != NULL) ffi_decref(old);
   Py_RETURN_NONE;
-}
-
-/* view_items(address, count) -> list: the values of ``count`` consecutive borrowed Anys at
-   ``address`` (an Array's or List's items). They are copied first, as the Python reader does,
-   so a conversion that runs Python code cannot move them under the loop. */
-static PyObject* accel_view_items(PyObject* mod, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "view_items(address, count)");
-    return NULL;
-  }
-  void* p = PyLong_AsVoidPtr(args[0]);
-  if (p == NULL && PyErr_Occurred()) return NULL;
-  Py_ssize_t n = PyLong_AsSsize_t(args[1]);
-  if (n < 0) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "view_items: negative count");
-    return NULL;
-  }
-  if (n > 0 && p == NULL) {
-    PyErr_SetString(PyExc_ValueError, "view_items: null address");
-    return NULL;
-  }
-  if ((size_t)n > PY_SSIZE_T_MAX / sizeof(FFIAny)) return PyErr_NoMemory();
-  FFIAny* items = n == 0 ? NULL : (FFIAny*)PyMem_Malloc(sizeof(FFIAny) * (size_t)n);
-  if (n > 0 && items == NULL) return PyErr_NoMemory();
-  if (n > 0) memcpy(items, p, sizeof(FFIAny) * (size_t)n);
-  PyObject* list = PyList_New(n);
-  if (list != NULL) {
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* v = view_to_py(&items[i]);
-      if (v == NULL) {
-        Py_CLEAR(list);
-        break;
-      }
-      PyList_SET_ITEM(list, i, v);
-    }
-  }
-  PyMem_Free(items);
-  return list;
 }

@@ -1,5 +1,5 @@
-"""_pure/calls.py: calling a native Function with Python arguments, construction, and a
-sequence's items as values (the twin of ``_accel_parts/calls.h``).
+"""_pure/calls.py: calling a native Function with Python arguments, and construction (the twin
+of ``_accel_parts/calls.h``).
 
 The packers, the unpack table and the wrapping of objects live in the layers above; ``init``
 hands them over (``connect``) by the names ``_wiring.BACKEND_HELPERS`` gives them, as the compiled
@@ -18,7 +18,7 @@ from .._errors import _fetch_error, _python_error_set_in_native, init_result_err
 from .._values import TypeIndex
 from .objects import ObjectBase
 
-__all__ = ["call", "connect", "construct", "set_gil_auto", "view_items"]
+__all__ = ["call", "connect", "construct", "set_gil_auto"]
 
 _c_void_p = ctypes.c_void_p
 _string_at = ctypes.string_at
@@ -151,13 +151,6 @@ def construct(obj: object, handle: int, args: tuple[object, ...], name: str, typ
     made._h = 0
     if old:
         _DecRef(old)
-
-
-def view_items(address: int, count: int) -> list[Any]:
-    """The values of ``count`` borrowed Anys at ``address`` (copied first, then converted)."""
-    raw = _string_at(address, 16 * count)
-    conv = _view
-    return [conv(raw, 16 * i) for i in range(count)]
 
 
 def set_gil_auto(flag: bool) -> None:
