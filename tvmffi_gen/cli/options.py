@@ -264,8 +264,11 @@ class Options:
     @classmethod
     def from_namespace(cls, args: argparse.Namespace) -> Options:
         """The options argparse parsed (its lists as tuples)."""
-        values: dict[str, Any] = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
 
     def given(self, dest: str) -> bool:
         """Whether the option of field ``dest`` was given (its value differs from its default)."""
