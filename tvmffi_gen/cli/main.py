@@ -37,7 +37,7 @@ from ..write.writer import OutputError, Plan, apply_plan, plan_output
 from .options import Options, option_conflict, parser
 from .package_name import check_package_name
 
-__all__ = ["main", "generate", "package_name", "default_library", "library_shipped_with", "INTERRUPTED"]
+__all__ = ["main", "generate", "package_name", "cmake_dir", "default_library", "library_shipped_with", "INTERRUPTED"]
 
 #: The exit status of a run stopped by Ctrl-C (SIGINT): 128 + the signal's number, as shells report it.
 INTERRUPTED = 128 + int(signal.SIGINT)
@@ -73,6 +73,12 @@ def default_library(platform: Any = None) -> str:
             " the default) was not found: pip install apache-tvm-ffi"
         )
     return str(found)
+
+
+def cmake_dir() -> Path:
+    """The folder of ``tvmffi_gen-config.cmake`` (``find_package(tvmffi_gen CONFIG)``), which the
+    build integration's CMake functions are in: ``tvmffi_gen/share/cmake/tvmffi_gen``."""
+    return Path(__file__).resolve().parents[1] / "share" / "cmake" / "tvmffi_gen"
 
 
 def _tvm_ffi_libdir() -> str | None:
@@ -428,8 +434,6 @@ def main(argv: list[str] | None = None) -> int:
     arg_parser = parser()
     args = Options.from_namespace(arg_parser.parse_args(argv))
     if args.cmakedir:
-        from ..integration.step import cmake_dir
-
         print(cmake_dir())
         return 0
     conflict = option_conflict(args)
