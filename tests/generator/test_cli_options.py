@@ -136,3 +136,14 @@ def test_setuptools_knows_the_declared_keys_and_names_them(tmp_path: Path) -> No
     pyproject.write_text('[tool.tvmffi-gen]\npackage = "a"\nextension = "a._lib"\nprefix = 7\n')
     with pytest.raises(ConfigError, match="prefix = 7: give a string or a list of strings"):
         read_config(pyproject)
+
+
+def test_the_step_takes_the_build_options_and_refuses_one_its_mode_does_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tvmffi_gen.integration.step import main
+
+    where = ["--library", str(tmp_path / "lib.so"), "--package", "p", "--destination", "d", "--work", str(tmp_path)]
+    assert main(["stubs", *where, "--sources", str(tmp_path), "--prefix", "a"]) == 2
+    assert capsys.readouterr().err == "tvmffi-gen: error: --prefix: not an option of stubs mode\n"
+    assert list(tmp_path.iterdir()) == []

@@ -75,10 +75,10 @@ def _given(value: object) -> bool:
     return value is not None and value is not False and value != [] and value != ()
 
 
-def not_read_by(mode: Literal["package", "stubs"], values: Mapping[str, object]) -> list[str]:
-    """The keys given in ``values`` whose option a run of ``mode`` does not read (``prefix`` in
-    stubs mode)."""
-    return [b.key for b in build_options() if _given(values.get(b.key)) and mode not in b.declaration.runs]
+def not_read_by(mode: Literal["package", "stubs"], values: Mapping[str, object]) -> list[BuildOption]:
+    """The options given in ``values`` (by key) that a run of ``mode`` does not read (``prefix``
+    in stubs mode)."""
+    return [b for b in build_options() if _given(values.get(b.key)) and mode not in b.declaration.runs]
 
 
 def generator_arguments(values: Mapping[str, object], where: str) -> tuple[str, ...]:

@@ -75,7 +75,8 @@ def _entry(table: dict[str, Any], where: str) -> GenerationConfig:
         raise ConfigError(f"{where}: give {' and '.join(missing)} (a string each)")
     refused = not_read_by(mode, table)
     if refused:
-        raise ConfigError(f"{where}: {', '.join(refused)}: an option of a generated package, not with mode = 'stubs'")
+        keys = ", ".join(b.key for b in refused)
+        raise ConfigError(f"{where}: {keys}: an option of a generated package, not with mode = 'stubs'")
     try:
         options = generator_arguments(table, where)
     except ValueError as exc:

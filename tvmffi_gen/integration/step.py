@@ -326,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     values = {build.key: getattr(args, build.dest) for build in build_options()}
     refused = not_read_by(args.mode, values)
     if refused:
-        print(f"tvmffi-gen: error: {args.mode} mode: {', '.join(refused)} does not apply", file=sys.stderr)
+        flags = ", ".join(b.step_flag for b in refused)
+        print(f"tvmffi-gen: error: {flags}: not an option of {args.mode} mode", file=sys.stderr)
         return 2
     work = Path(args.work)
     sources: Path | None = None
