@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 import tvmffi_gen
+from tvmffi_gen.cli.main import cmake_dir
+from tvmffi_gen.integration.options import generator_arguments
 from tvmffi_gen.integration.setuptools import ConfigError, GenerationConfig, read_config
-from tvmffi_gen.integration.step import Step, authors_marker, cmake_dir, python_sources, run_step
+from tvmffi_gen.integration.step import Step, authors_marker, python_sources, run_step
 
 from conftest import ROOT, TESTING_LIB
 
@@ -40,7 +42,7 @@ def _package_step(tmp_path: Path, prefixes: tuple[str, ...]) -> Step:
         package="testingpkg",
         destination=tmp_path / "wheel" / "testingpkg",
         work=tmp_path / "work",
-        prefixes=prefixes,
+        options=generator_arguments({"prefix": list(prefixes)}, "test"),
     )
 
 
@@ -113,7 +115,7 @@ def _config(tmp_path: Path, text: str) -> list[GenerationConfig]:
 def test_the_setuptools_configuration_is_read_from_pyproject(tmp_path: Path) -> None:
     assert _config(tmp_path, "[project]\nname = 'x'\n") == []
     one = _config(tmp_path, '[tool.tvmffi-gen]\npackage = "a"\nextension = "a._lib"\nprefix = "ns"\n')
-    assert one == [GenerationConfig("package", "a", "a._lib", ("ns",))]
+    assert one == [GenerationConfig("package", "a", "a._lib", ("--prefix", "ns"))]
     two = _config(
         tmp_path,
         """
@@ -211,6 +213,7 @@ from pathlib import Path
 import tvm_ffi.libinfo
 from setuptools import Extension, setup
 
+from tvmffi_gen.integration.options import generator_arguments
 from tvmffi_gen.integration.setuptools import build_ext
 
 include = [tvm_ffi.libinfo.find_include_path(), tvm_ffi.libinfo.find_dlpack_include_path()]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tvmffi_gen.cli.main import generate, library_shipped_with
+from tvmffi_gen.cli.options import Options
 from tvmffi_gen.verify.checkers import run_mypy
 from tvmffi_gen.write.writer import apply_plan, plan_output
 
@@ -49,7 +50,7 @@ print("\n".join(failed))
 def tvm_pkg(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     assert TVM_LIB is not None
     out = tmp_path_factory.mktemp("tvm") / "tvm_pkg"
-    _snap, files, warnings = generate(str(TVM_LIB), str(out))
+    _snap, files, warnings = generate(Options(library=str(TVM_LIB), output=str(out)))
     apply_plan(plan_output(out, files, "test"))
     return out, warnings
 

@@ -102,11 +102,14 @@ def test_runtime_wheel_holds_the_runtime_only(wheels):
 
 def test_generator_wheel_holds_generator_and_templates_and_needs_the_runtime(wheels):
     names = _names(wheels["gen"])
-    sources = sorted(p.name for p in (ROOT / "tvmffi_gen").glob("*.py"))
+    package = ROOT / "tvmffi_gen"
+    sources = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    assert "cli/main.py" in sources and "integration/step.py" in sources
     missing = [n for n in sources if f"tvmffi_gen/{n}" not in names]
     assert not missing, f"generator modules missing from the wheel: {missing}"
-    templates = sorted(p.name for p in (ROOT / "tvmffi_gen" / "templates").glob("*.jinja"))
-    assert templates, "no templates in tvmffi_gen/templates"
+    assert "tvmffi_gen/share/cmake/tvmffi_gen/tvmffi_gen-config.cmake" in names
+    templates = sorted(p.name for p in (package / "render" / "templates").glob("*.jinja"))
+    assert templates, "no templates in tvmffi_gen/render/templates"
     shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("tvmffi_gen/render/templates/")}
     assert set(templates) <= shipped, f"templates missing from the wheel: {set(templates) - shipped}"
     assert "tvmffi_gen/py.typed" in names

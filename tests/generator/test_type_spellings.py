@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tvmffi_gen.cli.main import generate
+from tvmffi_gen.cli.options import Options
 from tvmffi_gen.model.builder import build_model
 from tvmffi_gen.registry.snapshot import FieldSnap, Snapshot, TypeSnap
 from tvmffi_gen.verify.checkers import run_mypy
@@ -96,7 +97,7 @@ def spelling_lib(have_gxx: bool) -> Path:
 @pytest.fixture(scope="module")
 def generated(spelling_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     out = tmp_path_factory.mktemp("spell") / "spellpkg"
-    _snap, files, warnings = generate(str(spelling_lib), str(out))
+    _snap, files, warnings = generate(Options(library=str(spelling_lib), output=str(out)))
     apply_plan(plan_output(out, files, "test"))
     return out, warnings
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -34,10 +34,10 @@ from ..write.project import (
     write_project,
 )
 from ..write.writer import OutputError, Plan, apply_plan, plan_output
-from .options import option_conflict, parser
+from .options import Options, option_conflict, parser
 from .package_name import check_package_name
 
-__all__ = ["main", "generate", "default_library", "library_shipped_with", "INTERRUPTED"]
+__all__ = ["main", "generate", "package_name", "cmake_dir", "default_library", "library_shipped_with", "INTERRUPTED"]
 
 #: The exit status of a run stopped by Ctrl-C (SIGINT): 128 + the signal's number, as shells report it.
 INTERRUPTED = 128 + int(signal.SIGINT)
@@ -75,6 +75,12 @@ def default_library(platform: Any = None) -> str:
     return str(found)
 
 
+def cmake_dir() -> Path:
+    """The folder of ``tvmffi_gen-config.cmake`` (``find_package(tvmffi_gen CONFIG)``), which the
+    build integration's CMake functions are in: ``tvmffi_gen/share/cmake/tvmffi_gen``."""
+    return Path(__file__).resolve().parents[1] / "share" / "cmake" / "tvmffi_gen"
+
+
 def _tvm_ffi_libdir() -> str | None:
     dirs = _package_lib_dirs("tvm_ffi")
     return str(dirs[0]) if dirs else None
@@ -101,37 +107,44 @@ class _Log:
         print(f"tvmffi-gen: error: {msg}", file=sys.stderr)
 
 
+def package_name(options: Options, package_dir: Path) -> str:
+    """The package's import name: ``--name``, else its folder's name."""
+    return options.name or default_package_name(str(package_dir))
+
+
 def generate(
-    library: str | None,
-    output: str,
-    name: str | None = None,
-    prefixes: list[str] | None = None,
-    preload: list[str] | None = None,
-    bundle: bool = False,
+    options: Options,
+    package_dir: Path | None = None,
     snapshot: Snapshot | None = None,
-    timeout: float = 120.0,
-    portable: bool = False,
-    use: list[str] | None = None,
     notes: list[str] | None = None,
 ) -> tuple[Snapshot, dict[str, str], list[str]]:
-    """Snapshot (unless given), model and render; returns (snapshot, files, warnings).
+    """Snapshot ``options.library`` (unless ``snapshot`` is given), model and render the package
+    written into ``package_dir`` (default: ``-o``); returns (snapshot, files, warnings).
 
-    ``use`` names packages generated before for libraries this one extends (``--use``);
     ``notes``, when given, gets the model's notes to the library's author."""
     from ..model.uses import read_used_package
 
-    used = [read_used_package(u) for u in use or []]
+    used = [read_used_package(u) for u in options.use]
     if snapshot is None:
-        assert library is not None
-        snapshot = take_snapshot(library, preload or [], timeout=timeout)
-    pkg_name = name or default_package_name(output)
+        assert options.library is not None
+        snapshot = take_snapshot(options.library, list(options.preload), timeout=options.timeout)
+    if package_dir is None:
+        assert options.output is not None, "generate() needs -o or a package folder"
+        package_dir = Path(options.output)
+    prefixes = list(options.prefix)
     warnings: list[str] = []
-    model = build_model(snapshot, pkg_name, prefixes or [], warn=warnings.append, used=used)
-    model.bundled = bundle
-    model.record_absolute = not portable
+    model = build_model(
+        snapshot,
+        package_name(options, package_dir),
+        prefixes,
+        warn=warnings.append,
+        used=used,
+        bundled=options.bundle,
+        record_absolute=not options.portable,
+    )
     # (the exported functions, kept whatever the prefixes, do not count as matching one)
     registered = [t.type_key for t in snapshot.types] + [f.name for f in snapshot.functions if not f.exported]
-    unmatched = [p for p in prefixes or [] if not any(kept_by_prefixes(n, [p]) for n in registered)]
+    unmatched = [p for p in prefixes if not any(kept_by_prefixes(n, [p]) for n in registered)]
     if prefixes and len(unmatched) == len(prefixes):
         raise GenerationError(
             f"{snapshot.library_path}: the library registers nothing to generate under {', '.join(unmatched)}"
@@ -139,7 +152,7 @@ def generate(
     warnings += [f"--prefix {p}: the library registers nothing under it" for p in unmatched]
     if not model.classes and not any(m.functions for m in model.modules.values()):
         raise GenerationError(nothing_registered(snapshot))
-    files = render_package(model, _tvm_ffi_libdir(), Path(output))
+    files = render_package(model, _tvm_ffi_libdir(), package_dir)
     if notes is not None:
         notes += model.notes
     return snapshot, files, warnings
@@ -168,12 +181,18 @@ def _verify(root: Path, which: str, log: _Log) -> int:
     return 1 if failed else 0
 
 
-def _plan_with_edit_policy(args: argparse.Namespace, root: Path, files: dict[str, str], log: _Log) -> Plan:
+def _plan_with_edit_policy(args: Options, target: _Target, files: dict[str, str], log: _Log) -> Plan:
     """``plan_output`` under the run's choice for edited generated members (refused unless
     --keep-edits or --overwrite-edits), listing each edit it kept or replaced."""
     policy = "keep" if args.keep_edits else "overwrite" if args.overwrite_edits else "refuse"
-    package = args.name or default_package_name(str(root))
-    plan = plan_output(root, files, f"tvmffi-gen {__version__}", force=args.force, edit_policy=policy, package=package)
+    plan = plan_output(
+        target.package_dir,
+        files,
+        f"tvmffi-gen {__version__}",
+        force=args.force,
+        edit_policy=policy,
+        package=target.package,
+    )
     verb = "kept your edited" if policy == "keep" else "replaced your edits to the generated"
     for path, what in plan.edits:
         log.warn(f"{path}: {verb} {what}")
@@ -196,18 +215,16 @@ def _files_changed(plan: Plan, project: ProjectPlan | None) -> int:
     return count
 
 
-def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
+def _main_stubs(args: Options, log: _Log) -> int:
     from ..stubs import StubsError, run_stubs
 
-    if args.library or args.from_snapshot:
-        log.error("--stubs-for PKG takes no library or --from-snapshot")
-        return 2
+    assert args.stubs_for is not None and args.output is not None
     try:
         status = run_stubs(
             args.stubs_for,
             args.output,
-            args.exclude,
-            args.preload,
+            list(args.exclude),
+            list(args.preload),
             args.project,
             args.check,
             args.timeout,
@@ -229,9 +246,11 @@ def _main_stubs(args: argparse.Namespace, log: _Log) -> int:
 
 @dataclass
 class _Target:
-    """Where a package run writes: the package folder (``package_dir``), and with ``--project`` the
-    project folder holding it, with the project's requirement on the runtime."""
+    """Where a package run writes: the package folder (``package_dir``) of the package named
+    ``package``, and with ``--project`` the project folder holding it, with the project's
+    requirement on the runtime."""
 
+    package: str
     package_dir: Path
     project_dir: Path | None
     requirement: str
@@ -254,26 +273,26 @@ class _RunPlan:
         return self.output.has_changes or (project is not None and bool(project.changed or project.removed))
 
 
-def _target(args: argparse.Namespace) -> _Target:
+def _target(args: Options) -> _Target:
     """The folders ``-o``, ``--name`` and ``--project`` name, once the package name is checked."""
+    assert args.output is not None
     project_dir = Path(args.output) if args.project else None
     requirement = runtime_requirement(args.runtime_requirement)
     output = Path(args.output)
     if project_dir is not None:
         output = project_dir / (args.name or project_package_name(project_dir))
-    check_package_name(
-        args.name or default_package_name(str(output)), args.name is not None or args.project, output, args.force
-    )
+    package = package_name(args, output)
+    check_package_name(package, args.name is not None or args.project, output, args.force)
     if args.name and output.name != args.name.split(".")[-1]:
         raise GenerationError(
             f"--name {args.name} -o {output}: a package is imported by its folder's name, so its"
             f" folder must be named {args.name.split('.')[-1]} (or give --project, whose package"
             " folder takes --name)"
         )
-    return _Target(output, project_dir, requirement)
+    return _Target(package, output, project_dir, requirement)
 
 
-def _registry_source(args: argparse.Namespace, log: _Log) -> tuple[str | None, Snapshot | None]:
+def _registry_source(args: Options, log: _Log) -> tuple[str | None, Snapshot | None]:
     """The library to load, or the snapshot ``--from-snapshot`` names (one of the two)."""
     library = args.library
     if args.from_snapshot:
@@ -293,7 +312,7 @@ def _registry_source(args: argparse.Namespace, log: _Log) -> tuple[str | None, S
     return library, None
 
 
-def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
+def _plan_run(args: Options, log: _Log) -> _RunPlan:
     """Read the registry, render the package and decide every file to write: nothing is written
     here but ``--save-snapshot``'s file."""
     target = _target(args)
@@ -302,19 +321,8 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
     library, snapshot = _registry_source(args, log)
     log.debug(f"reading the registry of {library or args.from_snapshot}")
     notes: list[str] = []
-    snapshot, files, warnings = generate(
-        library,
-        str(target.package_dir),
-        args.name,
-        args.prefix,
-        args.preload,
-        args.bundle,
-        snapshot,
-        args.timeout,
-        args.portable,
-        args.use,
-        notes,
-    )
+    options = dataclasses.replace(args, library=library)
+    snapshot, files, warnings = generate(options, target.package_dir, snapshot, notes)
     for w in warnings:
         log.warn(w)
     if args.save_snapshot:
@@ -332,7 +340,7 @@ def _plan_run(args: argparse.Namespace, log: _Log) -> _RunPlan:
         )
     if args.bundle:
         files[snapshot.library] = ""  # placeholder: copied by _apply_run, listed in the manifest
-    plan = _plan_with_edit_policy(args, target.package_dir, files, log)
+    plan = _plan_with_edit_policy(args, target, files, log)
     for note in notes:  # for the author of a library whose package is written: not on a refusal
         log.info(f"note: {note}")
     if args.bundle:
@@ -400,7 +408,7 @@ def _report_written(run: _RunPlan, prefixes: list[str], log: _Log, elapsed: floa
     )
 
 
-def _main_package(args: argparse.Namespace, log: _Log) -> int:
+def _main_package(args: Options, log: _Log) -> int:
     """Generate a package (plan, then write unless ``--check``, then report and verify)."""
     start = time.perf_counter()
     try:
@@ -410,7 +418,7 @@ def _main_package(args: argparse.Namespace, log: _Log) -> int:
         if args.check:
             return _report_check(run, log)
         _apply_run(run, args.bundle)
-        _report_written(run, args.prefix, log, time.perf_counter() - start)
+        _report_written(run, list(args.prefix), log, time.perf_counter() - start)
         if args.verify:
             return _verify(run.target.package_dir, args.verify, log)
         return 0
@@ -424,10 +432,8 @@ def _main_package(args: argparse.Namespace, log: _Log) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run ``tvmffi-gen`` with ``argv`` (default: the process's); the exit status."""
     arg_parser = parser()
-    args = arg_parser.parse_args(argv)
+    args = Options.from_namespace(arg_parser.parse_args(argv))
     if args.cmakedir:
-        from ..integration.step import cmake_dir
-
         print(cmake_dir())
         return 0
     conflict = option_conflict(args)

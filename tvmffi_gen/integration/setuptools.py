@@ -13,6 +13,9 @@ and say what to generate in ``pyproject.toml`` (one table, or an array of tables
     extension = "mypkg._lib"   # the Extension whose library is read
     prefix = ["mypkg"]         # package mode: the registry namespaces to keep (default: all)
 
+Besides ``mode``, ``package`` and ``extension``, an entry takes the generator's options a build
+may give, each by its key (``tvmffi_gen.integration.options``).
+
 After the extensions are built, each entry runs one step of :mod:`tvmffi_gen.integration.step` into the
 build's package tree (``build/lib.*/<package>``, or the source tree for an in-place build), so the
 wheel ``pip wheel .`` makes carries the output; a step regenerates only when what it reads changed.
@@ -29,6 +32,7 @@ from typing import Any, cast
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext  # type: ignore[import-untyped, unused-ignore]
 from setuptools.errors import SetupError  # type: ignore[import-untyped, unused-ignore]
 
+from .options import build_keys, generator_arguments, not_read_by
 from .step import Step, lacks_runtime, python_sources, run_step
 
 __all__ = ["GenerationConfig", "build_ext", "read_config"]
@@ -50,25 +54,34 @@ class GenerationConfig:
     mode: str
     package: str
     extension: str
-    prefixes: tuple[str, ...] = ()
+    #: the generator's options the entry gives, as its command line (``--prefix ns``)
+    options: tuple[str, ...] = ()
+
+
+#: the keys of an entry besides the generator's options (``build_keys``)
+_STEP_KEYS = ("mode", "package", "extension")
 
 
 def _entry(table: dict[str, Any], where: str) -> GenerationConfig:
-    unknown = sorted(set(table) - {"mode", "package", "extension", "prefix"})
+    known = [*_STEP_KEYS, *build_keys()]
+    unknown = sorted(set(table) - set(known))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: mode, package, extension, prefix)")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
     mode = table.get("mode", "package")
     if mode not in ("package", "stubs"):
         raise ConfigError(f'{where}: mode = {mode!r}: give "package" or "stubs"')
     missing = [k for k in ("package", "extension") if not isinstance(table.get(k), str) or not table[k]]
     if missing:
         raise ConfigError(f"{where}: give {' and '.join(missing)} (a string each)")
-    prefix = table.get("prefix", [])
-    if isinstance(prefix, str):
-        prefix = [prefix]
-    if mode == "stubs" and prefix:
-        raise ConfigError(f"{where}: prefix chooses the namespaces of a generated package: not with mode = 'stubs'")
-    return GenerationConfig(mode, table["package"], table["extension"], tuple(str(p) for p in prefix))
+    refused = not_read_by(mode, table)
+    if refused:
+        keys = ", ".join(b.key for b in refused)
+        raise ConfigError(f"{where}: {keys}: an option of a generated package, not with mode = 'stubs'")
+    try:
+        options = generator_arguments(table, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return GenerationConfig(mode, table["package"], table["extension"], options)
 
 
 def read_config(pyproject: Path) -> list[GenerationConfig]:
@@ -108,7 +121,7 @@ class build_ext(_setuptools_build_ext):  # type: ignore[misc, unused-ignore]
             package=config.package,
             destination=destination,
             work=work,
-            prefixes=config.prefixes,
+            options=config.options,
             sources=root if config.mode == "stubs" else None,
             source_files=python_sources(root, config.package) if config.mode == "stubs" else (),
         )

@@ -34,11 +34,11 @@ from typing import Literal
 from .. import __version__
 from ..registry.snapshot import SnapshotError
 from ..registry.snapshot_process import take_snapshot
+from .options import add_step_arguments, build_options, generator_arguments, not_read_by
 
 __all__ = [
     "Step",
     "authors_marker",
-    "cmake_dir",
     "main",
     "python_sources",
     "run_step",
@@ -48,11 +48,6 @@ __all__ = [
 ]
 
 Mode = Literal["package", "stubs"]
-
-
-def cmake_dir() -> Path:
-    """The folder of ``tvmffi_gen-config.cmake`` (``find_package(tvmffi_gen CONFIG)``)."""
-    return Path(__file__).resolve().parent / "share" / "cmake" / "tvmffi_gen"
 
 
 @dataclass(frozen=True)
@@ -68,8 +63,9 @@ class Step:
     destination: Path
     #: where the step keeps its stamp and the generator's own output between builds
     work: Path
-    #: package mode: keep only these registry namespaces (``--prefix``)
-    prefixes: tuple[str, ...] = ()
+    #: the generator's options the build gave, as its command line (``--prefix ns``), from
+    #: ``integration.options.generator_arguments``
+    options: tuple[str, ...] = ()
     #: stubs mode: the folder holding the package (its parent), importable with the library
     sources: Path | None = None
     #: stubs mode: the package's Python source files, part of what the output is made from
@@ -82,18 +78,24 @@ class Step:
     def stamp(self) -> Path:
         return self.work / "stamp.json"
 
+    def generator_options(self) -> list[str]:
+        """What the generator is told besides where it reads and writes: the package, the build's
+        options and those every package step gives. The stamp's key holds exactly these
+        (``step_key``), so no option reaches the generator without making a new key."""
+        if self.mode == "stubs":
+            return ["--stubs-for", self.package, *self.options]
+        return ["--name", self.package, *self.options, "--bundle", "--portable", "--force"]
+
     def generator_args(self, snapshot_file: Path) -> list[str]:
-        """The ``tvmffi-gen`` command line (after ``python -m tvmffi_gen``) of this step; not
-        ``-q``: the generator's warnings (an exported function without type metadata, a module
-        ``--stubs-for`` could not import) belong in the build's output."""
+        """The ``tvmffi-gen`` command line (after ``python -m tvmffi_gen``) of this step: where
+        it reads and writes, then ``generator_options``. Not ``-q``: the generator's warnings
+        (an exported function without type metadata, a module ``--stubs-for`` could not import)
+        belong in the build's output."""
         out = self.work.resolve() / "out"
         if self.mode == "stubs":
-            return ["--stubs-for", self.package, "-o", str(out)]
-        leaf = self.package.split(".")[-1]
-        args = ["--from-snapshot", str(snapshot_file), "-o", str(out / leaf), "--name", self.package]
-        for prefix in self.prefixes:
-            args += ["--prefix", prefix]
-        return [*args, "--bundle", "--portable", "--force"]
+            return [*self.generator_options(), "-o", str(out)]
+        where = ["--from-snapshot", str(snapshot_file), "-o", str(out / self.package.split(".")[-1])]
+        return [*where, *self.generator_options()]
 
     def generated_root(self) -> Path:
         """Where the generator writes the package's files (stubs: ``OUT/PKG-stubs/<subpackages>``)."""
@@ -106,7 +108,7 @@ class Step:
 def step_key(step: Step, registry_json: str) -> str:
     """What the output is made from, hashed: equal keys mean regenerating would write the same."""
     digest = hashlib.sha256()
-    head = [__version__, step.mode, step.package, *step.prefixes, str(step.destination)]
+    head = [__version__, step.mode, str(step.destination), *step.generator_options()]
     digest.update(json.dumps(head).encode())
     digest.update(registry_json.encode())
     for path in sorted(step.source_files):
@@ -263,7 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--package", required=True, help="the package's import name")
     p.add_argument("--destination", required=True, help="the package folder the output is copied into")
     p.add_argument("--work", required=True, help="the step's own folder (stamp, generator output)")
-    p.add_argument("--prefix", action="append", default=[], help="package mode: a namespace to keep")
+    add_step_arguments(p)  # the generator's options a build may give (--prefix NS)
     p.add_argument(
         "--project-dir",
         help="package mode: the project's folder; the build warns when its pyproject.toml lacks tvmffi-runtime",
@@ -321,6 +323,12 @@ def write_dist_info(stage: Path, distribution: str, version: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    values = {build.key: getattr(args, build.dest) for build in build_options()}
+    refused = not_read_by(args.mode, values)
+    if refused:
+        flags = ", ".join(b.step_flag for b in refused)
+        print(f"tvmffi-gen: error: {flags}: not an option of {args.mode} mode", file=sys.stderr)
+        return 2
     work = Path(args.work)
     sources: Path | None = None
     if args.mode == "stubs":
@@ -344,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         package=args.package,
         destination=Path(args.destination),
         work=work,
-        prefixes=tuple(args.prefix),
+        options=generator_arguments(values, "python -m tvmffi_gen.integration.step"),
         sources=sources,
         source_files=python_sources(sources, args.package) if sources is not None else (),
         authored=Path(args.sources).resolve() if sources is not None else None,

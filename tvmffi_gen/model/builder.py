@@ -402,7 +402,7 @@ class Builder:
         fn.result = named_result(sig.ret, f.doc, name, ann)
         return fn
 
-    def finish(self) -> PackageModel:
+    def finish(self, *, bundled: bool = False, record_absolute: bool = True) -> PackageModel:
         """The package, once every class body is built: classes ordered, imports derived from
         the annotations, import cycles checked, visitor hooks named."""
         for mod in self.modules.values():
@@ -426,6 +426,8 @@ class Builder:
             used_packages=self.used_packages,
             visitors=visitor_hooks(self.classes, self.modules, self.used_packages),
             notes=[note] if note else [],
+            bundled=bundled,
+            record_absolute=record_absolute,
         )
 
 
@@ -454,11 +456,16 @@ def build_model(
     prefixes: Iterable[str] = (),
     warn: Callable[[str], None] = lambda _m: None,
     used: Iterable[UsedPackage] = (),
+    *,
+    bundled: bool = False,
+    record_absolute: bool = True,
 ) -> PackageModel:
     """Decide the whole package for ``snap``; ``used``: packages generated before for libraries
-    this one extends (their classes become bases and annotations)."""
+    this one extends (their classes become bases and annotations); ``bundled``: the library is
+    copied into the package (``--bundle``); ``record_absolute``: the package also records the
+    library's absolute path (off with ``--portable``)."""
     validate_package_name(name)
     builder = Builder(snap, name, list(prefixes), warn, used)
     builder.declare()
     builder.build_classes()
-    return builder.finish()
+    return builder.finish(bundled=bundled, record_absolute=record_absolute)

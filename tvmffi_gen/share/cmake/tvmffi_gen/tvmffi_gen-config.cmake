@@ -12,6 +12,7 @@
 # (docs/build-integration.md). A generator error fails the build with the generator's message.
 #
 #   tvmffi_gen_add_package(<target> NAME <package> [OUTPUT <dir>] [PREFIX <namespace>...])
+#     (and any other option of the generator a build may give, by its keyword below)
 #     The package `tvmffi-gen LIB -o OUT` writes (on tvmffi-runtime), with the library bundled
 #     in it, written into a folder of the build tree and installed as <package>/ (at the
 #     top of the wheel under scikit-build-core, whatever wheel.install-dir says); with OUTPUT, written there and not installed (your own
@@ -48,6 +49,16 @@ if (NOT _tvmffi_gen_status EQUAL 0)
 endif ()
 message(STATUS "Found tvmffi_gen ${tvmffi_gen_VERSION} (${Python_EXECUTABLE})")
 
+# The generator's options tvmffi_gen_add_package takes, by shape (a switch, one value, a list),
+# each the [tool.tvmffi-gen] key in capitals and passed to the step as --<key in lower case>:
+# written from their declarations by `python -m tvmffi_gen.integration.cmake`; a test fails when
+# the lines between the markers differ from what it writes.
+# BEGIN build options
+set(_tvmffi_gen_switch_keywords "")
+set(_tvmffi_gen_value_keywords "")
+set(_tvmffi_gen_list_keywords "PREFIX")
+# END build options
+
 # The package's folder under an install prefix: my.pkg -> my/pkg.
 function (_tvmffi_gen_package_path package out_var)
   string(REPLACE "." "/" _path "${package}")
@@ -62,7 +73,7 @@ function (_tvmffi_gen_add_step target kind package destination depends)
   add_custom_command(
     OUTPUT "${_stamp}"
     COMMAND
-      "${Python_EXECUTABLE}" -m tvmffi_gen.buildstep ${kind} --library "$<TARGET_FILE:${target}>"
+      "${Python_EXECUTABLE}" -m tvmffi_gen.integration.step ${kind} --library "$<TARGET_FILE:${target}>"
       --package "${package}" --destination "${destination}" --work "${_work}" ${ARGN}
     DEPENDS ${target} "$<TARGET_FILE:${target}>" ${depends}
     COMMENT "tvmffi-gen: ${kind} for ${package} from ${target}"
@@ -96,8 +107,31 @@ function (_tvmffi_gen_check_call fn target option name)
   endif ()
 endfunction ()
 
+# The step's options for the build options given to FN (their values as arg_<KEYWORD>): --prefix a.
+function (_tvmffi_gen_build_options out_var)
+  set(_options)
+  foreach (_keyword IN LISTS _tvmffi_gen_switch_keywords)
+    string(TOLOWER "--${_keyword}" _flag)
+    string(REPLACE "_" "-" _flag "${_flag}")
+    if (arg_${_keyword})
+      list(APPEND _options "${_flag}")
+    endif ()
+  endforeach ()
+  foreach (_keyword IN LISTS _tvmffi_gen_value_keywords _tvmffi_gen_list_keywords)
+    string(TOLOWER "--${_keyword}" _flag)
+    string(REPLACE "_" "-" _flag "${_flag}")
+    foreach (_value IN LISTS arg_${_keyword})
+      list(APPEND _options "${_flag}" "${_value}")
+    endforeach ()
+  endforeach ()
+  set(${out_var} "${_options}" PARENT_SCOPE)
+endfunction ()
+
 function (tvmffi_gen_add_package target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "NAME;OUTPUT" "PREFIX")
+  cmake_parse_arguments(
+    PARSE_ARGV 1 arg "${_tvmffi_gen_switch_keywords}" "NAME;OUTPUT;${_tvmffi_gen_value_keywords}"
+    "${_tvmffi_gen_list_keywords}"
+  )
   _tvmffi_gen_check_call(tvmffi_gen_add_package "${target}" NAME "${arg_NAME}" ${arg_UNPARSED_ARGUMENTS})
   _tvmffi_gen_package_path("${arg_NAME}" _path)
   set(_out "${CMAKE_CURRENT_BINARY_DIR}/tvmffi_gen/${target}-package/wheel/${_path}")
@@ -106,15 +140,12 @@ function (tvmffi_gen_add_package target)
   else ()
     _tvmffi_gen_install("${arg_NAME}" "${_out}")
   endif ()
-  set(_prefixes)
-  foreach (_prefix IN LISTS arg_PREFIX)
-    list(APPEND _prefixes --prefix "${_prefix}")
-  endforeach ()
+  _tvmffi_gen_build_options(_options)
   # under scikit-build-core: warn when [project] dependencies lack tvmffi-runtime
   if (DEFINED SKBUILD_PROJECT_NAME)
-    list(APPEND _prefixes --project-dir "${CMAKE_SOURCE_DIR}")
+    list(APPEND _options --project-dir "${CMAKE_SOURCE_DIR}")
   endif ()
-  _tvmffi_gen_add_step(${target} package "${arg_NAME}" "${_out}" "" ${_prefixes})
+  _tvmffi_gen_add_step(${target} package "${arg_NAME}" "${_out}" "" ${_options})
 endfunction ()
 
 function (tvmffi_gen_add_stubs target)
