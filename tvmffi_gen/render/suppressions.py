@@ -9,6 +9,7 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from ..model.naming import OBJECT_MEMBERS
 from ..model.package import ClassModel, ModuleModel, PackageModel
 from ..text.layout import LINE_LENGTH
 
@@ -153,9 +154,7 @@ def inherited_names(pkg: PackageModel, cls: ClassModel) -> set[str]:
     """The member names a generated class's bases define (its ancestors' in the package, and the
     runtime's ``Object``): basedpyright does not report unread parameters of a method that
     overrides one of them."""
-    import tvmffi_runtime
-
-    names = set(dir(tvmffi_runtime.Object))
+    names = set(OBJECT_MEMBERS)
     key = cls.base_key
     while key is not None and key in pkg.classes:
         base = pkg.classes[key]
