@@ -25,6 +25,7 @@ from ..model.package import (
     PackageModel,
     Param,
 )
+from ..model.registration import decorator_head
 from ..model.typemap import ANY_ANNOTATION
 from ..text.layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
 from .import_lines import ImportLine, standard_import_groups, used_imports
@@ -154,7 +155,7 @@ def _register_line(cls: ClassModel) -> str:
     args = [q(cls.type_key)]
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
-    return "\n".join(fit("@_bind.register(", args, ")", ""))
+    return "\n".join(fit(decorator_head(), args, ")", ""))
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
