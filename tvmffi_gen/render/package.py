@@ -27,6 +27,7 @@ from ..model.package import (
 )
 from ..model.registration import decorator_head
 from ..model.typemap import ANY_ANNOTATION
+from ..registry.runtime_files import api_level
 from ..text.layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
 from .import_lines import ImportLine, standard_import_groups, used_imports
 from .parts import init_doc, match_args_line, module_header, q, render_params, replace_doc, result_doc
@@ -44,10 +45,6 @@ from .suppressions import (
 from .visitors import render_visitors
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "template_environment"]
-
-#: The ``tvmffi_runtime.bind.API_LEVEL`` the templates' code needs (what that level offers is
-#: listed where the runtime defines it); a generated package checks it at import.
-RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -335,7 +332,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     # the level check, finding and loading the library; the Module of its exports
     aliases |= {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | ({"_os"} if pkg.bundled else set[str]())
     return env.get_template("lib.py.jinja").render(
-        api_level=RUNTIME_API_LEVEL,
+        api_level=api_level(),  # the templates write the code of the runtime's level
         import_groups=standard_import_groups(aliases),
         pkg=pkg,
         recorded_path=recorded,
