@@ -3,15 +3,35 @@
 Every user of the kinds takes them from here: the pure backend's descriptor
 (``_pure/fields.py``), the compiled one (``_accel_parts/fields.h`` includes ``field_kinds.h``,
 which ``runtime/setup.py`` writes from :func:`c_header` at build time) and the generator, which
-picks a kind for each field by :data:`POD_LAYOUTS` and loads this file without importing the
-runtime (which would load libtvm_ffi). So it imports nothing but the standard library.
+picks a kind for each field by :data:`POD_LAYOUTS` (and reads its flags by :class:`FieldFlag`)
+and loads this file without importing the runtime (which would load libtvm_ffi). So it imports
+nothing but the standard library.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["FIELD_KINDS", "IN_PLACE_FIELD_KINDS", "POD_LAYOUTS", "FieldKind", "c_header"]
+__all__ = ["FIELD_KINDS", "IN_PLACE_FIELD_KINDS", "POD_LAYOUTS", "FieldFlag", "FieldKind", "c_header"]
+
+
+class FieldFlag:
+    """Bits of ``TVMFFIFieldInfo.flags`` (``TVMFFIFieldFlagBitMask``)."""
+
+    WRITABLE = 1 << 0
+    HAS_DEFAULT = 1 << 1
+    IS_STATIC_METHOD = 1 << 2
+    SEQ_HASH_IGNORE = 1 << 3
+    SEQ_HASH_DEF_PATTERN = 1 << 4
+    DEFAULT_FROM_FACTORY = 1 << 5
+    REPR_OFF = 1 << 6
+    COMPARE_OFF = 1 << 7
+    HASH_OFF = 1 << 8
+    INIT_OFF = 1 << 9
+    KW_ONLY = 1 << 10
+    SETTER_IS_FUNCTION_OBJ = 1 << 11
+    SEQ_HASH_DEF_SIMPLE = 1 << 12
+
 
 #: A POD (``i64``, ``i32``, ``f64``, ``f32``, ``bool``), an ObjectRef (``object``: one pointer,
 #: null for None) or a value laid out as a TVMFFIAny (``any``: String, Bytes, Any).

@@ -25,6 +25,7 @@ from typing import Any, cast
 from . import _lib, _object
 from ._backend import backend
 from ._call import printer_repr
+from ._field_kinds import FieldFlag
 from ._graph_layout import GETTER as _GETTER
 from ._graph_layout import LEAVES as _LEAVES
 from ._graph_layout import MAP_CELL as _MAP_CELL
@@ -101,7 +102,7 @@ def set_max_graph_depth(limit: int) -> int:
 # =============================================================================================
 #: Edge label: a field name (str), an item index (int), or a map entry ("key"/"value", key).
 Label = Any
-_SEQ_IGNORE = 1 << 3  # kTVMFFIFieldFlagBitMaskSEqHashIgnore
+_SEQ_IGNORE = FieldFlag.SEQ_HASH_IGNORE
 _EQ_UNSUPPORTED = 0  # kTVMFFISEqHashKindUnsupported: the engine refuses the type, never recurses
 _HEADER = _lib.OBJECT_HEADER_SIZE
 _ANY = _lib.ANY_INT  # (type index, zero padding / small length, payload)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar, cast
 
 from . import _call, _errors, _object
+from ._api_level import API_LEVEL
 from ._backend import backend
 from ._call import _INITS, ffi_init
 from ._errors import no_init_in_library_error, not_constructible_error
@@ -46,14 +47,6 @@ from ._packages import (
 )
 from .records import KEEP, replace_method
 from .structural import UNCHANGED, default_hook
-
-#: The form of generated code this runtime supports: what this module offers it (``register``,
-#: which binds the fields declared with ``field(kind, offset)`` and ``registry_field``;
-#: ``dispatch_base``; the decorated native defs ``registry_function``, ``registry_method`` and
-#: ``exported_function``, with a ``result=`` named tuple class; ``replace_method`` and ``KEEP``).
-#: A generated package records the level it was generated for and refuses to import on a runtime
-#: below it, naming what to upgrade: raise it whenever generated code needs something new here.
-API_LEVEL = 5
 
 __all__ = [
     "API_LEVEL",

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias, cast
 
 from . import _call, _convert, _lib, _object
 from ._errors import _check, field_released_error
+from ._field_kinds import FieldFlag
 from ._lib import ObjectIncRef as _IncRef
 from ._object import Object, _wrap
 from ._values import TypeIndex
@@ -33,24 +34,6 @@ __all__ = [
     "get_field",
     "set_field",
 ]
-
-
-class FieldFlag:
-    """Bits of ``TVMFFIFieldInfo.flags`` (``TVMFFIFieldFlagBitMask``)."""
-
-    WRITABLE = 1 << 0
-    HAS_DEFAULT = 1 << 1
-    IS_STATIC_METHOD = 1 << 2
-    SEQ_HASH_IGNORE = 1 << 3
-    SEQ_HASH_DEF_PATTERN = 1 << 4
-    DEFAULT_FROM_FACTORY = 1 << 5
-    REPR_OFF = 1 << 6
-    COMPARE_OFF = 1 << 7
-    HASH_OFF = 1 << 8
-    INIT_OFF = 1 << 9
-    KW_ONLY = 1 << 10
-    SETTER_IS_FUNCTION_OBJ = 1 << 11
-    SEQ_HASH_DEF_SIMPLE = 1 << 12
 
 
 def _text(ba: _lib.TVMFFIByteArray) -> str:

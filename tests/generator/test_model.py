@@ -470,3 +470,25 @@ def test_standard_imports_are_the_ones_a_module_uses() -> None:
             uses = re.findall(rf"(?<![\w.]){alias}\.", text)
             assert (line in text.split("\n")) == bool(uses), (path, alias)
         assert "\n\n\n\nimport" not in text and "annotations\n\n\n" not in text, path
+
+
+def test_registration_is_read_back_as_rendered() -> None:
+    """The one spelling of a registered class (``model.registration``): each class the renderer
+    writes is found under its type key, constructible or not, and a helper class is not."""
+    from tvmffi_gen.model.registration import registered_key
+
+    long_key = "geo." + "Long" * 30  # too long for its decorator's line
+    snap = make_snapshot(
+        [
+            TypeSnap("geo.Point", ["ffi.Object"], init="auto", fields=[FieldSnap("x", schema=INT)]),
+            TypeSnap(long_key, ["ffi.Object"]),
+        ],
+        [],
+    )
+    files = render_package(build_model(snap, "geopkg", []))
+    tree = ast.parse(files["geo/__init__.py"])
+    keys = {n.name: registered_key(n) for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert "\n@_bind.register(\n" in files["geo/__init__.py"]  # the long one is broken over lines
+    assert sorted(v for v in keys.values() if v) == sorted(["geo.Point", long_key])
+    helper = ast.parse("@other.register('geo.Point')\nclass H: ...\n").body[0]
+    assert isinstance(helper, ast.ClassDef) and registered_key(helper) is None

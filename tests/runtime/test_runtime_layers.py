@@ -113,8 +113,8 @@ def test_no_import_cycle() -> None:
 
 def test_core_layers_import_only_lower_layers() -> None:
     # the pure backend sits as low as the compiled one: what it calls above it is handed to it
-    order = ["_platform", "_library_check", "_field_kinds", "_features", "_lib", "_native_traceback", "_errors",
-             "_values", "_graph_layout", "_container_functions",
+    order = ["_platform", "_library_check", "_field_kinds", "_api_level", "_features", "_lib", "_native_traceback",
+             "_errors", "_values", "_graph_layout", "_container_functions",
              "_pure.objects", "_pure.calls", "_pure.lazy_function", "_pure.fields", "_pure.callbacks", "_pure.graph",
              "_pure.dlpack", "_pure.containers", "_pure",
              "_backend", "_object", "_convert", "_call", "_callback", "_env"]  # fmt: skip

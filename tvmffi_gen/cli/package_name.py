@@ -8,11 +8,10 @@ in site-packages (its header line).
 
 from __future__ import annotations
 
-import keyword
 import sys
 from pathlib import Path
 
-from ..model.package import GENERATED_BY, GenerationError, validate_package_name
+from ..model.package import GENERATED_BY, GenerationError, is_package_name, validate_package_name
 from ..write.project import project_package_name
 from ..write.writer import MANIFEST
 
@@ -42,7 +41,7 @@ def _package_folder_advice(output: Path) -> str:
     package, or OUTPUT as a ``--project`` folder, whose package takes the name with ``-`` and
     ``.`` as ``_`` (``-o my-geom`` -> ``-o my_geom``, or ``-o my-geom --project``)."""
     package = project_package_name(output)
-    if not package.isidentifier() or keyword.iskeyword(package):
+    if not is_package_name(package):  # a project's package name holds no dot
         return "name the folder like a package, such as mypkg (or give --project -o OUT --name mypkg)"
     return (
         f"give -o {output.with_name(package)}, or make {output} a project folder holding the"

@@ -35,7 +35,8 @@ __all__ = [
 # TVMFFIAny. IN_PLACE_KINDS are written in memory by the runtime (others: through the registry).
 POD_KINDS: dict[tuple[int, int, str], FieldKind] = field_kinds().POD_LAYOUTS
 IN_PLACE_KINDS: tuple[FieldKind, ...] = field_kinds().IN_PLACE_FIELD_KINDS
-SETTER_IS_FUNCTION = 1 << 11
+#: A field whose setter is a registry function object, not a native setter: written through it.
+SETTER_IS_FUNCTION: int = field_kinds().FieldFlag.SETTER_IS_FUNCTION_OBJ
 
 
 @dataclass

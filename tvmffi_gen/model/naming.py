@@ -30,6 +30,7 @@ __all__ = [
     "snake_case",
     "RESERVED_MODULE",
     "RESERVED_CLASS",
+    "OBJECT_MEMBERS",
 ]
 
 # Names our generated annotations and code refer to unqualified, and so must never be shadowed.
@@ -48,6 +49,17 @@ RESERVED_ENUM = frozenset({"name", "ordinal", "value"})
 RESERVED_CLASS = RESERVED_MODULE | frozenset(
     {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}
 )
+#: Every member name a generated class inherits from ``tvmffi_runtime.Object``: ``object``'s and
+#: the runtime's own (``__del__`` with the pure-Python backend only). Recorded here because the
+#: generator does not import the runtime (that loads libtvm_ffi); tests/generator/test_model.py
+#: checks it against the runtime's ``dir(Object)``.
+OBJECT_MEMBERS = frozenset(dir(object)) | frozenset(
+    {
+        "__annotations__", "__copy__", "__deepcopy__", "__del__", "__module__", "__slots__",
+        "__tvm_ffi_object__", "__weakref__", "_h", "_t", "_type_index", "_type_key", "handle",
+        "same_as", "type_index", "type_key",
+    }
+)  # fmt: skip
 
 
 def sanitize(name: str) -> str:

@@ -316,7 +316,13 @@ def default_package_name(out_dir: str) -> str:
     return name
 
 
+def is_package_name(name: str) -> bool:
+    """Whether Python can import a package by ``name``: each dotted part an identifier that is
+    not a keyword."""
+    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
+
+
 def validate_package_name(name: str) -> None:
-    for part in name.split("."):
-        if not part.isidentifier() or keyword.iskeyword(part):
-            raise GenerationError(f"package name {name!r} is not a valid Python module name")
+    """GenerationError unless ``is_package_name(name)``."""
+    if not is_package_name(name):
+        raise GenerationError(f"package name {name!r} is not a valid Python module name")

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from .registration import registered_key
+
 __all__ = ["UsedClass", "UsedPackage", "UsedPackageError", "read_used_package"]
 
 
@@ -87,20 +89,6 @@ def _lazy_types(tree: ast.Module) -> dict[str, str]:
     return {}
 
 
-def _registered_key(cls: ast.ClassDef) -> str | None:
-    for deco in cls.decorator_list:
-        if (
-            isinstance(deco, ast.Call)
-            and isinstance(deco.func, ast.Attribute)
-            and deco.func.attr == "register"
-            and deco.args
-            and isinstance(deco.args[0], ast.Constant)
-            and isinstance(deco.args[0].value, str)
-        ):
-            return deco.args[0].value
-    return None
-
-
 def _members(cls: ast.ClassDef) -> frozenset[str]:
     names: set[str] = set()
     for stmt in cls.body:
@@ -142,7 +130,7 @@ def read_used_package(name: str) -> UsedPackage:
         if module not in trees:
             trees[module] = _parse(_module_file(root, name, module), name)
         for node in trees[module].body:
-            if isinstance(node, ast.ClassDef) and _registered_key(node) == key:
+            if isinstance(node, ast.ClassDef) and registered_key(node) == key:
                 used.classes[key] = UsedClass(name, module, node.name, _members(node))
                 break
         else:

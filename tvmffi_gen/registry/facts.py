@@ -26,7 +26,7 @@ from .snapshot import FieldSnap, MethodSnap, TypeSnap
 __all__ = [
     "read_type",
     "field_snap",
-    "parse_schema",
+    "decoded_schema",
     "chain_fields",
     "auto_init_order",
     "nearest_known",
@@ -34,8 +34,9 @@ __all__ = [
 ]
 
 
-def parse_schema(raw: Any) -> Any:
-    """Type schemas are stored as JSON text inside metadata; keep the parsed form (or the text)."""
+def decoded_schema(raw: Any) -> Any:
+    """A type schema as the registry stores it (JSON text inside metadata), decoded from JSON;
+    text that is not JSON is kept as it is (``model.typemap.parse_schema`` reads either)."""
     if isinstance(raw, str):
         try:
             return json.loads(raw)
@@ -60,7 +61,7 @@ def field_snap(f: Any) -> FieldSnap:
     return FieldSnap(
         name=f.name,
         doc=f.doc,
-        schema=parse_schema(f.type_schema),
+        schema=decoded_schema(f.type_schema),
         writable=f.writable,
         has_default=f.has_default,
         default=default,
@@ -86,10 +87,12 @@ def read_type(key: str) -> TypeSnap:
     for m in info.methods:
         if m.name == "__ffi_init__":
             ts.init = "method"
-            ts.init_schema = parse_schema(m.type_schema)
+            ts.init_schema = decoded_schema(m.type_schema)
             ts.init_doc = m.doc
             continue
-        ts.methods.append(MethodSnap(name=m.name, doc=m.doc, schema=parse_schema(m.type_schema), is_static=m.is_static))
+        ts.methods.append(
+            MethodSnap(name=m.name, doc=m.doc, schema=decoded_schema(m.type_schema), is_static=m.is_static)
+        )
     if ts.init is None:
         auto_init = R.type_attr(info.type_index, "__ffi_init__")
         if auto_init is not None:

@@ -1,11 +1,13 @@
 """The runtime's standalone modules, loaded without the runtime: its platform seam
-(``tvmffi_runtime._platform``) and its table of field layouts (``tvmffi_runtime._field_kinds``).
+(``tvmffi_runtime._platform``), its table of field layouts and flags
+(``tvmffi_runtime._field_kinds``) and the API level of generated code
+(``tvmffi_runtime._api_level``).
 
 Importing ``tvmffi_runtime`` loads ``libtvm_ffi`` into the process, which the generator leaves to
-its child process (``snapshot``). These two modules import nothing of the runtime, so each is
+its child process (``snapshot``). These modules import nothing of the runtime, so each is
 loaded here from the installed runtime's folder as a module of its own: library names, search
-and platform checks, and how a field is laid out, then follow one rule in the generator and in
-generated packages.
+and platform checks, how a field is laid out and the form of generated code then follow one
+rule in the generator and in generated packages.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["field_kinds", "platform_module"]
+__all__ = ["api_level", "field_kinds", "platform_module"]
 
 
 def _runtime_module(stem: str) -> ModuleType:
@@ -44,3 +46,10 @@ def platform_module() -> ModuleType:
 def field_kinds() -> ModuleType:
     """``tvmffi_runtime/_field_kinds.py``: the one table of field layouts."""
     return _runtime_module("_field_kinds")
+
+
+def api_level() -> int:
+    """``tvmffi_runtime._api_level.API_LEVEL``: the form of generated code the runtime supports,
+    which a generated package requires."""
+    level: int = _runtime_module("_api_level").API_LEVEL
+    return level

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .facts import field_snap, parse_schema, read_type, run_child
+from .facts import decoded_schema, field_snap, read_type, run_child
 from .snapshot import FunctionSnap, Snapshot, SnapshotError
 
 __all__ = ["nothing_registered", "snapshot_in_process", "summarise_failure", "take_snapshot"]
@@ -49,7 +49,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
     for name in sorted(new_funcs):
         md = R.global_function_metadata(name)
         snap.functions.append(
-            FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=parse_schema(md.get("type_schema")))
+            FunctionSnap(name=name, doc=str(md.get("doc", "") or ""), schema=decoded_schema(md.get("type_schema")))
         )
     # Functions the library exports as symbols (TVM_FFI_DLL_EXPORT_TYPED_FUNC) rather than
     # registering; their schema and doc come from the optional metadata symbols.
@@ -65,7 +65,7 @@ def snapshot_in_process(library: str, preload: list[str] | None = None) -> Snaps
             md = module.function_metadata(name) or {}
             doc = module.function_doc(name) or ""
             snap.functions.append(
-                FunctionSnap(name=name, doc=doc, schema=parse_schema(md.get("type_schema")), exported=True)
+                FunctionSnap(name=name, doc=doc, schema=decoded_schema(md.get("type_schema")), exported=True)
             )
     # Ancestors of every type that is not ours, so the model can map types it does not contain.
     for key in sorted(before_types):

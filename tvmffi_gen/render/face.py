@@ -23,10 +23,10 @@ from ..model.typemap import Annotation
 from ..model.uses import used_module_alias
 from ..text.layout import broken, docstring_lines, fit, fits
 from .import_lines import STANDARD_IMPORTS
-from .parts import init_doc, match_args_line, render_params, replace_doc, result_doc
+from .parts import init_doc, match_args_line, module_header, render_params, replace_doc, result_doc
 from .suppressions import (
-    ignored_on_lines,
     line_ignore,
+    line_rules_written,
     modules_on_import_cycles,
     mypy_disabled_codes,
     pyright_disabled_rules,
@@ -269,29 +269,24 @@ def render_face(
     """The ``.pyi`` of ``mod``."""
     names = face_names(pkg, mod)
     face = _Face(names)
-    text = env.get_template("module.pyi.jinja").render(
-        header=header,
-        pkg=pkg,
-        mod=mod,
-        face=face,
-        module_doc=module_doc,
-        all_lines=all_lines,
-        result_doc=result_doc,
-        init_doc=init_doc,
-        replace_doc=replace_doc,
-        line_ignore=line_ignore,
-        import_groups=_import_lines(names),
-        mypy_disabled_codes=[c for c in mypy_disabled_codes(mod) if c != "empty-body"],
-        pyright_header=[_HEADER_MARK],
-    )
+    with line_rules_written() as line_rules:
+        body = env.get_template("module.pyi.jinja").render(
+            pkg=pkg,
+            mod=mod,
+            face=face,
+            module_doc=module_doc,
+            all_lines=all_lines,
+            result_doc=result_doc,
+            init_doc=init_doc,
+            replace_doc=replace_doc,
+            line_ignore=line_ignore,
+            import_groups=_import_lines(names),
+        )
     # a stub has no __init__ body; a field written wider than read is a property with a setter
     rules = [
         r for r in pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg)) if r != "reportMissingSuperCall"
     ]
     if any(f.write is not None and f.getter_type != f.setter_type for c in mod.classes for f in c.fields):
         rules.append("reportPropertyTypeMismatch")
-    lines = pyright_header(rules, line_rules=ignored_on_lines(text))
-    return text.replace(_HEADER_MARK + "\n", "".join(line + "\n" for line in lines), 1)
-
-
-_HEADER_MARK = "# <pyright header>"
+    mypy_codes = [c for c in mypy_disabled_codes(mod) if c != "empty-body"]
+    return module_header(header, mypy_codes, pyright_header(rules, line_rules=line_rules)) + body

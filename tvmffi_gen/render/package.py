@@ -25,14 +25,16 @@ from ..model.package import (
     PackageModel,
     Param,
 )
+from ..model.registration import decorator_head
 from ..model.typemap import ANY_ANNOTATION
+from ..registry.runtime_files import api_level
 from ..text.layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
 from .import_lines import ImportLine, standard_import_groups, used_imports
-from .parts import init_doc, match_args_line, q, render_params, replace_doc, result_doc
+from .parts import init_doc, match_args_line, module_header, q, render_params, replace_doc, result_doc
 from .suppressions import (
-    ignored_on_lines,
-    inherited_names,
+    base_member_names,
     line_ignore,
+    line_rules_written,
     lines_ignoring,
     modules_on_import_cycles,
     mypy_disabled_codes,
@@ -43,10 +45,6 @@ from .suppressions import (
 from .visitors import render_visitors
 
 __all__ = ["render_package", "RECORDED_LIBDIR_PREFIX", "template_environment"]
-
-#: The ``tvmffi_runtime.bind.API_LEVEL`` the templates' code needs (what that level offers is
-#: listed where the runtime defines it); a generated package checks it at import.
-RUNTIME_API_LEVEL = 5
 
 #: Recorded library paths under the apache-tvm-ffi library folder are stored relative to it.
 RECORDED_LIBDIR_PREFIX = "$TVM_FFI_LIBDIR/"
@@ -134,7 +132,7 @@ def _replace_signature(pkg: PackageModel, cls: ClassModel) -> list[str]:
     assert cls.replace is not None
     items = ["self", "*", *[p.render() for p in cls.replace.params]] if cls.replace.params else ["self"]
     lines = _sig(f"def {cls.replace.name}", items, cls.replace.ret, "    ", cls.replace.override_ignore)
-    overrides = cls.replace.overrides or cls.replace.name in inherited_names(pkg, cls)
+    overrides = cls.replace.overrides or cls.replace.name in base_member_names(pkg, cls)
     return _ignoring(lines, cls.replace.params, reads=overrides)
 
 
@@ -154,7 +152,7 @@ def _register_line(cls: ClassModel) -> str:
     args = [q(cls.type_key)]
     if cls.init is not None and cls.init.kind == "none":
         args.append("constructible=False")
-    return "\n".join(fit("@_bind.register(", args, ")", ""))
+    return "\n".join(fit(decorator_head(), args, ")", ""))
 
 
 def _init_signature(cls: ClassModel) -> list[str]:
@@ -185,7 +183,7 @@ def _init_body(cls: ClassModel) -> str:
 def _method_signature(pkg: PackageModel, cls: ClassModel, m: MethodModel) -> list[str]:
     # an override's parameters count as read (override_ignore: a base, maybe of a --use package,
     # has a member of this name)
-    reads = _is_dunder(m.name) or m.override_ignore or m.name in inherited_names(pkg, cls)
+    reads = _is_dunder(m.name) or m.override_ignore or m.name in base_member_names(pkg, cls)
     if not m.typed:
         items = ["*args: _t.Any"] if m.is_static else ["self", "*args: _t.Any"]
         lines = _sig(f"def {m.name}", items, "_t.Any", "    ", m.override_ignore)
@@ -253,30 +251,23 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
     runtime += used_imports(mod.used_imports)
     typing_only = imports({ns for ns in mod.type_imports if ns not in mod.runtime_imports})
     all_lines = _all_lines(mod)
-    text = env.get_template("module.py.jinja").render(
-        pkg=pkg,
-        mod=mod,
-        module_doc=_module_doc(pkg, mod),
-        runtime_imports=runtime,
-        type_imports=typing_only,
-        all_lines=all_lines,
-        function_decorator=functools.partial(_function_decorator, pkg_name=pkg.name),
-        method_signature=functools.partial(_method_signature, pkg),
-        replace_signature=functools.partial(_replace_signature, pkg),
-        line_ignore=line_ignore,
-        result_doc=result_doc,
-        import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
-        mypy_disabled_codes=mypy_disabled_codes(mod),
-        pyright_header=[_HEADER_MARK],
-    )
-    header = pyright_header(
-        pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg)), line_rules=ignored_on_lines(text)
-    )
-    return text.replace(_HEADER_MARK + "\n", "".join(line + "\n" for line in header), 1)
-
-
-#: where a module's pyright header goes, written once its lines (and so their ignores) are known
-_HEADER_MARK = "# <pyright header>"
+    with line_rules_written() as line_rules:
+        body = env.get_template("module.py.jinja").render(
+            pkg=pkg,
+            mod=mod,
+            module_doc=_module_doc(pkg, mod),
+            runtime_imports=runtime,
+            type_imports=typing_only,
+            all_lines=all_lines,
+            function_decorator=functools.partial(_function_decorator, pkg_name=pkg.name),
+            method_signature=functools.partial(_method_signature, pkg),
+            replace_signature=functools.partial(_replace_signature, pkg),
+            line_ignore=line_ignore,
+            result_doc=result_doc,
+            import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
+        )
+    rules = pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))
+    return module_header(pkg.header(), mypy_disabled_codes(mod), pyright_header(rules, line_rules=line_rules)) + body
 
 
 def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:
@@ -341,7 +332,7 @@ def render_lib(env: jinja2.Environment, pkg: PackageModel, libdir: str | None, o
     # the level check, finding and loading the library; the Module of its exports
     aliases |= {"_bind"} | ({"_rt"} if pkg.has_exports else set[str]()) | ({"_os"} if pkg.bundled else set[str]())
     return env.get_template("lib.py.jinja").render(
-        api_level=RUNTIME_API_LEVEL,
+        api_level=api_level(),  # the templates write the code of the runtime's level
         import_groups=standard_import_groups(aliases),
         pkg=pkg,
         recorded_path=recorded,

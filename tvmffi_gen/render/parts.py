@@ -9,12 +9,21 @@ from ..model.package import ClassModel, FunctionModel, Param
 from ..text.layout import fit
 from .suppressions import line_ignore
 
-__all__ = ["init_doc", "match_args_line", "q", "render_params", "replace_doc", "result_doc"]
+__all__ = ["init_doc", "match_args_line", "module_header", "q", "render_params", "replace_doc", "result_doc"]
 
 
 def q(text: str) -> str:
     """A registry name as a Python string literal (escaped: names may hold any character)."""
     return json.dumps(text, ensure_ascii=False)
+
+
+def module_header(first_line: str, mypy_codes: list[str], pyright_lines: list[str]) -> str:
+    """The comment lines above a module's docstring: the generator's first line, the mypy error
+    codes the module turns off, then its pyright header (``suppressions.pyright_header``)."""
+    lines = [first_line]
+    if mypy_codes:
+        lines.append(f'# mypy: disable-error-code="{", ".join(mypy_codes)}"')
+    return "".join(line + "\n" for line in lines + pyright_lines)
 
 
 def render_params(params: list[Param], first: str | None = None) -> list[str]:

@@ -5,10 +5,13 @@ why), decided from the package model."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
+from ..model.naming import OBJECT_MEMBERS
 from ..model.package import ClassModel, ModuleModel, PackageModel
 from ..text.layout import LINE_LENGTH
 
@@ -16,9 +19,9 @@ __all__ = [
     "LINE_RULES",
     "PYRIGHT_RULES_OFF",
     "VISITORS_RULES_OFF",
-    "inherited_names",
+    "base_member_names",
     "line_ignore",
-    "ignored_on_lines",
+    "line_rules_written",
     "lines_ignoring",
     "parameter_rules",
     "modules_on_import_cycles",
@@ -107,15 +110,28 @@ def pyright_header(
     return lines
 
 
-def ignored_on_lines(text: str) -> set[str]:
-    """The rules the lines of a generated module's ``text`` turn off (for its header)."""
-    found: list[str] = re.findall(r"  # pyright: ignore\[([^\]]*)\]", text)
-    return {rule.strip() for rules in found for rule in rules.split(",")}
+#: The rules the ignore comments written so far turn off, while ``line_rules_written`` records.
+_WRITTEN: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("_WRITTEN", default=None)
+
+
+@contextlib.contextmanager
+def line_rules_written() -> Iterator[set[str]]:
+    """Record the rules each ``line_ignore`` comment turns off while the block runs (a module's
+    body is rendered in it), so its header can state the reasons for them."""
+    written: set[str] = set()
+    token = _WRITTEN.set(written)
+    try:
+        yield written
+    finally:
+        _WRITTEN.reset(token)
 
 
 def line_ignore(rules: Iterable[str]) -> str:
     """The trailing comment turning ``rules`` (keys of ``LINE_RULES``) off on one line, or ""."""
     names = sorted(set(rules))
+    written = _WRITTEN.get()
+    if written is not None:
+        written.update(names)
     return f"  # pyright: ignore[{', '.join(names)}]" if names else ""
 
 
@@ -149,13 +165,11 @@ def lines_ignoring(lines: list[str], marks: list[tuple[str, set[str]]], first: I
     return [line + line_ignore(rules) for line, rules in zip(lines, rules_by_line, strict=True)]
 
 
-def inherited_names(pkg: PackageModel, cls: ClassModel) -> set[str]:
+def base_member_names(pkg: PackageModel, cls: ClassModel) -> set[str]:
     """The member names a generated class's bases define (its ancestors' in the package, and the
     runtime's ``Object``): basedpyright does not report unread parameters of a method that
     overrides one of them."""
-    import tvmffi_runtime
-
-    names = set(dir(tvmffi_runtime.Object))
+    names = set(OBJECT_MEMBERS)
     key = cls.base_key
     while key is not None and key in pkg.classes:
         base = pkg.classes[key]

@@ -30,9 +30,11 @@ def _checked_paths(package_dir: Path, extra_files: list[Path] | None) -> list[Pa
     return [package_dir.resolve()] + [Path(f).resolve() for f in extra_files or []]
 
 
-def _is_ours(path: str, ours: list[Path], cwd: Path) -> bool:
+def _is_checked(path: str, checked: list[Path], cwd: Path) -> bool:
+    """Whether a checker's message is about ``path`` (as it names it, relative to ``cwd``) in one
+    of the ``checked`` files or folders, not about an installed library."""
     resolved = (cwd / path).resolve() if path else None
-    return resolved is not None and any(resolved == o or o in resolved.parents for o in ours)
+    return resolved is not None and any(resolved == c or c in resolved.parents for c in checked)
 
 
 def run_mypy(package_dir: Path, extra_files: list[Path] | None = None, python: str | None = None) -> tuple[int, str]:
@@ -62,11 +64,11 @@ def run_mypy(package_dir: Path, extra_files: list[Path] | None = None, python: s
     else:
         args += ["-p", package_dir.name]
     proc = subprocess.run(args, cwd=cwd, env=_user_env(), capture_output=True, text=True)
-    ours = _checked_paths(package_dir, extra_files)
+    checked = _checked_paths(package_dir, extra_files)
     lines = [
         line
         for line in (proc.stdout + proc.stderr).splitlines()
-        if not (": error:" in line or ": note:" in line) or _is_ours(line.split(":", 1)[0], ours, cwd)
+        if not (": error:" in line or ": note:" in line) or _is_checked(line.split(":", 1)[0], checked, cwd)
     ]
     report = "\n".join(lines).strip()
     errors = sum(1 for line in lines if ": error:" in line)

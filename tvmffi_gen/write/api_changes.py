@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..model.registration import registered_key
+
 __all__ = [
     "ApiChange",
     "NameUse",
@@ -41,15 +43,6 @@ def _module_path(rel: str) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
-
-
-def _is_registered(cls: ast.ClassDef) -> bool:
-    """Whether the class is a registered type (``@_bind.register(...)``), not a helper."""
-    for deco in cls.decorator_list:
-        call = deco.func if isinstance(deco, ast.Call) else deco
-        if isinstance(call, ast.Attribute) and call.attr == "register":
-            return True
-    return False
 
 
 #: The generated modules' private import aliases (``_rt.``, ``_abc.``, ``_t.``): left out when shown.
@@ -115,7 +108,7 @@ def module_api(rel: str, text: str, tree: ast.Module | None = None) -> dict[str,
             continue
         qual = f"{module}.{stmt.name}" if module else stmt.name
         if isinstance(stmt, ast.ClassDef):
-            if _is_registered(stmt):
+            if registered_key(stmt) is not None:
                 out.update(_class_api(stmt, qual))
         elif not stmt.name.startswith("_"):
             out[qual] = f"function {_signature(stmt)}"
