@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from .. import __version__
 
@@ -266,8 +266,8 @@ class Options:
         """The options argparse parsed (its lists as tuples)."""
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            value = getattr(args, f.name)
-            values[f.name] = tuple(value) if isinstance(value, list) else value
+            value: object = getattr(args, f.name)
+            values[f.name] = tuple(cast("list[object]", value)) if isinstance(value, list) else value
         return cls(**values)
 
     def given(self, dest: str) -> bool:
@@ -304,7 +304,10 @@ def parser() -> argparse.ArgumentParser:
 def add_argument(p: argparse.ArgumentParser | argparse._ActionsContainer, dest: str, decl: Option) -> None:
     """Add the option ``decl`` (field ``dest`` of ``Options``) to a parser or group."""
     default = _field(dest).default
-    keywords = {"default": list(default) if isinstance(default, tuple) else default, **decl.parse}
+    keywords: dict[str, Any] = {
+        "default": list(cast("tuple[object, ...]", default)) if isinstance(default, tuple) else default,
+        **decl.parse,
+    }
     if decl.flags[0].startswith("-"):
         keywords["dest"] = dest
     p.add_argument(*decl.flags, help=decl.help, **keywords)

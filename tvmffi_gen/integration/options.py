@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from ..cli.options import Option, add_argument, declared
 
@@ -94,11 +94,14 @@ def generator_arguments(values: Mapping[str, object], where: str) -> tuple[str, 
                 raise ValueError(f"{where}: {build.key} = {value!r}: give true or false")
             args.append(build.flag)
             continue
-        items = [value] if isinstance(value, str) or build.shape == "value" else value
-        if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+        items: object = [value] if isinstance(value, str) or build.shape == "value" else value
+        strings = (
+            [v for v in cast("list[object]", items) if isinstance(v, str)] if isinstance(items, (list, tuple)) else []
+        )
+        if not isinstance(items, (list, tuple)) or len(strings) != len(cast("list[object]", items)):
             wanted = "a string" if build.shape == "value" else "a string or a list of strings"
             raise ValueError(f"{where}: {build.key} = {value!r}: give {wanted}")
-        for item in items:
+        for item in strings:
             args += [build.flag, item]
     return tuple(args)
 

@@ -9,7 +9,7 @@ import contextlib
 import contextvars
 import re
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 from ..model.naming import OBJECT_MEMBERS
 from ..model.package import ClassModel, ModuleModel, PackageModel
@@ -115,7 +115,7 @@ _WRITTEN: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("_WRI
 
 
 @contextlib.contextmanager
-def line_rules_written() -> Iterator[set[str]]:
+def line_rules_written() -> Generator[set[str], None, None]:
     """Record the rules each ``line_ignore`` comment turns off while the block runs (a module's
     body is rendered in it), so its header can state the reasons for them."""
     written: set[str] = set()

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from ..text.wording import counted
 from .cache import disabled
@@ -36,8 +37,8 @@ def _written(out: Path) -> dict[str, str]:
         record: object = json.loads((out / WRITTEN).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    files = record.get("files") if isinstance(record, dict) else None
-    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+    files = cast("dict[str, object]", record).get("files") if isinstance(record, dict) else None
+    return {str(k): str(v) for k, v in cast("dict[object, object]", files).items()} if isinstance(files, dict) else {}
 
 
 def _edited(out: Path, rels: list[str], written: dict[str, str]) -> list[str]:

@@ -142,7 +142,7 @@ def import_failure(exc: BaseException, roots: Sequence[str]) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0].strip() if text else ""
     more = " ..." if "\n" in text else ""
-    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    frames: list[traceback.FrameSummary] = list(traceback.extract_tb(exc.__traceback__)) if exc.__traceback__ else []
     folders = [os.path.join(os.path.realpath(r), "") for r in roots]
     own = [f for f in frames if any(os.path.realpath(f.filename).startswith(d) for d in folders)]
     at = (own or frames)[-1:]

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 from .scratch import scratch_folder
 
@@ -117,10 +118,21 @@ def _unparenthesized(text: str) -> str:
     return out
 
 
+def _key(obj: object, key: str) -> object:
+    """``obj[key]`` of a JSON object, None for anything else."""
+    return cast("dict[str, object]", obj).get(key) if isinstance(obj, dict) else None
+
+
+def _list(obj: object) -> list[object]:
+    """A JSON array's items, none for anything else."""
+    return cast("list[object]", obj) if isinstance(obj, list) else []
+
+
 def _function_part(revealed: str) -> str:
     """The function's type in pyright's print of ``(function, decoys)``: ``tuple[F, tuple[...]]``."""
     inner = revealed.removeprefix("tuple[").removesuffix("]")
-    parts, depth, start = [], 0, 0
+    parts: list[str] = []
+    depth, start = 0, 0
     for i, c in enumerate(inner):
         depth += c in "([{"
         depth -= c in ")]}"
@@ -201,13 +213,12 @@ class InferredReturns:
 
     def _parse(self, report: object) -> dict[str, dict[str, str]]:
         found: dict[str, dict[str, str]] = {}
-        diagnostics = report.get("generalDiagnostics", []) if isinstance(report, dict) else []
-        for d in diagnostics:
-            if not isinstance(d, dict) or d.get("severity") != "information":
+        for d in _list(_key(report, "generalDiagnostics")):
+            if _key(d, "severity") != "information":
                 continue
-            line = d.get("range", {}).get("start", {}).get("line")
-            match = _REVEAL.match(str(d.get("message", "")))
-            if match is None or line not in self._where:
+            line = _key(_key(_key(d, "range"), "start"), "line")
+            match = _REVEAL.match(str(_key(d, "message") or ""))
+            if match is None or not isinstance(line, int) or line not in self._where:
                 continue
             mod, qual = self._where[line]
             part = _function_part(match["type"])
