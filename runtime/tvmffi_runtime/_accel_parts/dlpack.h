@@ -148,16 +148,24 @@ static PyObject* dlpack_kind(PyTypeObject* tp) {
   return made;
 }
 
+/* The class name messages give, as type(obj).__name__ (the pure path's words): tp_name after
+   its last dot ("numpy.ndarray" -> "ndarray"). */
+static const char* class_name(PyObject* obj) {
+  const char* name = Py_TYPE(obj)->tp_name;
+  const char* dot = strrchr(name, '.');
+  return dot != NULL ? dot + 1 : name;
+}
+
 static int refuse_read_only(PyObject* obj) {
   PyErr_Format(PyExc_BufferError,
                "cannot view a read-only %s as a Tensor (TVM FFI tensors have no read-only flag, so native "
                "code could write to it); pass a writable copy",
-               Py_TYPE(obj)->tp_name);
+               class_name(obj));
   return -1;
 }
 
 static int refuse_version(PyObject* obj, const DLManagedV* m) {
-  PyErr_Format(PyExc_BufferError, "%s.__dlpack__ returned DLPack %u.%u; only 1.x is supported", Py_TYPE(obj)->tp_name,
+  PyErr_Format(PyExc_BufferError, "%s.__dlpack__ returned DLPack %u.%u; only 1.x is supported", class_name(obj),
                m->major, m->minor);
   return -1;
 }
@@ -167,7 +175,7 @@ static int tensor_from_exchange_api(PyObject* obj, const DLExchangeAPI* api, voi
   DLManagedV* m = NULL;
   if (api->managed_tensor_from_py_object_no_sync(obj, &m) != 0 || m == NULL) {
     if (!PyErr_Occurred())
-      PyErr_Format(PyExc_BufferError, "%s: its DLPack exchange API could not export it", Py_TYPE(obj)->tp_name);
+      PyErr_Format(PyExc_BufferError, "%s: its DLPack exchange API could not export it", class_name(obj));
     return -1;
   }
   int rc = m->major != DLPACK_MAJOR ? refuse_version(obj, m) : (m->flags & DLPACK_FLAG_READ_ONLY) ? refuse_read_only(obj) : 0;
@@ -216,7 +224,7 @@ static int tensor_from_capsule(PyObject* obj, PyObject* capsule, PyObject* dtype
     if (ffi_tensor_from_dlpack(m, 0, 0, out) != 0) return (raise_native_error(), -1);
     return PyCapsule_SetName(capsule, USED_L);
   }
-  PyErr_Format(PyExc_TypeError, "%s.__dlpack__() returned no DLPack capsule", Py_TYPE(obj)->tp_name);
+  PyErr_Format(PyExc_TypeError, "%s.__dlpack__() returned no DLPack capsule", class_name(obj));
   return -1;
 }
 
@@ -245,7 +253,7 @@ static int tensor_handle_of(PyObject* obj, PyObject* dtype, void** out) {
       PyErr_Format(PyExc_TypeError,
                    "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
                    "Tensor.from_sequence)",
-                   Py_TYPE(obj)->tp_name);
+                   class_name(obj));
       return -1;
     }
   }
