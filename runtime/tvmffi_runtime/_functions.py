@@ -17,7 +17,7 @@ import functools
 import importlib
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from . import _call
 from ._backend import backend
@@ -156,22 +156,22 @@ def dltensor_params(metadata: object) -> int:
     ``DLTensor*`` (the schema of ``TensorView`` and ``DLTensor*``: a borrowed tensor); 0 when the
     metadata says nothing readable. Both schema forms count: ``named_args`` with ``params``, and
     ``args`` with the return type first."""
-    text = metadata.get("type_schema") if isinstance(metadata, dict) else None
+    text = _entry(metadata, "type_schema")
     try:
-        schema = json.loads(text) if isinstance(text, str) else None
+        schema: object = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return 0
-    if not isinstance(schema, dict):
-        return 0
-    named = schema.get("named_args")
-    args = schema.get("args")
-    if isinstance(named, dict) and isinstance(named.get("params"), list):
-        params: list[object] = named["params"]
-    elif isinstance(args, list) and args:
-        params = args[1:]
-    else:
-        return 0
-    return sum(1 << i for i, p in enumerate(params) if isinstance(p, dict) and p.get("type") == "DLTensor*")
+    params = _entry(_entry(schema, "named_args"), "params")
+    if not isinstance(params, list):
+        args = _entry(schema, "args")
+        params = cast("list[object]", args)[1:] if isinstance(args, list) else []
+    kinds = [_entry(p, "type") for p in cast("list[object]", params)]
+    return sum(1 << i for i, kind in enumerate(kinds) if kind == "DLTensor*")
+
+
+def _entry(value: object, key: str) -> object:
+    """``value[key]`` when ``value`` is a JSON object, else None."""
+    return cast("dict[str, object]", value).get(key) if isinstance(value, dict) else None
 
 
 def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int = -1) -> Callable[..., Any]:
