@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from . import _call
 from ._backend import backend
@@ -79,6 +80,11 @@ class GlobalFunction:
         self.name = name
         self._lazy: Callable[..., Any] | None = None
 
+    def _call_target(self) -> Function | tuple[Function, int]:
+        """What the backend's ``LazyFunction`` resolves: the Function, or (Function, views)
+        with bit i of ``views`` set when parameter i takes a borrowed ``DLTensor*``."""
+        return self._lookup()
+
     def _lookup(self) -> Function:
         f = _call.get_global_func(self.name, allow_missing=True)
         if f is None:
@@ -91,7 +97,7 @@ class GlobalFunction:
     def __call__(self, *args: object) -> Any:
         lazy = self._lazy
         if lazy is None:
-            lazy = self._lazy = backend.LazyFunction(self.name, self._lookup)
+            lazy = self._lazy = backend.LazyFunction(self.name, self._call_target)
         return lazy(*args)
 
 
@@ -133,11 +139,45 @@ class ModuleFunction(GlobalFunction):
             raise NotImplementedError(f"the library no longer exports {self.name!r} (regenerate the package)")
         return f  # type: ignore[no-any-return]
 
+    def _call_target(self) -> Function | tuple[Function, int]:
+        """The Function, with the parameters its exported type schema types ``DLTensor*`` (a
+        ``TensorView``), which the call may lend a producer's DLTensor instead of a new Tensor."""
+        f = self._lookup()
+        try:
+            metadata = importlib.import_module(self.lib_module).module.function_metadata(self.name)
+        except ValueError:  # metadata that is no JSON: no parameter is known to take a view
+            return f
+        views = dltensor_params(metadata)
+        return (f, views) if views else f
+
+
+def dltensor_params(metadata: object) -> int:
+    """Bit i set when a function's metadata (``{"type_schema": "<JSON>"}``) types parameter i
+    ``DLTensor*`` (the schema of ``TensorView`` and ``DLTensor*``: a borrowed tensor); 0 when the
+    metadata says nothing readable. Both schema forms count: ``named_args`` with ``params``, and
+    ``args`` with the return type first."""
+    text = _entry(metadata, "type_schema")
+    try:
+        schema: object = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return 0
+    params = _entry(_entry(schema, "named_args"), "params")
+    if not isinstance(params, list):
+        args = _entry(schema, "args")
+        params = cast("list[object]", args)[1:] if isinstance(args, list) else []
+    kinds = [_entry(p, "type") for p in cast("list[object]", params)]
+    return sum(1 << i for i, kind in enumerate(kinds) if kind == "DLTensor*")
+
+
+def _entry(value: object, key: str) -> object:
+    """``value[key]`` when ``value`` is a JSON object, else None."""
+    return cast("dict[str, object]", value).get(key) if isinstance(value, dict) else None
+
 
 def _fast(slow: GlobalFunction, kwbind: _KeywordBinder | None = None, arity: int = -1) -> Callable[..., Any]:
     """The function generated code calls for ``slow``: the backend's lazy function, resolved by
     ``slow``'s lookup; ``kwbind`` and ``arity`` as ``_native`` gives them."""
-    return backend.LazyFunction(slow.name, slow._lookup, kwbind, arity)
+    return backend.LazyFunction(slow.name, slow._call_target, kwbind, arity)
 
 
 # -- decorators: the def is the signature, the native function is the body -----------------

@@ -14,9 +14,17 @@ Decisions:
   pure backend does the same through ctypes (``_pure/dlpack.py``).
 - **Both DLPack capsule forms are consumed.** ``__dlpack__(max_version=(1, 3))`` is asked first;
   a producer whose ``__dlpack__`` takes no ``max_version`` (``TypeError``), or that answers with a
-  legacy ``"dltensor"`` capsule, is consumed through the legacy form. Converted arguments are
-  released when the call returns; the producer's deleter runs once, when the last Tensor
-  viewing its memory dies.
+  legacy ``"dltensor"`` capsule, is consumed through the legacy form. The compiled backend asks
+  a ``numpy.ndarray`` for the legacy capsule first: half numpy's cost, and numpy refuses a
+  read-only array in that form, after which the versioned form is asked and its answer acted on.
+  Converted arguments are released when the call returns; the producer's deleter runs once,
+  when the last Tensor viewing its memory dies.
+- **A ``TensorView`` parameter is lent the producer's DLTensor** (compiled backend): when an
+  exported function's type schema types a parameter ``DLTensor*`` (what ``TensorView`` and
+  ``DLTensor*`` parameters export), a producer's tensor there makes no Tensor: torch's exchange
+  API fills a ``DLTensor`` without allocating, and numpy's capsule lends the one inside it until
+  the call returns. What that way declines (a read-only array, a dtype numpy cannot export) is
+  converted to a Tensor as for any parameter, so values and errors are the same on both backends.
 - **Non-contiguous inputs are accepted with their strides** (checked: a native function that
   walks the strides sees the right values for sliced, transposed, Fortran-ordered and
   negative-stride numpy views). ``strides`` reports them in elements and ``numpy()`` views the

@@ -13,7 +13,7 @@ object checks catch leaks of small objects that RSS alone could miss.
 
 Iteration counts: 100 000 for calls, fields, containers (25 000 rounds of the four container
 kinds), container reads (10 000 rounds of index, slice, membership, lookups with their misses and
-iteration over all five kinds), callbacks and tensors. Two cases run fewer, to keep the whole
+iteration over all five kinds), callbacks, tensors and tensor views. Two cases run fewer, to keep the whole
 suite under its time budget (measured on 2 cores):
 
 - errors: 30 000 (10 000 per direction). Raising and catching costs 100-250 us per error (a
@@ -308,6 +308,54 @@ _measure = measure
 def measure(loop, n, warm, sentinel):
     _measure(loop, n, warm, sentinel)
     assert use_count(kept) == kept_uc, (use_count(kept), kept_uc)
+""",
+)
+
+# --------------------------------------------------------------------------------------------
+# Arguments of TensorView parameters (add_one_cpu from examples/add_one): a numpy array lends
+# the DLTensor of its capsule, a torch tensor one its exchange API fills, a read-only array is
+# refused the Tensor way; each iteration's arrays are new, so a capsule kept would keep 2 KB.
+CASES["tensor_views"] = (
+    100_000,
+    f"""
+import importlib.util
+import numpy as np
+spec = importlib.util.spec_from_file_location("add_one_build", {str(ROOT / "examples" / "add_one" / "build.py")!r})
+build = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(build)
+library = build.build(__import__("pathlib").Path({str(ROOT / "tests" / "_build" / "add_one")!r}))
+os.environ["ADD_ONE_PKG_LIBRARY"] = str(library)
+sys.path.insert(0, {str(ROOT / "examples" / "add_one")!r})
+import add_one_pkg
+try:
+    import torch
+except ImportError:
+    torch = None
+
+f = add_one_pkg.add_one_cpu
+sentinel = T.TestIntPair(3, 4)
+base = np.arange(256, dtype="float32")  # 1 KB
+ro = base.copy()
+ro.flags.writeable = False
+
+def loop(n):
+    for i in range(n):
+        x, y = base + i, np.empty(256, dtype="float32")
+        f(x, y)
+        assert y[255] == 256 + i
+        if torch is not None and i % 2 == 0:
+            tx = torch.from_numpy(x)
+            ty = torch.empty(256)
+            f(tx, ty)
+            assert ty[0].item() == i + 1
+        if i % 16 == 0:
+            try:
+                f(ro, y)
+            except BufferError:
+                pass
+            else:
+                raise AssertionError("a read-only array was accepted")
+    return n
 """,
 )
 

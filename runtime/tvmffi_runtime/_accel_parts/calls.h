@@ -20,8 +20,10 @@ static PyObject* hook_array_ctor; /* () -> the ffi.Array constructor Function */
 static PyObject* array_ctor;      /* that Function, once asked for */
 static PyObject* array_ctor_name; /* "ffi.Array", for argument errors */
 
-static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil);
-#define call_raw(fh, args, n, name, result) call_raw_gil((fh), (args), (n), (name), (result), 0)
+static int call_raw_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil,
+                          uint64_t views);
+#define call_raw(fh, args, n, name, result) call_raw_views((fh), (args), (n), (name), (result), 0, 0)
+#define call_raw_gil(fh, args, n, name, result, keep_gil) call_raw_views((fh), (args), (n), (name), (result), (keep_gil), 0)
 
 /* A list or tuple as an owned Array handle, built by ffi.Array from its items (packed by the
    same rules as arguments): what the Python packer does, without leaving C. */
@@ -172,13 +174,19 @@ static PyObject* accel_set_gil_auto(PyObject* mod, PyObject* arg) {
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
    exception set. Everything made for the call is released before returning. The GIL is
    released as the policy says, or kept when ``keep_gil`` (the library's own container
-   functions, which run no Python code and wait on nothing). */
-static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil) {
+   functions, which run no Python code and wait on nothing). Bit i of ``views`` set: parameter
+   i takes a borrowed DLTensor* (its schema says so), so a DLPack producer there is lent as one
+   (pack_dltensor_view) instead of becoming a Tensor; the first STACK_ARGS parameters only. */
+static int call_raw_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil,
+                          uint64_t views) {
   FFIAny stack[STACK_ARGS];
   FFIAny* buf = stack;
   PyObject* temps = NULL;
   void* owned[STACK_ARGS]; /* handles made here (callables, arrays), released after the call */
   int n_owned = 0;
+  DLTensorC lent[STACK_ARGS];  /* DLTensors the producers filled, for the view parameters */
+  PyObject* kept[STACK_ARGS];  /* capsules whose DLTensor is lent, released after the call */
+  int n_kept = 0;
   int status = -1;
   if (n > INT32_MAX) {
     PyErr_SetString(PyExc_OverflowError, "too many arguments");
@@ -193,6 +201,16 @@ static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject*
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (pack_fast(&buf[i], args[i]) == 0) continue;
+    if (i < STACK_ARGS && (views >> i) & 1) {
+      PyObject* capsule = NULL;
+      const int r = pack_dltensor_view(&buf[i], args[i], &lent[i], &capsule);
+      if (capsule != NULL) kept[n_kept++] = capsule;
+      if (r == 0) continue;
+      if (r < 0) {
+        reword_pack_error(name, args[i], i);
+        goto done;
+      }
+    }
     if (pack_other(&buf[i], args[i], owned, &n_owned, &temps) < 0) {
       reword_pack_error(name, args[i], i);
       goto done;
@@ -218,6 +236,7 @@ static int call_raw_gil(void* fh, PyObject* const* args, Py_ssize_t n, PyObject*
   }
 done:
   for (int k = 0; k < n_owned; ++k) ffi_decref(owned[k]);
+  for (int k = 0; k < n_kept; ++k) Py_DECREF(kept[k]); /* the capsule's destructor frees it */
   if (temps != NULL) {
     if (PyList_GET_SIZE(temps) != 0) {
       PyObject *type, *value, *tb;
@@ -231,6 +250,12 @@ done:
   }
   if (buf != stack) PyMem_Free(buf);
   return status;
+}
+
+static PyObject* call_packed_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, uint64_t views) {
+  FFIAny result;
+  if (call_raw_views(fh, args, n, name, &result, 0, views) < 0) return NULL;
+  return owned_to_py(&result);
 }
 
 static PyObject* call_packed(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name) {

@@ -50,7 +50,7 @@ typedef struct {
   void* managed_tensor_allocator;
   int (*managed_tensor_from_py_object_no_sync)(void* py_object, DLManagedV** out);
   void* managed_tensor_to_py_object_no_sync;
-  void* dltensor_from_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensorC* out); /* fills, allocates nothing */
   void* current_work_stream;
 } DLExchangeAPI;
 
@@ -67,13 +67,26 @@ static const char NAME_V[] = "dltensor_versioned", USED_V[] = "used_dltensor_ver
 static const char NAME_L[] = "dltensor", USED_L[] = "used_dltensor";
 
 /* What a class offers, found once per class (types are kept alive as the dict's keys): an int
-   (the exchange API's address), True (__dlpack__, asked with max_version first), None
-   (__dlpack__ without max_version: a pre-1.0 producer, found on its first refusal) or False
-   (neither). */
+   (the exchange API's address), True (__dlpack__, asked with max_version first), Ellipsis
+   (__dlpack__ asked in the legacy form first: see LEGACY_FIRST), None (__dlpack__ without
+   max_version: a pre-1.0 producer, found on its first refusal) or False (neither). */
 static PyObject* dlpack_kinds;
 static PyObject* str_dlpack;          /* "__dlpack__" */
 static PyObject* kw_max_version;      /* ("max_version",) */
 static PyObject* max_version_arg;     /* (1, 3) */
+
+/* The producer classes asked for the legacy capsule first: it costs numpy half what the
+   versioned one does (no keyword parsing), and numpy refuses a read-only array in that form
+   (BufferError), so a capsule it gives is writable; after a refusal the versioned form is asked,
+   whose answer (a read-only flag, another error) is the one acted on. Exact classes only: a
+   subclass may export differently. */
+static const char* const LEGACY_FIRST[] = {"numpy.ndarray", NULL};
+
+static int legacy_first(PyTypeObject* tp) {
+  for (int i = 0; LEGACY_FIRST[i] != NULL; ++i)
+    if (strcmp(tp->tp_name, LEGACY_FIRST[i]) == 0) return 1;
+  return 0;
+}
 
 static int dlpack_strings(void) {
   if (str_dlpack != NULL) return 0;
@@ -121,7 +134,7 @@ static PyObject* dlpack_kind(PyTypeObject* tp) {
     PyObject* attr = PyObject_GetAttrString((PyObject*)tp, "__dlpack_c_exchange_api__");
     if (attr == NULL) {
       PyErr_Clear();
-      made = Py_NewRef(Py_True);
+      made = Py_NewRef(legacy_first(tp) ? Py_Ellipsis : Py_True);
     } else {
       made = exchange_api_address(attr);
       Py_DECREF(attr);
@@ -135,16 +148,24 @@ static PyObject* dlpack_kind(PyTypeObject* tp) {
   return made;
 }
 
+/* The class name messages give, as type(obj).__name__ (the pure path's words): tp_name after
+   its last dot ("numpy.ndarray" -> "ndarray"). */
+static const char* class_name(PyObject* obj) {
+  const char* name = Py_TYPE(obj)->tp_name;
+  const char* dot = strrchr(name, '.');
+  return dot != NULL ? dot + 1 : name;
+}
+
 static int refuse_read_only(PyObject* obj) {
   PyErr_Format(PyExc_BufferError,
                "cannot view a read-only %s as a Tensor (TVM FFI tensors have no read-only flag, so native "
                "code could write to it); pass a writable copy",
-               Py_TYPE(obj)->tp_name);
+               class_name(obj));
   return -1;
 }
 
 static int refuse_version(PyObject* obj, const DLManagedV* m) {
-  PyErr_Format(PyExc_BufferError, "%s.__dlpack__ returned DLPack %u.%u; only 1.x is supported", Py_TYPE(obj)->tp_name,
+  PyErr_Format(PyExc_BufferError, "%s.__dlpack__ returned DLPack %u.%u; only 1.x is supported", class_name(obj),
                m->major, m->minor);
   return -1;
 }
@@ -154,7 +175,7 @@ static int tensor_from_exchange_api(PyObject* obj, const DLExchangeAPI* api, voi
   DLManagedV* m = NULL;
   if (api->managed_tensor_from_py_object_no_sync(obj, &m) != 0 || m == NULL) {
     if (!PyErr_Occurred())
-      PyErr_Format(PyExc_BufferError, "%s: its DLPack exchange API could not export it", Py_TYPE(obj)->tp_name);
+      PyErr_Format(PyExc_BufferError, "%s: its DLPack exchange API could not export it", class_name(obj));
     return -1;
   }
   int rc = m->major != DLPACK_MAJOR ? refuse_version(obj, m) : (m->flags & DLPACK_FLAG_READ_ONLY) ? refuse_read_only(obj) : 0;
@@ -169,6 +190,11 @@ static PyObject* call_dlpack(PyObject* obj, PyObject* kind) {
   PyObject* args[2] = {obj, max_version_arg};
   const size_t nargs = 1 | PY_VECTORCALL_ARGUMENTS_OFFSET;
   if (kind == Py_None) return PyObject_VectorcallMethod(str_dlpack, args, nargs, NULL);
+  if (kind == Py_Ellipsis) {
+    PyObject* legacy = PyObject_VectorcallMethod(str_dlpack, args, nargs, NULL);
+    if (legacy != NULL || !PyErr_ExceptionMatches(PyExc_BufferError)) return legacy;
+    PyErr_Clear(); /* refused (read-only...): the versioned form's answer is the one to act on */
+  }
   PyObject* capsule = PyObject_VectorcallMethod(str_dlpack, args, nargs, kw_max_version);
   if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear(); /* a pre-1.0 producer: no max_version keyword */
@@ -198,7 +224,7 @@ static int tensor_from_capsule(PyObject* obj, PyObject* capsule, PyObject* dtype
     if (ffi_tensor_from_dlpack(m, 0, 0, out) != 0) return (raise_native_error(), -1);
     return PyCapsule_SetName(capsule, USED_L);
   }
-  PyErr_Format(PyExc_TypeError, "%s.__dlpack__() returned no DLPack capsule", Py_TYPE(obj)->tp_name);
+  PyErr_Format(PyExc_TypeError, "%s.__dlpack__() returned no DLPack capsule", class_name(obj));
   return -1;
 }
 
@@ -227,7 +253,7 @@ static int tensor_handle_of(PyObject* obj, PyObject* dtype, void** out) {
       PyErr_Format(PyExc_TypeError,
                    "cannot view a %s as a Tensor: it has no __dlpack__ (pass a numpy array or a Tensor, or use "
                    "Tensor.from_sequence)",
-                   Py_TYPE(obj)->tp_name);
+                   class_name(obj));
       return -1;
     }
   }
@@ -324,6 +350,50 @@ static int pack_dlpack(PyObject* v, void** made) {
   *made = ((ObjectBase*)t)->h;
   ffi_incref(*made);
   Py_DECREF(t);
+  return 0;
+}
+
+/* A borrowed DLTensor* for a parameter whose schema says "DLTensor*" (a TensorView): no
+   Tensor is made. The producer's exchange API fills ``slot`` (torch: no allocation at all), or
+   the DLTensor inside its capsule is lent, the capsule kept in *keep until the call returns
+   (its destructor then frees it). 1 when ``v`` is no producer, or one this way declines (a
+   read-only or foreign-version capsule, a BufferError): pack_dlpack then gives the result or
+   error a Tensor argument would; 0 packed; -1 failed. */
+static int pack_dltensor_view(FFIAny* out, PyObject* v, DLTensorC* slot, PyObject** keep) {
+  PyObject* kind = dlpack_kind(Py_TYPE(v));
+  if (kind == NULL) return -1;
+  if (kind == Py_False) return 1;
+  DLTensorC* t = NULL;
+  if (PyLong_CheckExact(kind)) {
+    const DLExchangeAPI* api = (const DLExchangeAPI*)PyLong_AsVoidPtr(kind);
+    if (api->dltensor_from_py_object_no_sync == NULL) return 1;
+    if (api->dltensor_from_py_object_no_sync(v, slot) != 0) {
+      PyErr_Clear(); /* asked again the managed way, whose error is reported */
+      return 1;
+    }
+    t = slot;
+  } else {
+    PyObject* capsule = call_dlpack(v, kind);
+    if (capsule == NULL) {
+      if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
+      PyErr_Clear();
+      return 1;
+    }
+    if (PyCapsule_IsValid(capsule, NAME_V)) {
+      DLManagedV* m = (DLManagedV*)PyCapsule_GetPointer(capsule, NAME_V);
+      if (m->major == DLPACK_MAJOR && !(m->flags & DLPACK_FLAG_READ_ONLY)) t = &m->dl_tensor;
+    } else if (PyCapsule_IsValid(capsule, NAME_L)) {
+      t = &((DLManaged*)PyCapsule_GetPointer(capsule, NAME_L))->dl_tensor;
+    }
+    if (t == NULL) {
+      Py_DECREF(capsule);
+      return 1;
+    }
+    *keep = capsule;
+  }
+  out->type_index = TI_DL_TENSOR_PTR;
+  out->small_len = 0;
+  out->v_ptr = t;
   return 0;
 }
 

@@ -16,6 +16,7 @@ typedef struct {
   PyObject* kwbind;   /* (*args, **kwargs) -> tuple of positional arguments, or NULL */
   PyObject* dict;     /* __wrapped__, __name__, __doc__...: what functools.update_wrapper sets */
   Py_ssize_t arity;   /* number of positional arguments, or -1 for any */
+  uint64_t views;     /* bit i: parameter i takes a borrowed DLTensor* (call_raw_views) */
   vectorcallfunc vectorcall;
 } LazyFunction;
 
@@ -24,8 +25,20 @@ static int lazy_resolve(LazyFunction* self) {
     PyErr_Format(PyExc_RuntimeError, "%R can no longer be resolved (cleared)", self->name);
     return -1;
   }
-  PyObject* f = PyObject_CallNoArgs(self->resolver);
-  if (f == NULL) return -1;
+  PyObject* got = PyObject_CallNoArgs(self->resolver);
+  if (got == NULL) return -1;
+  PyObject* f = got;
+  unsigned long long views = 0;
+  if (PyTuple_Check(got)) { /* (Function, views): the parameters that take a borrowed DLTensor* */
+    if (PyTuple_GET_SIZE(got) != 2 || !PyLong_Check(PyTuple_GET_ITEM(got, 1))) {
+      PyErr_Format(PyExc_TypeError, "resolving %R gave a tuple that is not (Function, views)", self->name);
+      Py_DECREF(got);
+      return -1;
+    }
+    views = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(got, 1));
+    f = Py_NewRef(PyTuple_GET_ITEM(got, 0));
+    Py_DECREF(got);
+  }
   if (!is_object(f) || ((ObjectBase*)f)->h == NULL || ((ObjectBase*)f)->t != TI_FUNCTION) {
     PyErr_Format(PyExc_TypeError, "resolving %R did not give a Function", self->name);
     Py_DECREF(f);
@@ -35,6 +48,7 @@ static int lazy_resolve(LazyFunction* self) {
     Py_DECREF(f);
     return 0;
   }
+  self->views = (uint64_t)views;
   self->fh = ((ObjectBase*)f)->h;
   self->function = f;
   return 0;
@@ -92,7 +106,7 @@ static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size
   if (self->arity >= 0 && n != self->arity) return lazy_wrong_arity(self, n);
   if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
   PyObject* keep = Py_NewRef(self->function); /* alive for the call, whatever happens to self */
-  PyObject* r = call_packed(((ObjectBase*)keep)->h, args, n, self->name);
+  PyObject* r = call_packed_views(((ObjectBase*)keep)->h, args, n, self->name, self->views);
   Py_DECREF(keep);
   return r;
 }
@@ -195,7 +209,8 @@ static PyTypeObject LazyFunctionType = {
     .tp_repr = (reprfunc)lazy_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "LazyFunction(name, resolver, kwbind=None, arity=-1): resolves the Function on first call, then\n"
-              "calls it directly; a method when it is a class attribute, as a def is.",
+              "calls it directly; a method when it is a class attribute, as a def is. resolver() gives the\n"
+              "Function, or (Function, views): bit i of views set, parameter i takes a borrowed DLTensor*.",
     .tp_traverse = (traverseproc)lazy_traverse,
     .tp_clear = (inquiry)lazy_clear,
     .tp_methods = lazy_methods,

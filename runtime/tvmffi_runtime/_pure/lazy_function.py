@@ -19,9 +19,12 @@ __all__ = ["LazyFunction"]
 
 class LazyFunction:
     """``LazyFunction(name, resolver, kwbind=None, arity=-1)``: ``resolver()`` gives the Function
-    on first call; ``kwbind(*args, **kwargs)`` puts keyword arguments in order (None: none are
-    taken); ``arity`` is the number of positional arguments (-1: any). A method when it is a
-    class attribute, as a def is; pickled by its ``__qualname__``."""
+    on first call, or (Function, views), where bit i of ``views`` marks a parameter that takes a
+    borrowed ``DLTensor*`` (the compiled twin lends a producer's DLTensor there; here every
+    tensor argument is a Tensor, which such a parameter takes as well); ``kwbind(*args,
+    **kwargs)`` puts keyword arguments in order (None: none are taken); ``arity`` is the number
+    of positional arguments (-1: any). A method when it is a class attribute, as a def is;
+    pickled by its ``__qualname__``."""
 
     __slots__ = ("name", "arity", "_resolver", "_kwbind", "_function", "_c", "__dict__")
 
@@ -40,6 +43,10 @@ class LazyFunction:
 
     def _resolve(self) -> ctypes.c_void_p:
         f = self._resolver()
+        if isinstance(f, tuple):  # (Function, views): ctypes makes each argument a Tensor anyway
+            if len(f) != 2 or not isinstance(f[1], int):  # pyright: ignore[reportUnknownArgumentType]
+                raise TypeError(f"resolving {self.name!r} gave a tuple that is not (Function, views)")
+            f = f[0]  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(f, ObjectBase) or not f._h or f._t != TypeIndex.FUNCTION:
             raise TypeError(f"resolving {self.name!r} did not give a Function")
         if self._c is None:  # another thread may have resolved it meanwhile: keep the first
