@@ -93,7 +93,7 @@ def test_results_basedpyright_infers_from_the_sources(
     root, _ = tvm_stubs
     expr = _read(root, "ir/expr.pyi")
     astype = "def astype(self, dtype: Incomplete, span: Incomplete = ...)"
-    assert f"    {astype} -> _tvm_ir.Expr | _types.NotImplementedType: ..." in expr, expr
+    assert f"    {astype} -> Expr | NotImplementedType: ..." in expr, expr
     tensor = _read(root, "runtime/_tensor.pyi")
     assert "    def numpy(self) -> _numpy.ndarray[tuple[int, ...], _numpy.dtype[_t.Any]]: ..." in tensor, tensor
 

@@ -14,6 +14,7 @@ import re
 
 __all__ = [
     "binds_in",
+    "class_body_bindings",
     "module_bindings",
     "STUB_HEADER",
     "TYPED_IMPORTS",
@@ -129,6 +130,23 @@ def module_bindings(tree: ast.Module) -> set[str]:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name.split(".")[0]) for a in node.names)
+    return names
+
+
+def class_body_bindings(tree: ast.Module) -> set[str]:
+    """Every name a class body of a stub binds (its methods, attributes and classes, nested
+    ones' too): in that body's annotations such a name means the member, not the module's."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for member in node.body:
+            if isinstance(member, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(member.name)
+            elif isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+                names.add(member.target.id)
+            elif isinstance(member, ast.Assign):
+                names.update(t.id for t in member.targets if isinstance(t, ast.Name))
     return names
 
 
