@@ -232,8 +232,7 @@ def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.C
     # a hand-written __init__ that only forwards its parameters to a registry function takes what
     # the function's schema takes too (a tuple of Exprs, an int); one with another body is as written
     assert (
-        "    def __init__(self, items: list[Expr] | _abc.Sequence[Expr], tag: bool | int = ...) -> None: ..."
-        in nodes
+        "    def __init__(self, items: list[Expr] | _abc.Sequence[Expr], tag: bool | int = ...) -> None: ..." in nodes
     ), nodes
     assert "    def __init__(self, a: Var, b: Var | None = ...) -> None: ..." in nodes
     # the _ffi_api functions, typed from their schemas; Node is the Python class's public path
