@@ -34,7 +34,7 @@ def _collection() -> Collection:
 
 def _members(module_names: frozenset[str] = frozenset()) -> str:
     data = _collection()
-    below = names_below(data, {"t.Leaf": {"name"}})
+    below = names_below(data, {"t.Leaf": {"name"}}, {})
     ctx = StubContext(data, {k: c.path for k, c in data.classes.items()}, "pkg.nodes", module_names=module_names)
     text = class_members(ctx, "t.Base", set(), set(), below.get("t.Base", set()))
     assert ("from typing import Final" in ctx.imports) == ("Final" in text)

@@ -116,10 +116,14 @@ def inherited_names(data: Collection, key: str, stub_members: dict[str, set[str]
     return out
 
 
-def names_below(data: Collection, stub_members: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Per type key, the names the classes of the registered types deriving from it declare: in
-    their stubs' bodies, attached late, or from the registry. A read-only field none of them
-    declares again can be ``Final`` (a checker refuses any redeclaration of a ``Final`` name)."""
+def names_below(
+    data: Collection, stub_members: dict[str, set[str]], declarations: dict[str, tuple[list[str], set[str]]]
+) -> dict[str, set[str]]:
+    """Per type key, the names the classes deriving from its class declare: the registered ones
+    (in their stubs' bodies, attached late, or from the registry) and every class of the stubs
+    (``declarations``: per class path, its bases' paths and its body's names, from
+    ``stubtext.class_declarations``), registered or not. A read-only field none of them declares
+    again can be ``Final`` (a checker refuses any redeclaration of a ``Final`` name)."""
     below: dict[str, set[str]] = {}
     for key, info in data.classes.items():
         facts = data.types.get(key)
@@ -127,6 +131,29 @@ def names_below(data: Collection, stub_members: dict[str, set[str]]) -> dict[str
         names |= {m.name for m in facts.methods} if facts is not None else set()
         for ancestor in data.ancestors(key):
             below.setdefault(ancestor, set()).update(names)
+    by_path = _names_below_classes(data, declarations)
+    for key, info in data.classes.items():
+        below.setdefault(key, set()).update(by_path.get(info.path, set()))
+    return below
+
+
+def _names_below_classes(data: Collection, declarations: dict[str, tuple[list[str], set[str]]]) -> dict[str, set[str]]:
+    """Per class path, the names the stubs' classes deriving from it (at any depth) declare; a
+    registered class's other paths (``tvm.tirx.Expr`` for ``tvm.ir.expr.Expr``) are read as its
+    own."""
+    canonical = {path: info.path for info in data.classes.values() for path in info.paths}
+    parents = {canonical.get(c, c): [canonical.get(b, b) for b in bases] for c, (bases, _) in declarations.items()}
+    below: dict[str, set[str]] = {}
+    for cls, (_, names) in declarations.items():
+        seen: set[str] = set()
+        todo = list(parents.get(canonical.get(cls, cls), []))
+        while todo:
+            base = todo.pop()
+            if base in seen:
+                continue
+            seen.add(base)
+            below.setdefault(base, set()).update(names)
+            todo += parents.get(base, [])
     return below
 
 

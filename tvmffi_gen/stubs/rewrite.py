@@ -43,6 +43,7 @@ from .stubtext import (
     binds_in,
     class_attributes,
     class_body_bindings,
+    class_declarations,
     defines,
     exported_names,
     module_bindings,
@@ -152,13 +153,27 @@ def _package(
         by_module=by_module,
         parsed=parsed,
         stub_members=stub_members,
-        below=names_below(data, stub_members),
+        below=names_below(
+            data,
+            stub_members,
+            {
+                path: found
+                for m, text in stubs.items()
+                for path, found in class_declarations(text, m, _is_package(data, m)).items()
+            },
+        ),
         attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
         frozen=frozen_attributes(data, stubs),
         conversions=conversions,
         inferred=inferred,
         world=World(data.world_classes),
     )
+
+
+def _is_package(data: Collection, module: str) -> bool:
+    """Whether ``module`` is a package (its relative imports start from itself)."""
+    facts = data.modules.get(module)
+    return facts is not None and facts.is_package
 
 
 def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
