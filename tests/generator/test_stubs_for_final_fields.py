@@ -26,15 +26,17 @@ def _collection() -> Collection:
         package="pkg",
         types={"t.Base": base, "t.Leaf": leaf},
         classes={
-            "t.Base": RegisteredClass("pkg.nodes", "Base", paths=["pkg.nodes.Base"]),
+            "t.Base": RegisteredClass("pkg.nodes", "Base", paths=["pkg.nodes.Base", "pkg.Base"]),
             "t.Leaf": RegisteredClass("pkg.nodes", "Leaf", paths=["pkg.nodes.Leaf"], bases=["pkg.nodes.Base"]),
         },
     )
 
 
-def _members(module_names: frozenset[str] = frozenset()) -> str:
+def _members(
+    module_names: frozenset[str] = frozenset(), declarations: dict[str, tuple[list[str], set[str]]] | None = None
+) -> str:
     data = _collection()
-    below = names_below(data, {"t.Leaf": {"name"}}, {})
+    below = names_below(data, {"t.Leaf": {"name"}}, declarations or {})
     ctx = StubContext(data, {k: c.path for k, c in data.classes.items()}, "pkg.nodes", module_names=module_names)
     text = class_members(ctx, "t.Base", set(), set(), below.get("t.Base", set()))
     assert ("from typing import Final" in ctx.imports) == ("Final" in text)
@@ -55,3 +57,15 @@ def test_a_module_binding_final_itself_keeps_properties() -> None:
     text = _members(module_names=frozenset({"Final"}))
     assert "Final" not in text
     assert "    @property\n    def size(self) -> str: ...\n" in text
+
+
+def test_a_field_an_unregistered_class_below_declares_again_stays_a_property() -> None:
+    """tvm's tile ops: Python classes deriving (through one another) from a registered class whose
+    path they import by another name (``pkg.Base``, a re-export), declaring ``op: Incomplete``."""
+    declarations = {
+        "pkg.ops.Unary": (["pkg.Base"], set()),
+        "pkg.ops.Zero": (["pkg.ops.Unary"], {"size"}),
+    }
+    text = _members(declarations=declarations)
+    assert "    @property\n    def size(self) -> str: ...\n" in text
+    assert "size: Final" not in text
