@@ -12,22 +12,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from editor_asserts import assert_at_least_as_good_as_the_peer, assert_shows_what_a_user_needs
+from editor_asserts import Gap, assert_at_least_as_good_as_the_peer, assert_shows_what_a_user_needs, cases
 from editor_checks import TESTING, TESTING_CHECKS, Check, Verdicts
 from editor_workspace import generated_sides
-from lsp_client import SERVERS
 
 pytestmark = pytest.mark.slow
 
-_JEDI_PROPERTY = (
+_JEDI_PROPERTY = Gap(
     "jedi labels a property `property v_map` with no type; the face writes a field whose writes take a "
-    "wider type than its reads (containers, DataType, Tensor) as a property with a setter"
+    "wider type than its reads (containers, DataType, Tensor) as a property with a setter",
+    peer_passes=True,
 )
-_JEDI_HOVER_PY = (
+_JEDI_HOVER_PY = Gap(
     "jedi's hover on a field shows the .py's class-body declaration (the runtime descriptor with its "
     "aliases), not the .pyi face"
 )
-_PYLSP_FIELDS = "pylsp shows no type and no read-only mark for any attribute, the peer's included"
+_PYLSP_FIELDS = Gap("pylsp shows no type and no read-only mark for any attribute, the peer's included")
 #: What ours does not show yet, by (server, check): each an expected failure with its reason.
 KNOWN_GAPS = {
     ("jedi", "completion: inherited and container fields"): _JEDI_PROPERTY,
@@ -37,24 +37,10 @@ KNOWN_GAPS = {
     ("pylsp", "completion: read-only field shown read-only"): _PYLSP_FIELDS,
     ("pylsp", "completion: inherited and container fields"): _PYLSP_FIELDS,
     ("pylsp", "hover: read-only field shows its type, read-only"): _PYLSP_FIELDS,
-    ("pylsp", "hover: field shows its type and the registry's doc"): (
+    ("pylsp", "hover: field shows its type and the registry's doc"): Gap(
         "pylsp's hover on a field shows its value type's docs (int's), the peer's too"
     ),
 }
-
-
-def _cases(only_where_the_peer_passes: bool) -> list[object]:
-    """Every server and check; a known gap is an expected failure (the peer comparison only for the
-    one check whose gap the peer does not share)."""
-    cases: list[object] = []
-    for server in SERVERS:
-        for check in TESTING_CHECKS:
-            gap = KNOWN_GAPS.get((server, check.name))
-            if only_where_the_peer_passes and gap is not _JEDI_PROPERTY:
-                gap = None
-            marks = [pytest.mark.xfail(reason=gap, strict=False)] if gap else []
-            cases.append(pytest.param(server, check, id=f"{server}-{check.name}", marks=marks))
-    return cases
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +49,11 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> Verdicts:
     return Verdicts(TESTING, generated_sides(base))
 
 
-@pytest.mark.parametrize(("server", "check"), _cases(only_where_the_peer_passes=True))
+@pytest.mark.parametrize(("server", "check"), cases(TESTING_CHECKS, KNOWN_GAPS, against_the_peer=True))
 def test_at_least_as_good_as_the_peer(verdicts: Verdicts, server: str, check: Check) -> None:
     assert_at_least_as_good_as_the_peer(verdicts, server, check)
 
 
-@pytest.mark.parametrize(("server", "check"), _cases(only_where_the_peer_passes=False))
+@pytest.mark.parametrize(("server", "check"), cases(TESTING_CHECKS, KNOWN_GAPS, against_the_peer=False))
 def test_shows_what_a_user_needs(verdicts: Verdicts, server: str, check: Check) -> None:
     assert_shows_what_a_user_needs(verdicts, server, check)

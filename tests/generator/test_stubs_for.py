@@ -221,16 +221,18 @@ def test_registry_members_are_in_the_stubs(stubs: tuple[Path, Path, subprocess.C
     nodes = (out / "tinyir_py-stubs" / "nodes.pyi").read_text()
     # Python's own method, with its own annotations; a stub gives no default's value
     assert "def describe(self, verbose: bool = ...) -> str: ..." in nodes
-    # registry fields: writable ones as attributes, read-only ones as properties
+    # registry fields: writable ones as attributes, read-only ones Final (no class deriving from
+    # Var declares name again; typing.Final imported by its own name, as a user reads it)
     assert "    version: int\n" in nodes and "    frozen: bool\n" in nodes
-    assert "    @property\n    def name(self) -> str: ..." in nodes
+    var = nodes[nodes.index("\nclass Var(") : nodes.index("\nclass Seq(")]
+    assert "    name: Final[str]\n" in var and "@property" not in var, var
+    assert "\nfrom typing import Final\n" in nodes
     # a method attached after the class body, unannotated: Incomplete
     assert "def shout(self, times: Incomplete) -> Incomplete: ..." in nodes
     # a hand-written __init__ that only forwards its parameters to a registry function takes what
     # the function's schema takes too (a tuple of Exprs, an int); one with another body is as written
     assert (
-        "    def __init__(self, items: list[Expr] | _abc.Sequence[_tinyir_py.Expr], tag: bool | int = ...) -> None: ..."
-        in nodes
+        "    def __init__(self, items: list[Expr] | _abc.Sequence[Expr], tag: bool | int = ...) -> None: ..." in nodes
     ), nodes
     assert "    def __init__(self, a: Var, b: Var | None = ...) -> None: ..." in nodes
     # the _ffi_api functions, typed from their schemas; Node is the Python class's public path
@@ -363,7 +365,7 @@ def test_mypy_strict_in_a_user_folder_sees_the_installed_stubs(user_folder: tupl
     good = subprocess.run([*mypy, "good.py"], capture_output=True, text=True, cwd=user, env=env)
     assert good.returncode == 0, good.stdout
     bad = subprocess.run([*mypy, "bad.py"], capture_output=True, text=True, cwd=user, env=env)
-    assert bad.returncode == 1 and 'Property "name" defined in "Var" is read-only' in bad.stdout, bad.stdout
+    assert bad.returncode == 1 and 'Cannot assign to final attribute "name"' in bad.stdout, bad.stdout
     assert 'Argument 2 to "Pair" has incompatible type "int"; expected "Var | None"' in bad.stdout, bad.stdout
 
 

@@ -153,7 +153,7 @@ def test_results_pyright_infers_are_in_the_stubs(inferred_stubs: tuple[Path, Pat
     _, out = inferred_stubs
     root = out / "inferpkg-stubs"
     exprs = (root / "exprs.pyi").read_text()
-    astype = "def astype(self, dtype: Incomplete, span: Incomplete = ...) -> _types.NotImplementedType | Expr: ..."
+    astype = "def astype(self, dtype: Incomplete, span: Incomplete = ...) -> NotImplementedType | Expr: ..."
     assert astype in exprs, exprs
     assert "def shape(self) -> list[int]: ..." in exprs, exprs
     assert "def kind(self, long: Incomplete) -> str: ..." in exprs, exprs  # Literal['long', 'short']

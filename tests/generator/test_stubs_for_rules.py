@@ -245,22 +245,24 @@ class TestWhatTvmConvertsAtTheBoundary:
 
     def test_fields_read_a_null_span_as_none_and_constructors_accept_numbers(self) -> None:
         ir = self._stubs()["tvm.ir"]
-        assert "    def span(self) -> _tvm_ir.Span | None: ..." in ir
-        assert "    def value(self) -> _tvm_ir.Expr: ..." in ir  # what a field gives is an Expr as it is
+        # read-only fields are Final (no class below declares them again); the module's own classes
+        # are named by their own names
+        assert "    span: Final[Span | None]\n" in ir
+        assert "    value: Final[Expr]\n" in ir  # what a field gives is an Expr as it is
         assert (
-            "    def __init__(self, span: _tvm_ir.Span | None, dtype: _tvm_ir.PrimType | str | _tvm_ffi.dtype, "
-            "value: _tvm_ir.Expr | int | float) -> None: ..."
+            "    def __init__(self, span: Span | None, dtype: PrimType | str | _tvm_ffi.dtype, "
+            "value: Expr | int | float) -> None: ..."
         ) in ir
         # another package's types named alike are left as their schemas say
-        assert "    def __init__(self, other: _tvm_ir.MyExpr) -> None: ..." in ir
+        assert "    def __init__(self, other: MyExpr) -> None: ..." in ir
 
     def test_a_constructor_forwarding_to_a_registry_function_takes_what_it_converts(self) -> None:
         ir = self._stubs()["tvm.ir"]
         # the package's members first, then the schema's (Expr also a number, at any depth); a
         # member already there is not repeated, by its text (None) or as the class the package's
-        # annotation names (its Expr, the schema's _tvm_ir.Expr); what is not forwarded is as written
+        # annotation names (its Expr, the schema's Expr); what is not forwarded is as written
         assert (
-            "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[_tvm_ir.Expr | int | float], "
+            "    def __init__(self, values: list[Expr] | tuple[Expr, ...] | _abc.Sequence[Expr | int | float], "
             "span: Expr | None | int | float = ..., note: str = ...) -> None: ..."
         ) in ir, ir
 
@@ -276,7 +278,7 @@ class TestWhatTvmConvertsAtTheBoundary:
         conversions = load_conversions()
         assert conversions.accepted["ir.Expr"] == ("int", "float", "bool")  # added to tvm's
         ir = self._stubs(conversions)["tvm.ir"]
-        assert "    def __init__(self, other: _tvm_ir.MyExpr | int) -> None: ..." in ir
+        assert "    def __init__(self, other: MyExpr | int) -> None: ..." in ir
         mine.write_text(json.dumps({"accepted": {"my.Expr": ["int; import os"]}}))
         with pytest.raises(StubsError, match=r"mine\.json: accepted\['my\.Expr'\]: expected a list of annotations"):
             load_conversions()

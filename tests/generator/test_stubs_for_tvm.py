@@ -44,7 +44,8 @@ def _read(root: Path, rel: str) -> str:
 def test_registry_members_and_public_paths(tvm_stubs: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     root, _ = tvm_stubs
     module = _read(root, "ir/module.pyi")
-    assert "    def functions(self) -> _tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]: ..." in module
+    # a read-only field no class deriving from IRModule declares again: Final
+    assert "    functions: Final[_tvm_ffi.Map[_tvm_ir.GlobalVar, _tvm_ir.BaseFunc]]\n" in module, module
     # prim.Ramp lives in tvm.ir.prim.expr, its public path is tvm.tirx.Ramp
     assert _read(root, "ir/prim/expr.pyi").count("class Ramp(") == 1
 
@@ -82,8 +83,9 @@ def test_names_denote_what_the_running_module_binds(tvm_stubs: tuple[Path, subpr
     assert "\nimport tvm.topi.cpp as cpp\n" in loss, loss
     base = _read(root, "relax/op/base.pyi")  # tvm annotates -> Object; the registry's schema says ir.Expr
     assert "def make_closure(func: Expr, args: Expr) -> _tvm_ir.Expr: ..." in base, base
-    module = _read(root, "runtime/module.pyi")  # ffi.Module results are tvm.runtime.Module at run time
-    assert "def load_static_library(path: Incomplete, func_names: Incomplete) -> _tvm_runtime.Module: ..." in module
+    # ffi.Module results are tvm.runtime.Module at run time, named by its own name in its module
+    module = _read(root, "runtime/module.pyi")
+    assert "def load_static_library(path: Incomplete, func_names: Incomplete) -> Module: ..." in module
 
 
 def test_results_basedpyright_infers_from_the_sources(
@@ -93,7 +95,7 @@ def test_results_basedpyright_infers_from_the_sources(
     root, _ = tvm_stubs
     expr = _read(root, "ir/expr.pyi")
     astype = "def astype(self, dtype: Incomplete, span: Incomplete = ...)"
-    assert f"    {astype} -> _tvm_ir.Expr | _types.NotImplementedType: ..." in expr, expr
+    assert f"    {astype} -> Expr | NotImplementedType: ..." in expr, expr
     tensor = _read(root, "runtime/_tensor.pyi")
     assert "    def numpy(self) -> _numpy.ndarray[tuple[int, ...], _numpy.dtype[_t.Any]]: ..." in tensor, tensor
 

@@ -28,6 +28,7 @@ __all__ = [
     "auto_init_fields",
     "inherited_names",
     "chain_of",
+    "names_below",
 ]
 
 
@@ -115,11 +116,55 @@ def inherited_names(data: Collection, key: str, stub_members: dict[str, set[str]
     return out
 
 
-def class_members(ctx: StubContext, key: str, existing: set[str], inherited: set[str]) -> str:
-    """Stub text for what the registry (and late attachment) adds to the class of ``key``."""
+def names_below(
+    data: Collection, stub_members: dict[str, set[str]], declarations: dict[str, tuple[list[str], set[str]]]
+) -> dict[str, set[str]]:
+    """Per type key, the names the classes deriving from its class declare: the registered ones
+    (in their stubs' bodies, attached late, or from the registry) and every class of the stubs
+    (``declarations``: per class path, its bases' paths and its body's names, from
+    ``stubtext.class_declarations``), registered or not. A read-only field none of them declares
+    again can be ``Final`` (a checker refuses any redeclaration of a ``Final`` name)."""
+    below: dict[str, set[str]] = {}
+    for key, info in data.classes.items():
+        facts = data.types.get(key)
+        names = stub_members.get(key, set()) | set(info.late) | {f.name for f in own_fields(data, key)}
+        names |= {m.name for m in facts.methods} if facts is not None else set()
+        for ancestor in data.ancestors(key):
+            below.setdefault(ancestor, set()).update(names)
+    by_path = _names_below_classes(data, declarations)
+    for key, info in data.classes.items():
+        below.setdefault(key, set()).update(by_path.get(info.path, set()))
+    return below
+
+
+def _names_below_classes(data: Collection, declarations: dict[str, tuple[list[str], set[str]]]) -> dict[str, set[str]]:
+    """Per class path, the names the stubs' classes deriving from it (at any depth) declare; a
+    registered class's other paths (``tvm.tirx.Expr`` for ``tvm.ir.expr.Expr``) are read as its
+    own."""
+    canonical = {path: info.path for info in data.classes.values() for path in info.paths}
+    parents = {canonical.get(c, c): [canonical.get(b, b) for b in bases] for c, (bases, _) in declarations.items()}
+    below: dict[str, set[str]] = {}
+    for cls, (_, names) in declarations.items():
+        seen: set[str] = set()
+        todo = list(parents.get(canonical.get(cls, cls), []))
+        while todo:
+            base = todo.pop()
+            if base in seen:
+                continue
+            seen.add(base)
+            below.setdefault(base, set()).update(names)
+            todo += parents.get(base, [])
+    return below
+
+
+def class_members(
+    ctx: StubContext, key: str, existing: set[str], inherited: set[str], below: frozenset[str] | set[str] = frozenset()
+) -> str:
+    """Stub text for what the registry (and late attachment) adds to the class of ``key``;
+    ``below`` holds the names the classes deriving from it declare (``names_below``)."""
     facts, info = ctx.data.types[key], ctx.data.classes[key]
     taken = set(existing)
-    parts = _field_lines(ctx, key, taken, inherited) + _method_lines(ctx, key, taken, inherited)
+    parts = _field_lines(ctx, key, taken, inherited, below) + _method_lines(ctx, key, taken, inherited)
     if facts.init is not None and not info.python_init and "__init__" not in taken:
         taken.add("__init__")
         parts.append(_init_text(ctx, key))
@@ -159,9 +204,14 @@ def _field_ref(ctx: StubContext, f: FieldSnap, where: str) -> TypeRef:
         return TypeRef("Any")
 
 
-def _field_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[str]) -> list[str]:
+def _field_lines(
+    ctx: StubContext, key: str, taken: set[str], inherited: set[str], below: frozenset[str] | set[str]
+) -> list[str]:
     """A field as an attribute (writable, or a base declares it as one: a property cannot
-    override a base's attribute) or as a read-only property."""
+    override a base's attribute); a read-only one as ``Final[T]`` (what every server shows as its
+    type and as read-only: jedi labels a property ``property name``, with no type; ``Final`` by
+    its own name, which jedi prints as written), or as a read-only property where a class
+    deriving from it declares the name again or the module binds ``Final`` itself."""
     info = ctx.data.classes[key]
     base_attrs: set[str] = set[str]().union(
         *(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set()) for b in info.bases)
@@ -174,6 +224,8 @@ def _field_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[str
         ann = ctx.annotate(_field_ref(ctx, f, f"{key}.{f.name}"), "return", f"{key}.{f.name}")
         if f.writable or f.name in base_attrs:
             parts.append(f"{_IND}{f.name}: {ann}\n" + (_doc(f.doc, _IND) if f.doc else ""))
+        elif f.name not in below and (final := ctx.import_by_name("typing", "Final")) is not None:
+            parts.append(f"{_IND}{f.name}: {final}[{ann}]\n" + (_doc(f.doc, _IND) if f.doc else ""))
         else:
             parts.append(def_text(f.name, "self", ann, f.doc, _IND, "@property"))
     return parts

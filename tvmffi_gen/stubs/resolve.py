@@ -28,6 +28,8 @@ _RT_NAMES = {
     "DataType": "_tvm_ffi.dtype", "DLPackExporter": "_t.Any", "Unchanged": "_t.Any",
 }  # fmt: skip
 _RT_REF = re.compile(r"\b_rt\.(\w+)")
+#: Standard modules whose classes a stub imports by their own names where the name is free.
+_BY_NAME = frozenset({"types", "typing", "collections.abc"})
 
 
 def public_path(info: RegisteredClass, exports: dict[str, set[str]]) -> str:
@@ -78,12 +80,42 @@ class StubContext:
     frozen: dict[str, set[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     conversions: Conversions = BUILTIN
+    #: the names the module's stub binds at module level (builtins included) and in its class
+    #: bodies, before the rewrite (``stubtext.module_bindings``, ``class_body_bindings``)
+    module_names: frozenset[str] = frozenset()
+    class_names: frozenset[str] = frozenset()
+    #: names this rewrite imported by their own names: name -> module
+    by_name: dict[str, str] = field(default_factory=dict)
+
+    def import_by_name(self, module: str, name: str) -> str | None:
+        """``name``, imported from ``module`` by its own name (a user reads ``NotImplementedType``,
+        ``Final``, not ``_types.NotImplementedType``), when the module's stub leaves it free;
+        None when it does not (the caller then spells it through a module alias)."""
+        if self.by_name.get(name, module) != module or name in self.module_names | self.class_names:
+            return None
+        self.by_name[name] = module
+        self.imports.add(f"from {module} import {name}")
+        return name
+
+    def own_class(self, info: RegisteredClass) -> str | None:
+        """A class this module defines, by its own name, when that name reaches it everywhere in
+        the module: no class body binds it (an annotation there would find the member)."""
+        head = info.qualname.split(".")[0]
+        if info.module != self.module or head not in self.module_names or head in self.class_names:
+            return None
+        return None if head in self.by_name else info.qualname
 
     def resolve(self, key: str) -> str | None:
-        path = nearest_known(key, self.data.ancestors(key), self.public.get)
-        if path is None:
+        """How the stub names the class of type ``key`` (or of its nearest ancestor with one): by
+        its own name where this module defines it, else by its public path through a module alias."""
+        known = nearest_known(key, self.data.ancestors(key), lambda k: k if k in self.public else None)
+        if known is None:
             return None
-        mod, _, name = path.rpartition(".")
+        info = self.data.classes.get(known)
+        own = self.own_class(info) if info is not None else None
+        if own is not None:
+            return own
+        mod, _, name = self.public[known].rpartition(".")
         alias = "_" + mod.replace(".", "_")
         self.imports.add(f"import {mod} as {alias}")
         return f"{alias}.{name}"
@@ -116,6 +148,10 @@ class StubContext:
         module, qual = source.target.split(":")
         if module in (self.module, "builtins"):
             return qual
+        if module in _BY_NAME and "." not in qual:
+            own = self.import_by_name(module, qual)
+            if own is not None:
+                return own
         alias = "_" + module.replace(".", "_")
         self.imports.add(f"import {module} as {alias}")
         return f"{alias}.{qual}"

@@ -26,7 +26,14 @@ from .frozen import frozen_attributes
 from .missing_imports import drop_missing_imports
 from .parallel import shared
 from .pyright_types import World, stub_annotation
-from .registry_text import class_members, def_text, inherited_names, is_keyword, params_from_schema
+from .registry_text import (
+    class_members,
+    def_text,
+    inherited_names,
+    is_keyword,
+    names_below,
+    params_from_schema,
+)
 from .resolve import StubContext, public_path
 from .stubtext import (
     INCOMPLETE_IMPORT,
@@ -35,6 +42,8 @@ from .stubtext import (
     binds,
     binds_in,
     class_attributes,
+    class_body_bindings,
+    class_declarations,
     defines,
     exported_names,
     module_bindings,
@@ -68,6 +77,7 @@ class _Package:
     by_module: dict[str, list[str]]  # module -> type keys of the classes it defines
     parsed: dict[str, cst.Module]
     stub_members: dict[str, set[str]]  # type key -> names its stub class's body defines
+    below: dict[str, set[str]]  # type key -> names the classes deriving from it declare
     attribute_names: dict[str, set[str]]
     frozen: dict[str, set[str]]
     conversions: Conversions
@@ -143,6 +153,15 @@ def _package(
         by_module=by_module,
         parsed=parsed,
         stub_members=stub_members,
+        below=names_below(
+            data,
+            stub_members,
+            {
+                path: found
+                for m, text in stubs.items()
+                for path, found in class_declarations(text, m, _is_package(data, m)).items()
+            },
+        ),
         attribute_names={f"{m}.{q}": names for m, t in stubs.items() for q, names in class_attributes(t).items()},
         frozen=frozen_attributes(data, stubs),
         conversions=conversions,
@@ -151,10 +170,23 @@ def _package(
     )
 
 
+def _is_package(data: Collection, module: str) -> bool:
+    """Whether ``module`` is a package (its relative imports start from itself)."""
+    facts = data.modules.get(module)
+    return facts is not None and facts.is_package
+
+
 def _rewrite_module(pkg: _Package, mod: str) -> tuple[str, list[str]]:
     """The final text of stub module ``mod`` and its warnings."""
     ctx = StubContext(
-        pkg.data, pkg.public, mod, attribute_names=pkg.attribute_names, frozen=pkg.frozen, conversions=pkg.conversions
+        pkg.data,
+        pkg.public,
+        mod,
+        attribute_names=pkg.attribute_names,
+        frozen=pkg.frozen,
+        conversions=pkg.conversions,
+        module_names=frozenset(module_bindings(stub_tree(pkg.stubs[mod]))),
+        class_names=frozenset(class_body_bindings(stub_tree(pkg.stubs[mod]))),
     )
     m = _Module(mod, pkg.parsed.get(mod) or cst.parse_module(pkg.stubs[mod]), ctx)
     _add_registry_members(pkg, m)
@@ -192,7 +224,7 @@ def _add_registry_members(pkg: _Package, m: _Module) -> None:
         if q not in index:
             continue
         inherited = inherited_names(pkg.data, key, pkg.stub_members)
-        text = class_members(m.ctx, key, pkg.stub_members.get(key, set()), inherited)
+        text = class_members(m.ctx, key, pkg.stub_members.get(key, set()), inherited, pkg.below.get(key, set()))
         if text:
             additions[q] = text
     read_only = {q: pkg.frozen[f"{m.name}.{q}"] for q in index if f"{m.name}.{q}" in pkg.frozen}

@@ -14,6 +14,8 @@ import re
 
 __all__ = [
     "binds_in",
+    "class_body_bindings",
+    "class_declarations",
     "module_bindings",
     "STUB_HEADER",
     "TYPED_IMPORTS",
@@ -130,6 +132,62 @@ def module_bindings(tree: ast.Module) -> set[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name.split(".")[0]) for a in node.names)
     return names
+
+
+def class_body_bindings(tree: ast.Module) -> set[str]:
+    """Every name a class body of a stub binds (its methods, attributes and classes, nested
+    ones' too): in that body's annotations such a name means the member, not the module's."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for member in node.body:
+            if isinstance(member, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(member.name)
+            elif isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+                names.add(member.target.id)
+            elif isinstance(member, ast.Assign):
+                names.update(t.id for t in member.targets if isinstance(t, ast.Name))
+    return names
+
+
+def class_declarations(text: str, module: str, is_package: bool) -> dict[str, tuple[list[str], set[str]]]:
+    """Per module-level class of a stub (``module.Name``), its bases as the paths the stub's
+    imports give them (``from .base import Node`` in ``tvm.ir.expr``: ``tvm.ir.base.Node``) and
+    the names its body binds; a base the stub does not bind by an import or a class is left out."""
+    try:
+        tree = stub_tree(text)
+    except SyntaxError:
+        return {}
+    package = module if is_package else module.rpartition(".")[0]
+    names: dict[str, str] = {}  # a name the module binds -> the path it stands for
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                start = ".".join(parts[: len(parts) - node.level + 1])
+                source = f"{start}.{source}" if source else start
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{source}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                names[bound] = alias.name if alias.asname else bound
+        elif isinstance(node, ast.ClassDef):
+            names[node.name] = f"{module}.{node.name}"
+    found: dict[str, tuple[list[str], set[str]]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases: list[str] = []
+        for written in node.bases:
+            head, _, rest = ast.unparse(written).partition(".")
+            if head in names and head.isidentifier():
+                bases.append(names[head] + (f".{rest}" if rest else ""))
+        body = class_body_bindings(ast.Module(body=[node], type_ignores=[]))
+        found[f"{module}.{node.name}"] = (bases, body)
+    return found
 
 
 def binds_in(tree: ast.Module, name: str) -> bool:
