@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,3 +36,19 @@ def mypy_strict_over_stubs(stubs: Path, package: str, where: Path) -> subprocess
         cwd=where,
         env=stubs_for_env([]),
     )
+
+
+def stubs_for_package(base: Path, name: str, files: dict[str, str], lib: Path) -> tuple[Path, Path]:
+    """``--stubs-for NAME`` with the cache off, over a package written under BASE/src from
+    ``files`` (path within the package -> source, ``@LIB@`` standing for ``lib``'s path as a
+    literal): (the folder holding the package, OUT)."""
+    src = base / "src"
+    for rel, text in files.items():
+        path = src / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip().replace("@LIB@", repr(str(lib))))
+    out = base / "out"
+    env = {**stubs_for_env([src]), "TVMFFI_GEN_NO_CACHE": "1"}
+    proc = run_tvmffi_gen(["--stubs-for", name, "-o", str(out)], env, base)
+    assert proc.returncode == 0, proc.stderr
+    return src, out

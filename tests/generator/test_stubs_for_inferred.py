@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
-from stubs_for_run import mypy_strict_over_stubs, run_tvmffi_gen, stubs_for_env
+from stubs_for_run import mypy_strict_over_stubs, stubs_for_env, stubs_for_package
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -137,15 +137,7 @@ def inferred_stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     """(the package's folder, OUT) after ``--stubs-for inferpkg``."""
     lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
     base = tmp_path_factory.mktemp("inferred")
-    src = base / "src"
-    for rel, text in PACKAGE.items():
-        path = src / "inferpkg" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip().replace("@LIB@", repr(str(lib))))
-    out = base / "out"
-    env = {**stubs_for_env([src]), "TVMFFI_GEN_NO_CACHE": "1"}
-    proc = run_tvmffi_gen(["--stubs-for", "inferpkg", "-o", str(out)], env, base)
-    assert proc.returncode == 0, proc.stderr
+    src, out = stubs_for_package(base, "inferpkg", PACKAGE, lib)
     return src, out
 
 

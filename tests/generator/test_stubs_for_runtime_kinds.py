@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
-from stubs_for_run import run_tvmffi_gen, stubs_for_env
+from stubs_for_run import stubs_for_env, stubs_for_package
 
 pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
 
@@ -190,15 +190,7 @@ def kind_stubs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the package's folder, OUT) after ``--stubs-for kindpkg``."""
     lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
     base = tmp_path_factory.mktemp("kinds")
-    src = base / "src"
-    for rel, text in PACKAGE.items():
-        path = src / "kindpkg" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip().replace("@LIB@", repr(str(lib))))
-    out = base / "out"
-    env = {**stubs_for_env([src]), "TVMFFI_GEN_NO_CACHE": "1"}
-    proc = run_tvmffi_gen(["--stubs-for", "kindpkg", "-o", str(out)], env, base)
-    assert proc.returncode == 0, proc.stderr
+    src, out = stubs_for_package(base, "kindpkg", PACKAGE, lib)
     return src, out
 
 

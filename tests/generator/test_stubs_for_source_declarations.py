@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
-from stubs_for_run import mypy_strict_over_stubs, run_tvmffi_gen, stubs_for_env
+from stubs_for_run import mypy_strict_over_stubs, run_tvmffi_gen, stubs_for_env, stubs_for_package
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -101,14 +101,7 @@ def declared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     """(the package's folder, OUT, the folder it ran in) after ``--stubs-for declpkg``."""
     lib = build_shared("tinyir", (FIXTURES / "tinyir.cc").read_text())
     base = tmp_path_factory.mktemp("declared")
-    src = base / "src"
-    for rel, text in PACKAGE.items():
-        path = src / "declpkg" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip().replace("@LIB@", repr(str(lib))))
-    out = base / "out"
-    proc = run_tvmffi_gen(["--stubs-for", "declpkg", "-o", str(out)], _env(src), base)
-    assert proc.returncode == 0, proc.stderr
+    src, out = stubs_for_package(base, "declpkg", PACKAGE, lib)
     return src, out, base
 
 
