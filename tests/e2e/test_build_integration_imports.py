@@ -73,7 +73,7 @@ def test_the_stubs_step_imports_a_load_lib_module_package_as_installed(tmp_path:
     assert main(_stubs_step(tmp_path, _layout_library(tmp_path), "my-ffi-extension")) == 0
     stubs = tmp_path / "wheel" / "my_ffi_extension"
     api = (stubs / "_ffi_api.pyi").read_text()
-    assert "def a(self) -> int:" in api and "def sum(self) -> int:" in api, api
+    assert "    a: Final[int]\n" in api and "def sum(self) -> int:" in api, api  # a read-only field, a method
     assert "def add_one(_0: int, /) -> int:" in api, api
     assert (stubs / "py.typed").is_file()
     # the dist-info the import needed is in the step's own folder, not in what the wheel gets

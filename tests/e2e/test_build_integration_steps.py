@@ -195,7 +195,7 @@ def test_a_plain_cmake_build_writes_stubs_and_reruns_only_on_a_change(tmp_path: 
     stubs = build / "tvmffi_gen" / "_plane-stubs" / "wheel" / "plane"
     assert "tvmffi-gen: wrote stubs for plane" in first, first
     assert {p.name for p in stubs.iterdir()} == {"__init__.pyi", "_ffi_api.pyi", "shapes.pyi", "py.typed"}
-    assert "def width(self) -> int:" in (stubs / "shapes.pyi").read_text()
+    assert "    width: Final[int]\n" in (stubs / "shapes.pyi").read_text()  # a read-only field
     assert not list((project / "plane").glob("*.pyi"))  # the author's sources are left alone
     assert "tvmffi-gen" not in _cmake("--build", "build", cwd=project)  # nothing changed: no step
     shapes = project / "plane" / "shapes.py"
