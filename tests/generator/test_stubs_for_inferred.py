@@ -23,6 +23,8 @@ import pytest
 from conftest import build_shared
 from stubs_for_run import mypy_strict_over_stubs, stubs_for_env, stubs_for_package
 
+pytestmark = pytest.mark.slow  # --stubs-for, basedpyright and mypy over a package: see tests/README.md
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 PACKAGE = {
