@@ -123,13 +123,8 @@ def module_bindings(tree: ast.Module) -> set[str]:
 
     names = set(vars(builtins))
     for node in tree.body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names |= _defined_by(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name.split(".")[0]) for a in node.names)
     return names
 
@@ -142,13 +137,19 @@ def class_body_bindings(tree: ast.Module) -> set[str]:
         if not isinstance(node, ast.ClassDef):
             continue
         for member in node.body:
-            if isinstance(member, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(member.name)
-            elif isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
-                names.add(member.target.id)
-            elif isinstance(member, ast.Assign):
-                names.update(t.id for t in member.targets if isinstance(t, ast.Name))
+            names |= _defined_by(member)
     return names
+
+
+def _defined_by(node: ast.stmt) -> set[str]:
+    """The names a def, a class or an assignment binds where it stands (imports aside)."""
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {node.name}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return set()
 
 
 def class_declarations(text: str, module: str, is_package: bool) -> dict[str, tuple[list[str], set[str]]]:
