@@ -5,6 +5,7 @@ and then assert on each one's lines."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -60,3 +61,8 @@ def lines_by_package(errors: int, report: str, packages: Iterable[str]) -> dict[
     owner = {line: Path(line.split(":", 1)[0]).parts[0] for line in lines}
     rest = [line for line in lines if owner[line] not in names]
     return {name: [line for line in lines if owner[line] == name] + rest for name in names}
+
+
+def revealed_types(report: str) -> list[str]:
+    """The types mypy's ``reveal_type`` notes in ``report`` name, in the order of the report."""
+    return re.findall(r'note: Revealed type is "(.*)"$', report, re.M)

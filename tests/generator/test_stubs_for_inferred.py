@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
+from mypy_reports import revealed_types
 from stubs_for_run import mypy_strict_over_stubs, stubs_for_env, stubs_for_package
 
 pytestmark = pytest.mark.slow  # --stubs-for, basedpyright and mypy over a package: see tests/README.md
@@ -184,15 +185,15 @@ def test_mypy_reveals_what_pyright_infers_from_the_sources(inferred_stubs: tuple
         cwd=tmp_path,
         env=env,
     )
-    revealed = [ln.split("Revealed type is ")[1] for ln in proc.stdout.splitlines() if "Revealed type is" in ln]
+    revealed = revealed_types(proc.stdout)
     assert revealed == [
-        '"types.NotImplementedType | inferpkg.exprs.Expr"',
-        '"list[int]"',
-        '"str"',
-        '"inferpkg.a.Tensor"',
-        '"inferpkg.b.Tensor"',
-        '"inferpkg.devices.Device"',
-        '"inferpkg.devices.Device | None"',
+        "types.NotImplementedType | inferpkg.exprs.Expr",
+        "list[int]",
+        "str",
+        "inferpkg.a.Tensor",
+        "inferpkg.b.Tensor",
+        "inferpkg.devices.Device",
+        "inferpkg.devices.Device | None",
     ], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
 

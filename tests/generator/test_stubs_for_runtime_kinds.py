@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
+from mypy_reports import revealed_types
 from stubs_for_run import stubs_for_env, stubs_for_package
 
 pytestmark = pytest.mark.slow  # whole packages through a checker: see tests/README.md
@@ -305,17 +306,17 @@ def test_mypy_reveals_what_the_running_names_are(kind_stubs: tuple[Path, Path], 
         cwd=tmp_path,
         env=env,
     )
-    revealed = [ln.split("Revealed type is ")[1] for ln in proc.stdout.splitlines() if "Revealed type is" in ln]
+    revealed = revealed_types(proc.stdout)
     assert revealed == [
-        '"int"',
-        '"kindpkg.helpers.Device"',
-        '"bool"',
-        '"def (a: Any, b: Any) -> kindpkg.nodes.Pair"',
-        '"kindpkg.spec.Int | kindpkg.spec.Tensor"',
-        '"kindpkg.passes.Simplify"',
-        '"kindpkg.passes.FunctionPass"',
-        '"int"',
-        '"kindpkg.nodes.Pair"',
+        "int",
+        "kindpkg.helpers.Device",
+        "bool",
+        "def (a: Any, b: Any) -> kindpkg.nodes.Pair",
+        "kindpkg.spec.Int | kindpkg.spec.Tensor",
+        "kindpkg.passes.Simplify",
+        "kindpkg.passes.FunctionPass",
+        "int",
+        "kindpkg.nodes.Pair",
     ], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
 

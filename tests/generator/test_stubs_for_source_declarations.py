@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_shared
+from mypy_reports import revealed_types
 from stubs_for_run import mypy_strict_over_stubs, run_tvmffi_gen, stubs_for_env, stubs_for_package
 
 pytestmark = pytest.mark.slow  # --stubs-for, basedpyright and mypy over a package: see tests/README.md
@@ -149,8 +150,7 @@ def test_a_user_sees_what_the_running_package_has(declared: tuple[Path, Path, Pa
         cwd=tmp_path,
         env=env,
     )
-    revealed = [ln.split("Revealed type is ")[1] for ln in proc.stdout.splitlines() if "Revealed type is" in ln]
-    assert revealed == ['"int"', '"int"', '"str"', '"str"'], proc.stdout
+    assert revealed_types(proc.stdout) == ["int", "int", "str", "str"], proc.stdout
     assert "error" not in proc.stdout.replace("Revealed type", ""), proc.stdout
     ran = subprocess.run(
         [sys.executable, "-c", "import declpkg.nodes as n; print(n.Var('x').name)"],

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -105,8 +104,3 @@ def mypy_errors_each(
         name: (sum(1 for line in lines if ": error:" in line) + rest_errors, "\n".join(lines + rest))
         for name, lines in owned.items()
     }
-
-
-def revealed_types(report: str) -> list[str]:
-    """The types mypy's ``reveal_type`` notes in ``report`` name, in the order of the report."""
-    return re.findall(r'note: Revealed type is "(.*)"$', report, re.M)

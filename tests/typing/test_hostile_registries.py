@@ -24,7 +24,8 @@ from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Sn
 from tvmffi_gen.render.package import render_package
 
 from conftest import ROOT
-from registry_checks import declared_fields, mypy_errors_each, revealed_types
+from mypy_reports import revealed_types
+from registry_checks import declared_fields, mypy_errors_each
 
 
 def _snap(types: list[TypeSnap], functions: list[FunctionSnap]) -> Snapshot:

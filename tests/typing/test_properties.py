@@ -33,7 +33,8 @@ from tvmffi_gen.registry.snapshot import FieldSnap, FunctionSnap, MethodSnap, Sn
 from tvmffi_gen.render.package import render_package
 
 from conftest import BUILD_DIR
-from registry_checks import declared_fields, import_problems, mypy_errors_each, revealed_types
+from mypy_reports import revealed_types
+from registry_checks import declared_fields, import_problems, mypy_errors_each
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
