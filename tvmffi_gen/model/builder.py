@@ -13,11 +13,9 @@ spelled by :class:`.spelling.Spelling`.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Callable, Iterable
 
-from ..registry.facts import auto_init_order, chain_fields, defaults_to_none
+from ..registry.facts import auto_init_order, chain_fields
 from ..registry.snapshot import FieldSnap, FunctionSnap, Snapshot, TypeSnap
 from ..text.layout import item_doc
 from .class_members import (
@@ -29,6 +27,7 @@ from .class_members import (
     method_model,
     replace_model,
 )
+from .declarations import auto_init_params, named_like_fields, schema_params
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .package import (
@@ -47,7 +46,7 @@ from .package import (
     validate_package_name,
 )
 from .prefixes import kept_by_prefixes
-from .signatures import named_result, params, unnamed, unnamed_note
+from .signatures import named_result, unnamed_note
 from .spelling import RUNTIME_BASES, Spelling
 from .typemap import (
     ANY,
@@ -69,19 +68,6 @@ __all__ = ["Builder", "build_model"]
 def _ns_of(key: str) -> tuple[Namespace, str]:
     parts = key.split(".")
     return tuple(parts[:-1]), parts[-1]
-
-
-def _literal(value: object) -> str | None:
-    """Python source for a JSON default, or None when not a simple literal."""
-    if value is None or isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, int):
-        return repr(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return None
 
 
 class Builder:
@@ -269,29 +255,17 @@ class Builder:
             if sig.params is None:
                 return InitModel("method", [Param("args", ANY_ANNOTATION, None, "varargs")], t.init_doc)
             ann = self.spelling.annotator(mod, context, members)
-            init_params = params(sig, ann, skip_self=False, doc=t.init_doc)
-            return InitModel("method", self._named_like_fields(t, sig, init_params), t.init_doc)
+            init_params = schema_params(sig, ann.annotation, False, t.init_doc, keywords=True)
+            return InitModel("method", named_like_fields(init_params, sig, self._init_fields(t)), t.init_doc)
         if t.init == "auto":
             return InitModel("auto", self._auto_init_params(t, mod, members), "")
         return InitModel("none", [], "")
 
-    def _named_like_fields(self, t: TypeSnap, sig: FunctionSig, init_params: list[Param]) -> list[Param]:
-        """An ``__ffi_init__`` whose schema names no parameter, taking the type's fields one to one
-        (ancestors' first, as declared; the same types in the same order): its parameters are
-        named after the fields. They stay positional-only: the native init takes no keywords, and
-        nothing says the C++ constructor means them as the fields, only that they fit."""
-        if not init_params or not all(unnamed(p) for p in init_params):
-            return init_params
+    def _init_fields(self, t: TypeSnap) -> list[tuple[str | None, TypeRef]]:
+        """The fields of ``t``'s chain, ancestors' first as declared: each one's attribute name
+        (None where this package generates none) and type."""
         chain = chain_fields(t.type_key, self._fields_of(t), t.ancestors)
-        if len(chain) != len(init_params) or sig.params is None:
-            return init_params
-        names: list[str] = []
-        for (owner, f), ref in zip(chain, sig.params, strict=True):
-            name = self._field_py_name(owner, f.name)
-            if name is None or name == "self" or self.schema_type(f.schema, f"field {owner}.{f.name}") != ref:
-                return init_params
-            names.append(name)
-        return [dataclasses.replace(p, name=name) for p, name in zip(init_params, names, strict=True)]
+        return [(self._field_py_name(o, f.name), self.schema_type(f.schema, f"field {o}.{f.name}")) for o, f in chain]
 
     def _fields_of(self, t: TypeSnap) -> Callable[[str], list[FieldSnap]]:
         """The registered fields of ``t`` or of one of its ancestors, by type key (an ancestor
@@ -313,34 +287,16 @@ class Builder:
         return None
 
     def _auto_init_params(self, t: TypeSnap, mod: ModuleModel, members: set[str]) -> list[Param]:
-        # The parameters of the native auto-init, in its order (registry_facts, the rule the
-        # stubs follow too); each is named like the field's property.
+        """The native auto-init's parameters (``declarations.auto_init_params``), each named like
+        the field's attribute and annotated in ``mod``."""
         chain = chain_fields(t.type_key, self._fields_of(t), t.ancestors)
-        scope = Scope(RESERVED_MODULE | {"self"})
-        auto_params: list[Param] = []
+        fields: list[tuple[str, FieldSnap, Annotation]] = []
         for owner, f in auto_init_order(t, chain):
-            ann = self.spelling.annotator(mod, f"field {owner}.{f.name}", members)
-            annotation = ann.annotation(self.schema_type(f.schema, f"field {owner}.{f.name}"), "arg")
-            default = None
-            if f.has_default:
-                lit = None if f.default_is_factory or f.default_repr else _literal(f.default)
-                default = lit if lit is not None else "_bind.NATIVE_DEFAULT"
-            if (
-                defaults_to_none(f)
-                and annotation.text != ANY_ANNOTATION.text
-                and not annotation.text.endswith("| None")
-            ):
-                annotation = annotation.or_none()
-            auto_params.append(
-                Param(
-                    scope.claim(self._field_py_name(owner, f.name) or f.name),
-                    annotation,
-                    default,
-                    "kwonly" if f.kw_only else "normal",
-                    f.name,
-                )
-            )
-        return auto_params
+            context = f"field {owner}.{f.name}"
+            ann = self.spelling.annotator(mod, context, members)
+            annotation = ann.annotation(self.schema_type(f.schema, context), "arg")
+            fields.append((self._field_py_name(owner, f.name) or f.name, f, annotation))
+        return auto_init_params(fields)
 
     def _used_fields(self, t: TypeSnap) -> list[UsedField]:
         """Fields ``t`` inherits from ancestors in ``--use`` packages, ancestors first."""
@@ -397,7 +353,7 @@ class Builder:
                 )
         if sig.params is None:
             return FunctionModel(name, f.name, [], ANY_ANNOTATION, doc, typed=False, exported=f.exported)
-        fn_params = params(sig, ann, skip_self=False, doc=f.doc)
+        fn_params = schema_params(sig, ann.annotation, False, f.doc, keywords=True)
         fn = FunctionModel(name, f.name, fn_params, ann.annotation(sig.ret, "return"), doc, exported=f.exported)
         fn.result = named_result(sig.ret, f.doc, name, ann)
         return fn

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from ..registry.runtime_files import field_kinds
 from ..registry.snapshot import FieldSnap, MethodSnap, TypeSnap
 from ..text.layout import item_doc
+from .declarations import field_decl, schema_params
 from .naming import RESERVED_CLASS, RESERVED_ENUM, Scope, py_name
 from .package import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
-from .signatures import params
 from .typemap import ANY_ANNOTATION, Annotator, FunctionSig, TypeRef
 
 __all__ = [
@@ -125,7 +125,6 @@ def field_model(
 ) -> FieldModel:
     """The field ``f`` of the type ``owner``, of type ``ref``, named ``name``; ``base``: the
     inherited field it overrides, if any."""
-    getter = ann.annotation(ref, "return")
     setter = ann.annotation(ref, "param")
     kind: FieldKind | None = POD_KINDS.get((f.static_type_index, f.size, ref.key))
     if kind is None and f.size == 8 and f.static_type_index >= 64:
@@ -138,6 +137,9 @@ def field_model(
         in_place = kind in IN_PLACE_KINDS and not f.flags & SETTER_IS_FUNCTION
         write = "in_place" if in_place else "registry"
     doc = item_doc(f.doc, " ".join(([] if f.writable else ["Read-only."]) + _registered_as(name, f.name)))
+    # the face declares a read-only field Final in every class: an override's line says to ignore it
+    decl = field_decl(name, ref, f.writable, doc, ann.annotation)
+    getter = decl.read
     fm = FieldModel(
         name=name,
         reg_name=f.name,
@@ -150,6 +152,7 @@ def field_model(
         offset=f.offset,
         ref=ref,
         owner=owner,
+        form=decl.form,
     )
     if base is not None and (base.getter != getter or base.writable != f.writable):
         fm.override_ignore = True
@@ -171,7 +174,7 @@ def method_model(
     if sig.params is None or (not m.is_static and not sig.params):
         mm = MethodModel(name, m.name, [], ANY_ANNOTATION, m.is_static, doc, typed=False)
     else:
-        method_params = params(sig, ann, skip_self=not m.is_static, doc=m.doc)
+        method_params = schema_params(sig, ann.annotation, not m.is_static, m.doc, keywords=True)
         mm = MethodModel(name, m.name, method_params, ann.annotation(sig.ret, "return"), m.is_static, doc)
     mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
     if base is not None:

@@ -22,6 +22,8 @@ __all__ = [
     "ModuleModel",
     "ClassModel",
     "FieldModel",
+    "FieldDecl",
+    "FieldForm",
     "MethodModel",
     "FunctionModel",
     "Param",
@@ -94,6 +96,28 @@ class Param:
         return text
 
 
+#: How a field is declared: ``final`` (``Final[T]``: read-only, and every server shows ``T``),
+#: ``attribute`` (``T``: reads and writes one type, or a base declares it as an attribute),
+#: ``property`` (a read-only property: a class below declares the name again), ``setter`` (a
+#: property whose setter takes the wider type it writes).
+FieldForm = Literal["final", "attribute", "property", "setter"]
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    """A field as a checker sees it."""
+
+    name: str
+    read: Annotation  # what reading it gives
+    write: Annotation | None  # what writing it takes; None: read-only
+    doc: str
+    form: FieldForm
+
+    @property
+    def read_only(self) -> bool:
+        return self.write is None
+
+
 @dataclass
 class FieldModel:
     name: str
@@ -108,6 +132,12 @@ class FieldModel:
     override_ignore: bool = False
     ref: TypeRef = ANY  # the field's type, to annotate it again in a subclass's module
     owner: str = ""  # type key of the type that declares it (what its warnings name)
+    form: FieldForm = "final"  # how a checker is shown it (``declarations.field_decl``)
+
+    @property
+    def decl(self) -> FieldDecl:
+        """The field as a checker sees it."""
+        return FieldDecl(self.name, self.getter, self.setter if self.write is not None else None, self.doc, self.form)
 
     @property
     def getter_type(self) -> str:

@@ -1,21 +1,16 @@
-"""Parameters and named results of the package model, decided from a registry signature.
-
-Functions, methods and ``__ffi_init__`` constructors all take their parameters from a type
-schema (:class:`~tvmffi_gen.model.typemap.FunctionSig`); the names come from the schema, else from the
-registry docstring, and the annotations from an :class:`~tvmffi_gen.model.typemap.Annotator` of the
-module the code is in.
-"""
+"""Named results of the package model, decided from a registry signature, and the parameters
+nothing names (``_0, _1, ...``; ``declarations.schema_params`` decides every parameter)."""
 
 from __future__ import annotations
 
 import re
 
-from .docparams import documented_param_names, documented_result_names
-from .naming import RESERVED_MODULE, Scope, py_name
+from .docparams import documented_result_names
+from .naming import py_name
 from .package import Param, ResultModel
-from .typemap import Annotator, FunctionSig, TypeRef
+from .typemap import Annotator, TypeRef
 
-__all__ = ["named_result", "params", "unnamed", "unnamed_note"]
+__all__ = ["named_result", "unnamed", "unnamed_note"]
 
 #: The name of a parameter nothing names: ``_0, _1, ...``.
 _UNNAMED = re.compile(r"_\d+")
@@ -38,30 +33,6 @@ def unnamed_note(signatures: list[list[Param]]) -> str | None:
         " registry, so they are positional-only `_0, _1, ...`: a numpydoc `Parameters` section in"
         " each one's registry doc names them (see the README's C++ example)"
     )
-
-
-def params(sig: FunctionSig, ann: Annotator, skip_self: bool, doc: str = "") -> list[Param]:
-    """Parameters named as the schema names them, else as the registry docstring documents them
-    (either way keyword-capable), else ``_0, _1, ...`` (positional-only)."""
-    assert sig.params is not None
-    types = list(sig.params)
-    names = list(sig.param_names) if sig.param_names else [None] * len(types)
-    if skip_self:
-        types, names = types[1:], names[1:]
-    out: list[Param] = []
-    scope = Scope(RESERVED_MODULE | {"self"})
-    named = all(n for n in names) and types
-    documented = None if named else documented_param_names(doc, len(types))
-    for i, (p, n) in enumerate(zip(types, names, strict=True)):
-        if named and n:
-            pname = scope.claim(n)
-        elif documented is not None:
-            pname = scope.claim(documented[i])
-        else:
-            pname = scope.claim(f"_{i}")
-        keyword = named or documented is not None  # real names: callers may use them
-        out.append(Param(pname, ann.annotation(p, "arg"), None, "normal" if keyword else "posonly"))
-    return out
 
 
 def named_result(ret: TypeRef, doc: str, fn_name: str, ann: Annotator) -> ResultModel | None:

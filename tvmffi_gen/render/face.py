@@ -21,9 +21,10 @@ import jinja2
 from ..model.package import ClassModel, FieldModel, FunctionModel, MethodModel, ModuleModel, PackageModel, Param
 from ..model.typemap import Annotation
 from ..model.uses import used_module_alias
-from ..text.layout import broken, docstring_lines, fit, fits
+from ..text.layout import broken, fits
+from .declarations import Style, def_lines, field_text, param_items, with_doc
 from .import_lines import STANDARD_IMPORTS
-from .parts import init_doc, match_args_line, module_header, render_params, replace_doc, result_doc
+from .parts import init_doc, match_args_line, module_header, replace_doc, result_doc
 from .suppressions import (
     line_ignore,
     line_rules_written,
@@ -72,12 +73,6 @@ class FaceNames:
             return self.plain.get(m.group(0), m.group(0))
 
         return _QUALIFIED.sub(one, annotation)
-
-    def param(self, p: Param) -> Param:
-        """``p`` as the face declares it: its annotation in the face's names, a default shown as
-        ``...`` where it is a runtime marker (keep the value, the native default)."""
-        default = "..." if p.default is not None and p.default.startswith("_bind.") else p.default
-        return Param(p.name, Annotation(self.text(p.annotation)), default, p.kind, p.reg_name)
 
 
 def _module_names(mod: ModuleModel) -> set[str]:
@@ -159,6 +154,7 @@ class _Face:
 
     def __init__(self, names: FaceNames) -> None:
         self.names = names
+        self.style = Style(final=names.text(_FINAL), spell=names.text, mark=_any_ignored)
 
     def t(self, text: str) -> str:
         """An annotation's text in the face's names."""
@@ -166,32 +162,14 @@ class _Face:
 
     def defn(self, lines: list[str], doc: str, indent: str) -> str:
         """A def's lines, then its docstring, or ``...`` after its colon where it has none."""
-        if doc.strip():
-            return "\n".join([*lines, *docstring_lines(doc, indent)])
-        code, sep, comment = lines[-1].partition("  #")
-        return "\n".join([*lines[:-1], f"{code} ...{sep}{comment}"])
+        return with_doc(lines, doc, indent)
 
     def class_line(self, cls: ClassModel) -> str:
         return f"class {cls.name}({self.t(cls.base.text)}):"
 
     def field_text(self, f: FieldModel) -> str:
-        """A field as its value, with its docstring: ``Final[T]`` read-only, ``T`` where reads and
-        writes are one type, else a property whose setter takes the wider type."""
-        ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
-        doc = docstring_lines(f.doc, "    ") if f.doc.strip() else []
-        if f.write is None:
-            line = f"    {f.name}: {self.t(_FINAL)}[{self.t(f.getter_type)}]{ignore}"
-            return "\n".join([*_any_ignored([line]), *doc])
-        if f.getter_type == f.setter_type:
-            return "\n".join([*_any_ignored([f"    {f.name}: {self.t(f.getter_type)}{ignore}"]), *doc])
-        getter_line = _any_ignored([f"    def {f.name}(self) -> {self.t(f.getter_type)}:"])
-        getter = self.defn(getter_line, f.doc, "        ")
-        setter = fit(f"def {f.name}(", ["self", f"value: {self.t(f.setter_type)}"], ") -> None: ...", "    ")
-        setter = _any_ignored(setter)
-        # mypy reports an incompatible property on its decorator, and its setter's on the setter's
-        property_ignore = "  # type: ignore[override, misc]" if f.override_ignore else ""
-        setter_ignore = "  # type: ignore[override]" if f.override_ignore else ""
-        return "\n".join([f"    @property{property_ignore}", getter, f"    @{f.name}.setter{setter_ignore}", *setter])
+        """A field as its value, with its docstring (``render.declarations.field_text``)."""
+        return field_text(f.decl, self.style, "    ", f.override_ignore)
 
     def entry_line(self, cls: ClassModel, name: str) -> str:
         return f"    {name}: {self.t(_CLASS_VAR)}[{cls.name}]"
@@ -200,9 +178,7 @@ class _Face:
         return match_args_line(cls)
 
     def _def(self, head: str, params: list[Param], first: str | None, ret: str, indent: str, ignore: str) -> list[str]:
-        face_params = [self.names.param(p) for p in params]
-        lines = fit(f"{head}(", render_params(face_params, first), f") -> {self.t(ret)}:", indent, comment=ignore)
-        return _any_ignored(lines)
+        return def_lines(head, param_items(params, first, self.style), ret, self.style, indent, ignore)
 
     def init_lines(self, cls: ClassModel) -> list[str]:
         assert cls.init is not None
@@ -216,7 +192,7 @@ class _Face:
 
     def _varargs(self, head: str, first: str | None, ret: str, indent: str) -> list[str]:
         items = [first] if first else []
-        return _any_ignored(fit(f"{head}(", [*items, f"*args: {self.t(_ANY)}"], f") -> {self.t(ret)}:", indent))
+        return def_lines(head, [*items, f"*args: {self.t(_ANY)}"], ret, self.style, indent)
 
     def method_lines(self, m: MethodModel) -> list[str]:
         first = None if m.is_static else "self"

@@ -1,0 +1,93 @@
+"""The one writer of what checkers and IDEs read of a registry member: a field as its value
+(``model.declarations.FieldDecl``), a def from its parameters, with its docstring. A generated
+package's ``.pyi`` face (``face.py``) and ``--stubs-for``'s stubs (``stubs/registry_text.py``)
+both write through it; a :class:`Style` holds what they write differently (how an annotation is
+spelled in the module, the comments a line gets, whether a long def is laid out over lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model.declarations import NATIVE_DEFAULT
+from ..model.package import FieldDecl, Param
+from ..model.typemap import Annotation
+from ..text.layout import docstring_lines, fit
+from .parts import render_params
+
+__all__ = ["Style", "def_lines", "field_text", "param_items", "with_doc"]
+
+
+def _same(lines: list[str]) -> list[str]:
+    return lines
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one output writes declarations."""
+
+    final: str  # how the module names ``typing.Final``
+    spell: Callable[[str], str] = _identity  # an annotation's text as the module writes it
+    mark: Callable[[list[str]], list[str]] = _same  # per-line comments on code lines
+    wrap: bool = True  # a def too long for a line laid out over lines (else on one line)
+
+
+def param_items(params: list[Param], first: str | None, style: Style) -> list[str]:
+    """A parameter list's items: each annotation as the module spells it, a default that is a
+    runtime marker (:data:`~tvmffi_gen.model.declarations.NATIVE_DEFAULT`, ``_bind.KEEP``) as
+    ``...``, ``/`` and ``*`` where the kinds change."""
+    shown = [Param(p.name, p.hint, _shown_default(p.default), p.kind, p.reg_name) for p in params]
+    return render_params([_spelled(p, style) for p in shown], first)
+
+
+def _shown_default(default: str | None) -> str | None:
+    marker = default is not None and default.startswith(NATIVE_DEFAULT.partition(".")[0] + ".")
+    return "..." if marker else default
+
+
+def _spelled(p: Param, style: Style) -> Param:
+    return Param(p.name, Annotation(style.spell(p.annotation)), p.default, p.kind, p.reg_name)
+
+
+def def_lines(head: str, items: list[str], ret: str, style: Style, indent: str, ignore: str = "") -> list[str]:
+    """``{head}({items}) -> {ret}:`` (``head``: ``def name``), ``ret`` spelled as the module
+    spells it, ``ignore`` (a ``# type: ignore``) ending its first line."""
+    tail = f") -> {style.spell(ret)}:"
+    if style.wrap:
+        return style.mark(fit(f"{head}(", items, tail, indent, comment=ignore))
+    return style.mark([f"{indent}{head}({', '.join(items)}{tail}{ignore}"])
+
+
+def with_doc(lines: list[str], doc: str, indent: str) -> str:
+    """A def's lines, then its docstring (``indent``: the body's), or ``...`` after its colon
+    where it has none."""
+    if doc.strip():
+        return "\n".join([*lines, *docstring_lines(doc, indent)])
+    code, sep, comment = lines[-1].partition("  #")
+    return "\n".join([*lines[:-1], f"{code} ...{sep}{comment}"])
+
+
+def field_text(decl: FieldDecl, style: Style, indent: str = "    ", override_ignore: bool = False) -> str:
+    """A field as its form says (``FieldForm``), with its docstring; ``override_ignore``: it
+    overrides an inherited member incompatibly (a ``# type: ignore`` on what mypy reports)."""
+    read = style.spell(decl.read.text)
+    doc = docstring_lines(decl.doc, indent) if decl.doc.strip() else []
+    if decl.form in ("final", "attribute"):
+        ignore = "  # type: ignore[assignment, override, misc]" if override_ignore else ""
+        value = f"{style.final}[{read}]" if decl.form == "final" else read
+        return "\n".join([*style.mark([f"{indent}{decl.name}: {value}{ignore}"]), *doc])
+    # mypy reports an incompatible property on its decorator, and its setter's on the setter's
+    property_ignore = "  # type: ignore[override, misc]" if override_ignore else ""
+    getter = with_doc(def_lines(f"def {decl.name}", ["self"], decl.read.text, style, indent), decl.doc, indent + "    ")
+    lines = [f"{indent}@property{property_ignore}", getter]
+    if decl.form == "setter":
+        assert decl.write is not None
+        setter_ignore = "  # type: ignore[override]" if override_ignore else ""
+        value = f"value: {style.spell(decl.write.text)}"
+        setter = with_doc(def_lines(f"def {decl.name}", ["self", value], "None", style, indent), "", indent)
+        lines += [f"{indent}@{decl.name}.setter{setter_ignore}", setter]
+    return "\n".join(lines)
