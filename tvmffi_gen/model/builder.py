@@ -27,7 +27,7 @@ from .class_members import (
     method_model,
     replace_model,
 )
-from .declarations import auto_init_params, named_like_fields, schema_params
+from .declarations import auto_init_params, named_like_fields, schema_params, schema_sig
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .package import (
@@ -56,7 +56,6 @@ from .typemap import (
     FunctionSig,
     SchemaError,
     TypeRef,
-    function_sig,
     parse_schema,
 )
 from .uses import UsedClass, UsedPackage
@@ -320,11 +319,7 @@ class Builder:
     def schema_sig(self, schema: object, context: str) -> FunctionSig:
         """The signature a function schema gives; a warning naming ``context`` and an untyped
         signature when it is malformed."""
-        try:
-            return function_sig(schema)
-        except SchemaError as exc:
-            self.warn(f"{context}: malformed type schema ({exc}); typed as Any")
-            return FunctionSig(None, ANY)
+        return schema_sig(schema, context, self.warn)
 
     def schema_type(self, schema: object, context: str) -> TypeRef:
         """The type a schema gives (Any without one); a warning naming ``context`` and Any when

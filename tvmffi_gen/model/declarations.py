@@ -24,10 +24,11 @@ from .docparams import documented_param_names
 from .naming import RESERVED_MODULE, Scope
 from .package import FieldDecl, FieldForm, Param, ParamKind
 from .signatures import unnamed
-from .typemap import ANY_ANNOTATION, Annotation, FunctionSig, Position, TypeRef
+from .typemap import ANY, ANY_ANNOTATION, Annotation, FunctionSig, Position, SchemaError, TypeRef, function_sig
 
 __all__ = [
     "NATIVE_DEFAULT",
+    "PACKAGE_TAKEN",
     "Annotate",
     "FieldDecl",
     "FieldForm",
@@ -35,6 +36,7 @@ __all__ = [
     "field_decl",
     "named_like_fields",
     "schema_params",
+    "schema_sig",
 ]
 
 #: How a member's type is spelled where it is declared: a registry type to its annotation.
@@ -74,18 +76,42 @@ def field_decl(
     return FieldDecl(name, read, write, doc, form)
 
 
-def schema_params(sig: FunctionSig, annotate: Annotate, skip_self: bool, doc: str, *, keywords: bool) -> list[Param]:
+def schema_sig(schema: object, context: str, warn: Callable[[str], None]) -> FunctionSig:
+    """The signature a function schema gives; a warning naming ``context`` and an untyped
+    signature (``(*args: Any) -> Any``) when it is malformed."""
+    try:
+        return function_sig(schema)
+    except SchemaError as exc:
+        warn(f"{context}: malformed type schema ({exc}); typed as Any")
+        return FunctionSig(None, ANY)
+
+
+#: The names a parameter of a generated package's def cannot take: the module's (its import
+#: aliases, ``annotations``, the builtins its annotations name) and ``self``.
+PACKAGE_TAKEN = RESERVED_MODULE | {"self"}
+
+
+def schema_params(
+    sig: FunctionSig,
+    annotate: Annotate,
+    skip_self: bool,
+    doc: str,
+    *,
+    keywords: bool,
+    taken: frozenset[str] = PACKAGE_TAKEN,
+) -> list[Param]:
     """The parameters of a registry signature (``sig.params`` known): named as the schema names
     them, else as the registry docstring documents them, else ``_0, _1, ...`` (positional-only);
     each name a Python name no other parameter has (``lambda`` is ``lambda_``). ``keywords``:
     whether a call may pass a named parameter by keyword (a generated package's function maps
-    them; a ``tvm_ffi.Function`` takes positions only)."""
+    them; a ``tvm_ffi.Function`` takes positions only); ``taken``: names no parameter may take
+    (Python's keywords never do)."""
     assert sig.params is not None
     types = list(sig.params)
     names = list(sig.param_names) if len(sig.param_names) == len(types) else [None] * len(types)
     if skip_self:
         types, names = types[1:], names[1:]
-    scope = Scope(RESERVED_MODULE | {"self"})
+    scope = Scope(taken)
     named = bool(types) and all(names)
     documented = None if named else documented_param_names(doc, len(types))
     kind: ParamKind = "normal" if keywords and (named or documented is not None) else "posonly"
@@ -117,12 +143,15 @@ def named_like_fields(
     return [dataclasses.replace(p, name=name) for p, name in zip(params, names, strict=True)]
 
 
-def auto_init_params(fields: Sequence[tuple[str, FieldSnap, Annotation]]) -> list[Param]:
+def auto_init_params(
+    fields: Sequence[tuple[str, FieldSnap, Annotation]], taken: frozenset[str] = PACKAGE_TAKEN
+) -> list[Param]:
     """The native auto-init's parameters, in its order (``fields``: each field's attribute name,
     snapshot and annotation as a call's parameter, in ``registry.facts.auto_init_order``): named
     like the fields, keyword-only where the field is, a literal default where the registry's is
-    one (else ``...``), and ``| None`` where the native default is None."""
-    scope = Scope(RESERVED_MODULE | {"self"})
+    one (else ``...``), and ``| None`` where the native default is None; ``taken``: as for
+    :func:`schema_params`."""
+    scope = Scope(taken)
     out: list[Param] = []
     for name, f, annotation in fields:
         if defaults_to_none(f) and annotation.text != ANY_ANNOTATION.text and not annotation.text.endswith("| None"):

@@ -15,7 +15,7 @@ from ..model.typemap import Annotation
 from ..text.layout import docstring_lines, fit
 from .parts import render_params
 
-__all__ = ["Style", "def_lines", "field_text", "param_items", "with_doc"]
+__all__ = ["Style", "def_lines", "doc_lines", "field_text", "param_items", "with_doc"]
 
 
 def _same(lines: list[str]) -> list[str]:
@@ -33,7 +33,9 @@ class Style:
     final: str  # how the module names ``typing.Final``
     spell: Callable[[str], str] = _identity  # an annotation's text as the module writes it
     mark: Callable[[list[str]], list[str]] = _same  # per-line comments on code lines
-    wrap: bool = True  # a def too long for a line laid out over lines (else on one line)
+    #: a def too long for a line laid out over lines, and a one-line docstring too long for one
+    #: with its closing quotes below (else both on one line)
+    wrap: bool = True
 
 
 def param_items(params: list[Param], first: str | None, style: Style) -> list[str]:
@@ -62,11 +64,20 @@ def def_lines(head: str, items: list[str], ret: str, style: Style, indent: str, 
     return style.mark([f"{indent}{head}({', '.join(items)}{tail}{ignore}"])
 
 
-def with_doc(lines: list[str], doc: str, indent: str) -> str:
+def doc_lines(doc: str, indent: str, style: Style) -> list[str]:
+    """A docstring's lines (``docstring_lines``), a one-line one on one line where the style
+    does not wrap."""
+    lines = docstring_lines(doc, indent)
+    if not style.wrap and len(lines) == 2 and lines[1] == f'{indent}"""':
+        return [lines[0] + '"""']
+    return lines
+
+
+def with_doc(lines: list[str], doc: str, indent: str, style: Style | None = None) -> str:
     """A def's lines, then its docstring (``indent``: the body's), or ``...`` after its colon
     where it has none."""
     if doc.strip():
-        return "\n".join([*lines, *docstring_lines(doc, indent)])
+        return "\n".join([*lines, *(doc_lines(doc, indent, style) if style else docstring_lines(doc, indent))])
     code, sep, comment = lines[-1].partition("  #")
     return "\n".join([*lines[:-1], f"{code} ...{sep}{comment}"])
 
@@ -75,14 +86,15 @@ def field_text(decl: FieldDecl, style: Style, indent: str = "    ", override_ign
     """A field as its form says (``FieldForm``), with its docstring; ``override_ignore``: it
     overrides an inherited member incompatibly (a ``# type: ignore`` on what mypy reports)."""
     read = style.spell(decl.read.text)
-    doc = docstring_lines(decl.doc, indent) if decl.doc.strip() else []
+    doc = doc_lines(decl.doc, indent, style) if decl.doc.strip() else []
     if decl.form in ("final", "attribute"):
         ignore = "  # type: ignore[assignment, override, misc]" if override_ignore else ""
         value = f"{style.final}[{read}]" if decl.form == "final" else read
         return "\n".join([*style.mark([f"{indent}{decl.name}: {value}{ignore}"]), *doc])
     # mypy reports an incompatible property on its decorator, and its setter's on the setter's
     property_ignore = "  # type: ignore[override, misc]" if override_ignore else ""
-    getter = with_doc(def_lines(f"def {decl.name}", ["self"], decl.read.text, style, indent), decl.doc, indent + "    ")
+    getter_lines = def_lines(f"def {decl.name}", ["self"], decl.read.text, style, indent)
+    getter = with_doc(getter_lines, decl.doc, indent + "    ", style)
     lines = [f"{indent}@property{property_ignore}", getter]
     if decl.form == "setter":
         assert decl.write is not None

@@ -1,10 +1,15 @@
-"""The stub text of what the registry knows and the sources do not say, as ``def`` and attribute
-lines: a registered class's fields, reflected methods, ``__ffi_init__`` constructor, ``__hash__``
-and the members attached to it after its body (``class_members``), and a registry function's
-signature from its schema (``params_from_schema``, ``def_text``), which the rewrite uses for the
-``_ffi_api`` functions. Also which of a type's fields its class declares (``own_fields``) and its
-constructor takes (``all_init_fields``), which the stubtest allowlist asks too. Text only:
-``rewrite.augment`` puts it into the stubs.
+"""The stubs' adapter to the model's declarations: what the registry adds to a registered class
+(fields, reflected methods, the ``__ffi_init__`` or auto-init constructor, ``__hash__``, members
+attached after its body) and a registry function's signature (``params_from_schema``,
+``def_text``, which the rewrite uses for the ``_ffi_api`` functions), as text.
+
+What a member becomes is decided in ``model/declarations.py`` and written by
+``render/declarations.py``, as for a generated package's face; this module supplies what the
+stubs know differently: how a registry type is spelled (``StubContext``), which names the
+sources already declare, whether a class below declares a field's name again or a base declares
+it as an attribute, and that a ``tvm_ffi.Function`` takes no keywords. Also which of a type's
+fields its class declares (``own_fields``) and its constructor takes (``auto_init_fields``),
+which the stubtest allowlist asks too. ``rewrite.augment`` puts the text into the stubs.
 """
 
 from __future__ import annotations
@@ -12,10 +17,19 @@ from __future__ import annotations
 import keyword
 from typing import Any
 
-from ..model.docparams import documented_param_names
-from ..model.typemap import SchemaError, TypeRef, function_sig, parse_schema
-from ..registry.facts import auto_init_order, chain_fields, defaults_to_none
+from ..model.declarations import (
+    Annotate,
+    auto_init_params,
+    field_decl,
+    named_like_fields,
+    schema_params,
+    schema_sig,
+)
+from ..model.package import Param
+from ..model.typemap import Annotation, FunctionSig, Position, SchemaError, TypeRef, parse_schema
+from ..registry.facts import auto_init_order, chain_fields
 from ..registry.snapshot import FieldSnap
+from ..render.declarations import Style, def_lines, field_text, param_items, with_doc
 from .collected import Collection
 from .resolve import StubContext
 
@@ -32,52 +46,60 @@ __all__ = [
 ]
 
 
-def _doc(text: str, indent: str) -> str:
-    if not text.strip():
-        return ""
-    body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    lines = body.splitlines()
-    return (
-        f'{indent}"""'
-        + ("\n".join([lines[0]] + [indent + ln if ln.strip() else "" for ln in lines[1:]]))
-        + (f'\n{indent}"""' if len(lines) > 1 else '"""')
-        + "\n"
-    )
+#: The names a parameter of a stub's def cannot take (Python's keywords never do): a stub binds
+#: no names of its own a parameter could hide.
+_TAKEN = frozenset({"self"})
+
+#: How the stubs write a declaration: annotations as ``StubContext`` spells them, one line each.
+_STYLE = Style(final="Final", wrap=False)
 
 
 def def_text(name: str, params: str, ret: str, doc: str, indent: str, decorator: str = "") -> str:
+    """``def name(params) -> ret`` with its docstring (``render.declarations``), ``decorator``
+    on the line above."""
     head = f"{indent}{decorator}\n" if decorator else ""
-    if doc:
-        return f"{head}{indent}def {name}({params}) -> {ret}:\n{_doc(doc, indent + '    ')}"
-    return f"{head}{indent}def {name}({params}) -> {ret}: ...\n"
+    lines = def_lines(f"def {name}", [params] if params else [], ret, _STYLE, indent)
+    return head + with_doc(lines, doc.strip(), indent + "    ", _STYLE) + "\n"
 
 
-def params_from_schema(ctx: StubContext, schema: Any, doc: str, where: str, skip_self: bool) -> tuple[str, str]:
-    """``(p0: T, ..., /)`` text and the return annotation of a registry function schema."""
-    try:
-        sig = function_sig(schema)
-    except SchemaError as exc:
-        ctx.warnings.append(f"{where}: {exc}; typed as (*args: Any) -> Any")
-        sig = function_sig(None)
+def _annotate(ctx: StubContext, where: str) -> Annotate:
+    """The model's annotator for the stubs: a registry type as ``ctx`` spells it. A call's own
+    parameter takes what the package's conversions accept (``conversions.py``), as a value sent
+    inside one does: ``tvm_ffi`` converts both alike."""
+
+    def annotate(ref: TypeRef, pos: Position) -> Annotation:
+        return Annotation(ctx.annotate(ref, "param" if pos == "arg" else pos, where))
+
+    return annotate
+
+
+def params_from_schema(
+    ctx: StubContext, schema: Any, doc: str, where: str, skip_self: bool, context: str = ""
+) -> tuple[str, str]:
+    """``(p0: T, ..., /)`` text and the return annotation of a registry function schema
+    (``declarations.schema_params``: positional-only, since a ``tvm_ffi.Function`` takes no
+    keywords); ``context`` names it in a warning on a malformed schema."""
+    _, params, ret = _schema_params(ctx, schema, doc, where, skip_self, context or where)
+    first = "self" if skip_self else None
+    if params is None:
+        return ", ".join([*([first] if first else []), "*args: _t.Any"]), ret
+    return ", ".join(param_items(params, first, _STYLE)), ret
+
+
+def _schema_params(
+    ctx: StubContext, schema: Any, doc: str, where: str, skip_self: bool, context: str
+) -> tuple[FunctionSig, list[Param] | None, str]:
+    """The signature, parameters (None: untyped) and return annotation of a registry function
+    schema."""
+    sig = schema_sig(schema, context, ctx.warnings.append)
     if sig.params is None:
-        return ("self, *args: _t.Any" if skip_self else "*args: _t.Any"), "_t.Any"
-    params = list(sig.params)
-    names = list(sig.param_names)
-    if skip_self and params:
-        params, names = params[1:], names[1:]
-    if not all(names) and params:
-        documented = documented_param_names(doc, len(params))
-        names = list(documented) if documented else [None] * len(params)
-    out = ["self"] if skip_self else []
-    seen: set[str] = set(out)
-    # the schema's names come from the library: not trusted to match the parameters in number
-    for i, (p, n) in enumerate(zip(params, names, strict=False)):
-        pname = n if n and n.isidentifier() and not is_keyword(n) and n not in seen else f"_{i}"
-        seen.add(pname)
-        out.append(f"{pname}: {ctx.annotate(p, 'param', where)}")
-    if len(out) > (1 if skip_self else 0):
-        out.append("/")
-    return ", ".join(out), ctx.annotate(sig.ret, "return", where)
+        return sig, None, "_t.Any"
+    annotate = _annotate(ctx, where)
+    return (
+        sig,
+        schema_params(sig, annotate, skip_self, doc, keywords=False, taken=_TAKEN),
+        annotate(sig.ret, "return").text,
+    )
 
 
 def is_keyword(name: str) -> bool:
@@ -207,11 +229,10 @@ def _field_ref(ctx: StubContext, f: FieldSnap, where: str) -> TypeRef:
 def _field_lines(
     ctx: StubContext, key: str, taken: set[str], inherited: set[str], below: frozenset[str] | set[str]
 ) -> list[str]:
-    """A field as an attribute (writable, or a base declares it as one: a property cannot
-    override a base's attribute); a read-only one as ``Final[T]`` (what every server shows as its
-    type and as read-only: jedi labels a property ``property name``, with no type; ``Final`` by
-    its own name, which jedi prints as written), or as a read-only property where a class
-    deriving from it declares the name again or the module binds ``Final`` itself."""
+    """Each field the class declares, as ``declarations.field_decl`` decides: the facts of the
+    stubs are whether a base declares the name as an attribute (a property cannot override one),
+    and whether a class deriving from it declares the name again or the module binds ``Final``
+    itself (then no ``Final``)."""
     info = ctx.data.classes[key]
     base_attrs: set[str] = set[str]().union(
         *(ctx.attribute_names.get(b, set()) - ctx.frozen.get(b, set()) for b in info.bases)
@@ -221,13 +242,20 @@ def _field_lines(
         if not _declarable(f.name, taken, inherited):
             continue
         taken.add(f.name)
-        ann = ctx.annotate(_field_ref(ctx, f, f"{key}.{f.name}"), "return", f"{key}.{f.name}")
-        if f.writable or f.name in base_attrs:
-            parts.append(f"{_IND}{f.name}: {ann}\n" + (_doc(f.doc, _IND) if f.doc else ""))
-        elif f.name not in below and (final := ctx.import_by_name("typing", "Final")) is not None:
-            parts.append(f"{_IND}{f.name}: {final}[{ann}]\n" + (_doc(f.doc, _IND) if f.doc else ""))
-        else:
-            parts.append(def_text(f.name, "self", ann, f.doc, _IND, "@property"))
+        where = f"{key}.{f.name}"
+        base_attribute = f.name in base_attrs
+        final_ok = not (f.writable or base_attribute or f.name in below)
+        final = ctx.import_by_name("typing", "Final") if final_ok else None
+        decl = field_decl(
+            f.name,
+            _field_ref(ctx, f, where),
+            f.writable,
+            f.doc.strip(),
+            _annotate(ctx, where),
+            redeclared_below=final is None,
+            base_attribute=base_attribute,
+        )
+        parts.append(field_text(decl, Style(final=final or "Final", wrap=False), _IND) + "\n")
     return parts
 
 
@@ -237,29 +265,41 @@ def _method_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[st
         if not _declarable(m.name, taken, inherited):
             continue
         taken.add(m.name)
-        params, ret = params_from_schema(ctx, m.schema, m.doc, f"{key}.{m.name}", skip_self=not m.is_static)
+        where = f"{key}.{m.name}"
+        params, ret = params_from_schema(ctx, m.schema, m.doc, where, not m.is_static, f"method {where}")
         parts.append(def_text(m.name, params, ret, m.doc, _IND, "@staticmethod" if m.is_static else ""))
     return parts
 
 
 def _init_text(ctx: StubContext, key: str) -> str:
-    """The ``__init__`` of a class without a Python one: the ``__ffi_init__`` method's schema,
-    or the native auto-init's parameters from the fields."""
+    """The ``__init__`` of a class without a Python one: the ``__ffi_init__`` method's schema
+    (parameters named after the fields where they match them one to one), or the native
+    auto-init's parameters from the fields (``declarations``)."""
     t = ctx.data.types[key]
+    where = f"{key}.__init__"
     if t.init == "method":
-        params, _ = params_from_schema(ctx, t.init_schema, t.init_doc, f"{key}.__init__", False)
-        return def_text("__init__", "self" + (", " + params if params else ""), "None", t.init_doc, _IND)
-    pos: list[str] = []
-    kw: list[str] = []
+        sig, params, _ = _schema_params(ctx, t.init_schema, t.init_doc, where, False, f"type {key} __ffi_init__")
+        if params is None:
+            return def_text("__init__", "self, *args: _t.Any", "None", t.init_doc, _IND)
+        params = named_like_fields(params, sig, _init_fields(ctx, key))
+        return def_text("__init__", ", ".join(param_items(params, "self", _STYLE)), "None", t.init_doc, _IND)
+    fields: list[tuple[str, FieldSnap, Annotation]] = []
     for f in auto_init_fields(ctx.data, key):
-        if not f.name.isidentifier() or is_keyword(f.name):
-            continue
-        where = f"{key}.{f.name}"
-        ann = ctx.annotate(_field_ref(ctx, f, where), "param", where)
-        if defaults_to_none(f) and ann != "_t.Any" and not ann.endswith("| None"):
-            ann += " | None"  # the rule the package's constructors follow
-        (kw if f.kw_only else pos).append(f"{f.name}: {ann}" + (" = ..." if f.has_default else ""))
-    return def_text("__init__", ", ".join(["self", *pos, *(["*", *kw] if kw else [])]), "None", "", _IND)
+        field_where = f"{key}.{f.name}"
+        fields.append((f.name, f, _annotate(ctx, field_where)(_field_ref(ctx, f, field_where), "arg")))
+    return def_text(
+        "__init__", ", ".join(param_items(auto_init_params(fields, _TAKEN), "self", _STYLE)), "None", "", _IND
+    )
+
+
+def _init_fields(ctx: StubContext, key: str) -> list[tuple[str | None, TypeRef]]:
+    """The fields of ``key``'s chain, ancestors' first as declared: each one's attribute name
+    (None where no Python name can be one) and type."""
+    out: list[tuple[str | None, TypeRef]] = []
+    for owner, f in chain_of(ctx.data, key):
+        name = f.name if f.name.isidentifier() and not is_keyword(f.name) else None
+        out.append((name, _field_ref(ctx, f, f"{owner}.{f.name}")))
+    return out
 
 
 def _incomplete_param(p: str, i: int, kind: str) -> str:

@@ -241,7 +241,7 @@ def _add_ffi_functions(pkg: _Package, m: _Module) -> set[str]:
     for f in funcs:
         if f.name in pkg.exports[m.name] or not f.name.isidentifier() or is_keyword(f.name):
             continue
-        params, ret = params_from_schema(m.ctx, f.schema, f.doc, f.global_name, False)
+        params, ret = params_from_schema(m.ctx, f.schema, f.doc, f.global_name, False, f"function {f.global_name}")
         doc = f.doc or f"The registry's global function ``{f.global_name}``."
         extra.append(def_text(f.name, params, ret, doc, ""))
     if funcs:
