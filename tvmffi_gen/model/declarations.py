@@ -28,6 +28,7 @@ from .typemap import ANY, ANY_ANNOTATION, Annotation, FunctionSig, Position, Sch
 
 __all__ = [
     "NATIVE_DEFAULT",
+    "NOT_CONSTRUCTIBLE",
     "PACKAGE_TAKEN",
     "Annotate",
     "FieldDecl",
@@ -35,6 +36,7 @@ __all__ = [
     "auto_init_params",
     "field_decl",
     "named_like_fields",
+    "never_params",
     "schema_params",
     "schema_sig",
 ]
@@ -45,6 +47,18 @@ Annotate = Callable[[TypeRef, Position], Annotation]
 #: The default of a parameter whose value only the native side knows (a factory, a value with
 #: no literal): written ``...`` in a declaration.
 NATIVE_DEFAULT = "_bind.NATIVE_DEFAULT"
+
+
+#: The docstring of the constructor of a type that registers neither ``__ffi_init__`` nor an
+#: auto-init: its run time refuses the call.
+NOT_CONSTRUCTIBLE = "Not constructible from Python: the type registers no `__ffi_init__`."
+
+
+def never_params(no_return: Annotation) -> list[Param]:
+    """The parameters of the constructor of a type that cannot be built from Python: one no
+    value has (``no_return``: ``NoReturn`` as the module spells it), so a checker flags every
+    call, as the run time refuses it (``TypeError``)."""
+    return [Param("_never", no_return, None, "posonly")]
 
 
 def field_decl(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import jinja2
 
+from ..model.declarations import never_params
 from ..model.package import ClassModel, FieldModel, FunctionModel, MethodModel, ModuleModel, PackageModel, Param
 from ..model.typemap import Annotation
 from ..model.uses import used_module_alias
@@ -183,8 +184,7 @@ class _Face:
     def init_lines(self, cls: ClassModel) -> list[str]:
         assert cls.init is not None
         if cls.init.kind == "none":
-            never = Param("_never", Annotation(_NO_RETURN), None, "posonly")
-            return self._def("def __init__", [never], "self", "None", "    ", "")
+            return self._def("def __init__", never_params(Annotation(_NO_RETURN)), "self", "None", "    ", "")
         params = cls.init.params
         if params and params[0].kind == "varargs":
             return self._varargs("def __init__", "self", "None", "    ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ..model.declarations import NOT_CONSTRUCTIBLE
 from ..model.package import ClassModel, FunctionModel, Param
 from ..text.layout import fit
 from .suppressions import line_ignore
@@ -61,7 +62,7 @@ def init_doc(cls: ClassModel) -> str:
     (empty otherwise: signature help then shows the class's doc, the registry's)."""
     assert cls.init is not None
     if cls.init.kind == "none":
-        return "Not constructible from Python: the type registers no `__ffi_init__`."
+        return NOT_CONSTRUCTIBLE
     return cls.init.doc.strip()
 
 

@@ -18,10 +18,12 @@ import keyword
 from typing import Any
 
 from ..model.declarations import (
+    NOT_CONSTRUCTIBLE,
     Annotate,
     auto_init_params,
     field_decl,
     named_like_fields,
+    never_params,
     schema_params,
     schema_sig,
 )
@@ -184,10 +186,10 @@ def class_members(
 ) -> str:
     """Stub text for what the registry (and late attachment) adds to the class of ``key``;
     ``below`` holds the names the classes deriving from it declare (``names_below``)."""
-    facts, info = ctx.data.types[key], ctx.data.classes[key]
+    info = ctx.data.classes[key]
     taken = set(existing)
     parts = _field_lines(ctx, key, taken, inherited, below) + _method_lines(ctx, key, taken, inherited)
-    if facts.init is not None and not info.python_init and "__init__" not in taken:
+    if not info.python_init and "__init__" not in taken:
         taken.add("__init__")
         parts.append(_init_text(ctx, key))
     if (
@@ -277,6 +279,10 @@ def _init_text(ctx: StubContext, key: str) -> str:
     auto-init's parameters from the fields (``declarations``)."""
     t = ctx.data.types[key]
     where = f"{key}.__init__"
+    if t.init is None:
+        no_return = Annotation(ctx.import_by_name("typing", "NoReturn") or "_t.NoReturn")
+        items = param_items(never_params(no_return), "self", _STYLE)
+        return def_text("__init__", ", ".join(items), "None", NOT_CONSTRUCTIBLE, _IND)
     if t.init == "method":
         sig, params, _ = _schema_params(ctx, t.init_schema, t.init_doc, where, False, f"type {key} __ffi_init__")
         if params is None:
