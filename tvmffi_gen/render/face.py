@@ -155,7 +155,7 @@ class _Face:
 
     def __init__(self, names: FaceNames) -> None:
         self.names = names
-        self.style = Style(final=names.text(_FINAL), spell=names.text, mark=_any_ignored)
+        self.style: Style = Style(final=names.text(_FINAL), spell=names.text, mark=_any_ignored)
 
     def t(self, text: str) -> str:
         """An annotation's text in the face's names."""

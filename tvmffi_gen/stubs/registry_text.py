@@ -15,7 +15,6 @@ which the stubtest allowlist asks too. ``rewrite.augment`` puts the text into th
 from __future__ import annotations
 
 import keyword
-from typing import Any
 
 from ..model.declarations import (
     NOT_CONSTRUCTIBLE,
@@ -76,7 +75,7 @@ def _annotate(ctx: StubContext, where: str) -> Annotate:
 
 
 def params_from_schema(
-    ctx: StubContext, schema: Any, doc: str, where: str, skip_self: bool, context: str = ""
+    ctx: StubContext, schema: object, doc: str, where: str, skip_self: bool, context: str = ""
 ) -> tuple[str, str]:
     """``(p0: T, ..., /)`` text and the return annotation of a registry function schema
     (``declarations.schema_params``: positional-only, since a ``tvm_ffi.Function`` takes no
@@ -89,7 +88,7 @@ def params_from_schema(
 
 
 def _schema_params(
-    ctx: StubContext, schema: Any, doc: str, where: str, skip_self: bool, context: str
+    ctx: StubContext, schema: object, doc: str, where: str, skip_self: bool, context: str
 ) -> tuple[FunctionSig, list[Param] | None, str]:
     """The signature, parameters (None: untyped) and return annotation of a registry function
     schema."""
