@@ -125,7 +125,6 @@ def field_model(
 ) -> FieldModel:
     """The field ``f`` of the type ``owner``, of type ``ref``, named ``name``; ``base``: the
     inherited field it overrides, if any."""
-    setter = ann.annotation(ref, "param")
     kind: FieldKind | None = POD_KINDS.get((f.static_type_index, f.size, ref.key))
     if kind is None and f.size == 8 and f.static_type_index >= 64:
         kind = "object"  # an ObjectRef: one pointer, null for None
@@ -140,6 +139,7 @@ def field_model(
     # the face declares a read-only field Final in every class: an override's line says to ignore it
     decl = field_decl(name, ref, f.writable, doc, ann.annotation)
     getter = decl.read
+    setter = decl.write if decl.write is not None else ann.annotation(ref, "param")
     fm = FieldModel(
         name=name,
         reg_name=f.name,
