@@ -138,8 +138,8 @@ def _guarded_constructors(data: Collection, stubs: dict[str, str]) -> list[str]:
         return []
     return [
         "\n# Registered classes with no constructor (no __ffi_init__, no Python __init__): tvm_ffi gives\n"
-        "# them an __init__(*args, **kwargs) that raises TypeError; the stubs keep the constructor\n"
-        '# their Python bases declare, since no signature says "cannot be called".\n',
+        "# them an __init__(*args, **kwargs) that raises TypeError, which the stubs declare as\n"
+        "# __init__(self, _never: NoReturn, /) (a class outside that guard keeps its bases' one).\n",
         *(_names_regex(m, qs, "\\.__init__") for m, qs in sorted(guarded.items())),
     ]
 

@@ -62,6 +62,9 @@ class RegisteredClass:
     paths: list[str] = field(default_factory=list)
     #: it has a hand-written ``__init__`` (not the one ``tvm_ffi`` makes)
     python_init: bool = False
+    #: ``tvm_ffi``'s ``register_object`` gave it an ``__init__`` of its own (from ``__ffi_init__``,
+    #: or, for a type that registers none, one that raises ``TypeError``)
+    made_init: bool = False
     forwards: Forwarding | None = None
     late: dict[str, LateMember] = field(default_factory=dict)
     #: its MRO after itself, as ``module.qualname``

@@ -39,6 +39,7 @@ __all__ = [
     "def_text",
     "params_from_schema",
     "is_keyword",
+    "refuses_construction",
     "own_fields",
     "auto_init_fields",
     "inherited_names",
@@ -101,6 +102,14 @@ def _schema_params(
         schema_params(sig, annotate, skip_self, doc, keywords=False, taken=_TAKEN),
         annotate(sig.ret, "return").text,
     )
+
+
+def refuses_construction(data: Collection, key: str) -> bool:
+    """Whether the class of ``key`` refuses every constructor call: its type registers no
+    ``__ffi_init__`` and ``tvm_ffi`` gave the class its ``TypeError`` guard (a class outside
+    ``register_object``'s guard, as ``tvm.runtime.Tensor`` over ``tvm_ffi.core.Tensor``, keeps
+    the constructor it inherits)."""
+    return data.types[key].init is None and data.classes[key].made_init
 
 
 def is_keyword(name: str) -> bool:
@@ -185,10 +194,14 @@ def class_members(
 ) -> str:
     """Stub text for what the registry (and late attachment) adds to the class of ``key``;
     ``below`` holds the names the classes deriving from it declare (``names_below``)."""
-    info = ctx.data.classes[key]
+    facts, info = ctx.data.types[key], ctx.data.classes[key]
     taken = set(existing)
     parts = _field_lines(ctx, key, taken, inherited, below) + _method_lines(ctx, key, taken, inherited)
-    if not info.python_init and "__init__" not in taken:
+    if (
+        (facts.init is not None or refuses_construction(ctx.data, key))
+        and not info.python_init
+        and "__init__" not in taken
+    ):
         taken.add("__init__")
         parts.append(_init_text(ctx, key))
     if (

@@ -298,6 +298,7 @@ def registered_class(cls: type, paths: list[str]) -> RegisteredClass:
         qualname=cls.__qualname__,
         paths=sorted(set(paths) | {f"{cls.__module__}.{cls.__qualname__}"}),
         python_init=python_init,
+        made_init=own_init is not None and made_by_tvm_ffi(own_init),
         # a hand-written __init__ that only forwards its parameters to a registry function
         forwards=forwarding(own_init, own_type_key(cls))[0] if python_init else None,
         late=late_members(cls, cls.__module__.split(".")[0]),
