@@ -27,7 +27,7 @@ from .class_members import (
     method_model,
     replace_model,
 )
-from .declarations import auto_init_params, named_like_fields, schema_params, schema_sig
+from .declarations import auto_init_params, callable_decl, named_like_fields, schema_params, schema_sig
 from .module_imports import check_import_cycles, derive_imports
 from .naming import RESERVED_CLASS, RESERVED_MODULE, RESERVED_ROOT, Scope, py_name
 from .package import (
@@ -346,10 +346,10 @@ class Builder:
                     f"exported function {f.name} has no type metadata, so it is generated untyped;"
                     " build the library with -DTVM_FFI_DLL_EXPORT_INCLUDE_METADATA=1 to get types"
                 )
-        if sig.params is None:
-            return FunctionModel(name, f.name, [], ANY_ANNOTATION, doc, typed=False, exported=f.exported)
-        fn_params = schema_params(sig, ann.annotation, False, f.doc, keywords=True)
-        fn = FunctionModel(name, f.name, fn_params, ann.annotation(sig.ret, "return"), doc, exported=f.exported)
+        decl = callable_decl(name, sig, ann.annotation, f.doc, method=False, keywords=True)
+        if decl.params is None:
+            return FunctionModel(name, f.name, [], decl.ret, doc, typed=False, exported=f.exported)
+        fn = FunctionModel(name, f.name, decl.params, decl.ret, doc, exported=f.exported)
         fn.result = named_result(sig.ret, f.doc, name, ann)
         return fn
 

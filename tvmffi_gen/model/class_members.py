@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from ..registry.runtime_files import field_kinds
 from ..registry.snapshot import FieldSnap, MethodSnap, TypeSnap
 from ..text.layout import item_doc
-from .declarations import field_decl, schema_params
+from .declarations import callable_decl, field_decl
 from .naming import RESERVED_CLASS, RESERVED_ENUM, Scope, py_name
 from .package import ClassModel, FieldKind, FieldModel, FieldWrite, MethodModel, Param, ReplaceModel
-from .typemap import ANY_ANNOTATION, Annotator, FunctionSig, TypeRef
+from .typemap import Annotator, FunctionSig, TypeRef
 
 __all__ = [
     "IN_PLACE_KINDS",
@@ -171,11 +171,11 @@ def method_model(
     """The method ``m`` of the type ``owner`` with the signature ``sig``, named ``name``;
     ``base``: the inherited method it overrides, if any."""
     doc = item_doc(m.doc, " ".join(_registered_as(name, m.name)))
-    if sig.params is None or (not m.is_static and not sig.params):
-        mm = MethodModel(name, m.name, [], ANY_ANNOTATION, m.is_static, doc, typed=False)
+    decl = callable_decl(name, sig, ann.annotation, m.doc, method=True, static=m.is_static, keywords=True)
+    if decl.params is None:
+        mm = MethodModel(name, m.name, [], decl.ret, m.is_static, doc, typed=False)
     else:
-        method_params = schema_params(sig, ann.annotation, not m.is_static, m.doc, keywords=True)
-        mm = MethodModel(name, m.name, method_params, ann.annotation(sig.ret, "return"), m.is_static, doc)
+        mm = MethodModel(name, m.name, decl.params, decl.ret, m.is_static, doc)
     mm.signature_key = repr((mm.is_static, [(p.annotation, p.kind) for p in mm.params], mm.typed))
     if base is not None:
         same_params = base.signature_key == mm.signature_key

@@ -22,7 +22,7 @@ from ..registry.facts import defaults_to_none
 from ..registry.snapshot import FieldSnap
 from .docparams import documented_param_names
 from .naming import RESERVED_MODULE, Scope
-from .package import FieldDecl, FieldForm, Param, ParamKind
+from .package import CallableDecl, FieldDecl, FieldForm, Param, ParamKind
 from .signatures import unnamed
 from .typemap import ANY, ANY_ANNOTATION, Annotation, FunctionSig, Position, SchemaError, TypeRef, function_sig
 
@@ -33,7 +33,9 @@ __all__ = [
     "Annotate",
     "FieldDecl",
     "FieldForm",
+    "CallableDecl",
     "auto_init_params",
+    "callable_decl",
     "field_decl",
     "named_like_fields",
     "never_params",
@@ -135,6 +137,27 @@ def schema_params(
         pname = scope.claim(given) if given else scope.claim(f"_{i}")
         out.append(Param(pname, annotate(ref, "arg"), None, kind))
     return out
+
+
+def callable_decl(
+    name: str,
+    sig: FunctionSig,
+    annotate: Annotate,
+    doc: str,
+    *,
+    method: bool,
+    static: bool = False,
+    keywords: bool,
+    taken: frozenset[str] = PACKAGE_TAKEN,
+) -> CallableDecl:
+    """A registry function, or a type's method (``method``; ``static`` or taking the object
+    first), with the signature ``sig``: untyped (``(*args: Any) -> Any``) where the schema gives
+    no parameters, or a method that is not static gives none (not even the object); else its
+    :func:`schema_params` and its result."""
+    if sig.params is None or (method and not static and not sig.params):
+        return CallableDecl(name, None, ANY_ANNOTATION, static, doc)
+    params = schema_params(sig, annotate, method and not static, doc, keywords=keywords, taken=taken)
+    return CallableDecl(name, params, annotate(sig.ret, "return"), static, doc)
 
 
 def named_like_fields(

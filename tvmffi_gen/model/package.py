@@ -23,6 +23,7 @@ __all__ = [
     "ClassModel",
     "FieldModel",
     "FieldDecl",
+    "CallableDecl",
     "FieldForm",
     "MethodModel",
     "FunctionModel",
@@ -118,6 +119,17 @@ class FieldDecl:
         return self.write is None
 
 
+@dataclass(frozen=True)
+class CallableDecl:
+    """A method, function or constructor as a checker sees it."""
+
+    name: str
+    params: list[Param] | None  # None: untyped, ``(*args: Any)``
+    ret: Annotation
+    static: bool = False
+    doc: str = ""
+
+
 @dataclass
 class FieldModel:
     name: str
@@ -163,6 +175,11 @@ class MethodModel:
     @property
     def ret(self) -> str:
         return self.returns.text
+
+    @property
+    def decl(self) -> CallableDecl:
+        """The method as a checker sees it."""
+        return CallableDecl(self.name, self.params if self.typed else None, self.returns, self.is_static, self.doc)
 
 
 @dataclass
@@ -228,6 +245,11 @@ class FunctionModel:
     @property
     def ret(self) -> str:
         return self.returns.text
+
+    @property
+    def decl(self) -> CallableDecl:
+        """The function as a checker sees it."""
+        return CallableDecl(self.name, self.params if self.typed else None, self.returns, doc=self.doc)
 
 
 @dataclass

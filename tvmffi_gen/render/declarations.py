@@ -10,12 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model.declarations import NATIVE_DEFAULT
-from ..model.package import FieldDecl, Param
-from ..model.typemap import Annotation
+from ..model.package import CallableDecl, FieldDecl, Param
+from ..model.typemap import ANY_ANNOTATION, Annotation
 from ..text.layout import docstring_lines, fit
 from .parts import render_params
 
-__all__ = ["Style", "def_lines", "doc_lines", "field_text", "param_items", "with_doc"]
+__all__ = ["Style", "callable_lines", "def_lines", "doc_lines", "field_text", "param_items", "with_doc"]
 
 
 def _same(lines: list[str]) -> list[str]:
@@ -71,6 +71,19 @@ def doc_lines(doc: str, indent: str, style: Style) -> list[str]:
     if not style.wrap and len(lines) == 2 and lines[1] == f'{indent}"""':
         return [lines[0] + '"""']
     return lines
+
+
+def callable_lines(decl: CallableDecl, style: Style, indent: str, first: str | None, ignore: str = "") -> list[str]:
+    """``def name(...) -> ret:`` for ``decl`` (its decorator is the caller's): ``first`` (``self``)
+    before its parameters, ``(*args: Any)`` where it is untyped; ``ignore`` (a ``# type:
+    ignore``) on its first line."""
+    head = f"def {decl.name}"
+    if decl.params is None:
+        items = [*([first] if first else []), f"*args: {style.spell(ANY_ANNOTATION.text)}"]
+        lines = def_lines(head, items, decl.ret.text, style, indent)
+        lines[0] += ignore  # after the line's own comments: mypy reads it anywhere in an untyped def's line
+        return lines
+    return def_lines(head, param_items(decl.params, first, style), decl.ret.text, style, indent, ignore)
 
 
 def with_doc(lines: list[str], doc: str, indent: str, style: Style | None = None) -> str:

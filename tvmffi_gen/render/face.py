@@ -19,11 +19,20 @@ from dataclasses import dataclass, field
 import jinja2
 
 from ..model.declarations import never_params
-from ..model.package import ClassModel, FieldModel, FunctionModel, MethodModel, ModuleModel, PackageModel, Param
+from ..model.package import (
+    CallableDecl,
+    ClassModel,
+    FieldModel,
+    FunctionModel,
+    MethodModel,
+    ModuleModel,
+    PackageModel,
+    Param,
+)
 from ..model.typemap import Annotation
 from ..model.uses import used_module_alias
 from ..text.layout import broken, fits
-from .declarations import Style, def_lines, field_text, param_items, with_doc
+from .declarations import Style, callable_lines, field_text, with_doc
 from .import_lines import STANDARD_IMPORTS
 from .parts import init_doc, match_args_line, module_header, replace_doc, result_doc
 from .suppressions import (
@@ -48,6 +57,9 @@ _STANDARD_MODULES = {
     "_abc": "collections.abc",
     "_rt": "tvmffi_runtime",
 }
+
+#: A constructor's result.
+_NONE = Annotation("None")
 
 #: Names of ``typing`` the face's own lines use, beyond those its annotations name.
 _FINAL, _CLASS_VAR, _NO_RETURN, _ANY, _NAMED_TUPLE = (
@@ -178,42 +190,28 @@ class _Face:
     def match_args_line(self, cls: ClassModel) -> str:
         return match_args_line(cls)
 
-    def _def(self, head: str, params: list[Param], first: str | None, ret: str, indent: str, ignore: str) -> list[str]:
-        return def_lines(head, param_items(params, first, self.style), ret, self.style, indent, ignore)
-
     def init_lines(self, cls: ClassModel) -> list[str]:
         assert cls.init is not None
+        params: list[Param] | None = cls.init.params
         if cls.init.kind == "none":
-            return self._def("def __init__", never_params(Annotation(_NO_RETURN)), "self", "None", "    ", "")
-        params = cls.init.params
-        if params and params[0].kind == "varargs":
-            return self._varargs("def __init__", "self", "None", "    ")
-        return self._def("def __init__", params, "self", "None", "    ", "")
-
-    def _varargs(self, head: str, first: str | None, ret: str, indent: str) -> list[str]:
-        items = [first] if first else []
-        return def_lines(head, [*items, f"*args: {self.t(_ANY)}"], ret, self.style, indent)
+            params = never_params(Annotation(_NO_RETURN))
+        elif params and params[0].kind == "varargs":
+            params = None  # an unreadable schema: (*args: Any)
+        return callable_lines(CallableDecl("__init__", params, _NONE), self.style, "    ", "self")
 
     def method_lines(self, m: MethodModel) -> list[str]:
-        first = None if m.is_static else "self"
         head = ["    @staticmethod"] if m.is_static else []
         ignore = "  # type: ignore[override, misc]" if m.override_ignore else ""
-        if not m.typed:
-            lines = self._varargs(f"def {m.name}", first, _ANY, "    ")
-            lines[0] += ignore
-            return head + lines
-        return head + self._def(f"def {m.name}", m.params, first, m.ret, "    ", ignore)
+        return head + callable_lines(m.decl, self.style, "    ", None if m.is_static else "self", ignore)
 
     def replace_lines(self, cls: ClassModel) -> list[str]:
         assert cls.replace is not None
         r = cls.replace
         ignore = "  # type: ignore[override, misc]" if r.override_ignore else ""
-        return self._def(f"def {r.name}", r.params, "self", r.ret, "    ", ignore)
+        return callable_lines(CallableDecl(r.name, r.params, Annotation(r.ret)), self.style, "    ", "self", ignore)
 
     def function_lines(self, fn: FunctionModel) -> list[str]:
-        if not fn.typed:
-            return self._varargs(f"def {fn.name}", None, _ANY, "")
-        return self._def(f"def {fn.name}", fn.params, None, fn.ret, "", "")
+        return callable_lines(fn.decl, self.style, "", None)
 
 
 #: ``Any`` as a name in a line of code (an annotation).

@@ -1,7 +1,7 @@
 """The stubs' adapter to the model's declarations: what the registry adds to a registered class
 (fields, reflected methods, the ``__ffi_init__`` or auto-init constructor, ``__hash__``, members
-attached after its body) and a registry function's signature (``params_from_schema``,
-``def_text``, which the rewrite uses for the ``_ffi_api`` functions), as text.
+attached after its body) and a registry function's ``def`` (``function_text``, which the
+rewrite uses for the ``_ffi_api`` functions), as text.
 
 What a member becomes is decided in ``model/declarations.py`` and written by
 ``render/declarations.py``, as for a generated package's face; this module supplies what the
@@ -20,24 +20,25 @@ from ..model.declarations import (
     NOT_CONSTRUCTIBLE,
     Annotate,
     auto_init_params,
+    callable_decl,
     field_decl,
     named_like_fields,
     never_params,
     schema_params,
     schema_sig,
 )
-from ..model.package import Param
-from ..model.typemap import Annotation, FunctionSig, Position, SchemaError, TypeRef, parse_schema
+from ..model.package import CallableDecl
+from ..model.typemap import Annotation, Position, SchemaError, TypeRef, parse_schema
 from ..registry.facts import auto_init_order, chain_fields
 from ..registry.snapshot import FieldSnap
-from ..render.declarations import Style, def_lines, field_text, param_items, with_doc
+from ..render.declarations import Style, callable_lines, def_lines, field_text, with_doc
 from .collected import Collection
 from .resolve import StubContext
 
 __all__ = [
     "class_members",
     "def_text",
-    "params_from_schema",
+    "function_text",
     "is_keyword",
     "refuses_construction",
     "own_fields",
@@ -51,6 +52,9 @@ __all__ = [
 #: The names a parameter of a stub's def cannot take (Python's keywords never do): a stub binds
 #: no names of its own a parameter could hide.
 _TAKEN = frozenset({"self"})
+
+#: A constructor's result.
+_NONE = Annotation("None")
 
 #: How the stubs write a declaration: annotations as ``StubContext`` spells them, one line each.
 _STYLE = Style(final="Final", wrap=False)
@@ -75,33 +79,20 @@ def _annotate(ctx: StubContext, where: str) -> Annotate:
     return annotate
 
 
-def params_from_schema(
-    ctx: StubContext, schema: object, doc: str, where: str, skip_self: bool, context: str = ""
-) -> tuple[str, str]:
-    """``(p0: T, ..., /)`` text and the return annotation of a registry function schema
-    (``declarations.schema_params``: positional-only, since a ``tvm_ffi.Function`` takes no
-    keywords); ``context`` names it in a warning on a malformed schema."""
-    _, params, ret = _schema_params(ctx, schema, doc, where, skip_self, context or where)
-    first = "self" if skip_self else None
-    if params is None:
-        return ", ".join([*([first] if first else []), "*args: _t.Any"]), ret
-    return ", ".join(param_items(params, first, _STYLE)), ret
-
-
-def _schema_params(
-    ctx: StubContext, schema: object, doc: str, where: str, skip_self: bool, context: str
-) -> tuple[FunctionSig, list[Param] | None, str]:
-    """The signature, parameters (None: untyped) and return annotation of a registry function
-    schema."""
+def function_text(ctx: StubContext, name: str, schema: object, doc: str, where: str, context: str) -> str:
+    """A registry function (``_ffi_api``'s) as a stub's ``def``, from its schema
+    (``declarations.callable_decl``: positional-only, since a ``tvm_ffi.Function`` takes no
+    keywords); ``where`` names it in a warning on a type, ``context`` on a malformed schema."""
     sig = schema_sig(schema, context, ctx.warnings.append)
-    if sig.params is None:
-        return sig, None, "_t.Any"
-    annotate = _annotate(ctx, where)
-    return (
-        sig,
-        schema_params(sig, annotate, skip_self, doc, keywords=False, taken=_TAKEN),
-        annotate(sig.ret, "return").text,
-    )
+    decl = callable_decl(name, sig, _annotate(ctx, where), doc, method=False, keywords=False, taken=_TAKEN)
+    return _callable_text(decl, "", None)
+
+
+def _callable_text(decl: CallableDecl, indent: str, first: str | None, decorator: str = "") -> str:
+    """``decl`` written by ``render.declarations``, ``decorator`` on the line above."""
+    head = f"{indent}{decorator}\n" if decorator else ""
+    lines = callable_lines(decl, _STYLE, indent, first)
+    return head + with_doc(lines, decl.doc.strip(), indent + "    ", _STYLE) + "\n"
 
 
 def refuses_construction(data: Collection, key: str) -> bool:
@@ -280,34 +271,40 @@ def _method_lines(ctx: StubContext, key: str, taken: set[str], inherited: set[st
             continue
         taken.add(m.name)
         where = f"{key}.{m.name}"
-        params, ret = params_from_schema(ctx, m.schema, m.doc, where, not m.is_static, f"method {where}")
-        parts.append(def_text(m.name, params, ret, m.doc, _IND, "@staticmethod" if m.is_static else ""))
+        sig = schema_sig(m.schema, f"method {where}", ctx.warnings.append)
+        annotate = _annotate(ctx, where)
+        decl = callable_decl(
+            m.name, sig, annotate, m.doc, method=True, static=m.is_static, keywords=False, taken=_TAKEN
+        )
+        first, decorator = (None, "@staticmethod") if m.is_static else ("self", "")
+        parts.append(_callable_text(decl, _IND, first, decorator))
     return parts
 
 
 def _init_text(ctx: StubContext, key: str) -> str:
     """The ``__init__`` of a class without a Python one: the ``__ffi_init__`` method's schema
-    (parameters named after the fields where they match them one to one), or the native
-    auto-init's parameters from the fields (``declarations``)."""
+    (parameters named after the fields where they match them one to one), the native
+    auto-init's parameters from the fields, or none at all (``declarations``)."""
+    return _callable_text(_init_decl(ctx, key), _IND, "self")
+
+
+def _init_decl(ctx: StubContext, key: str) -> CallableDecl:
     t = ctx.data.types[key]
-    where = f"{key}.__init__"
     if t.init is None:
         no_return = Annotation(ctx.import_by_name("typing", "NoReturn") or "_t.NoReturn")
-        items = param_items(never_params(no_return), "self", _STYLE)
-        return def_text("__init__", ", ".join(items), "None", NOT_CONSTRUCTIBLE, _IND)
+        return CallableDecl("__init__", never_params(no_return), _NONE, doc=NOT_CONSTRUCTIBLE)
     if t.init == "method":
-        sig, params, _ = _schema_params(ctx, t.init_schema, t.init_doc, where, False, f"type {key} __ffi_init__")
-        if params is None:
-            return def_text("__init__", "self, *args: _t.Any", "None", t.init_doc, _IND)
-        params = named_like_fields(params, sig, _init_fields(ctx, key))
-        return def_text("__init__", ", ".join(param_items(params, "self", _STYLE)), "None", t.init_doc, _IND)
+        sig = schema_sig(t.init_schema, f"type {key} __ffi_init__", ctx.warnings.append)
+        if sig.params is None:
+            return CallableDecl("__init__", None, _NONE, doc=t.init_doc)
+        annotate = _annotate(ctx, f"{key}.__init__")
+        params = schema_params(sig, annotate, False, t.init_doc, keywords=False, taken=_TAKEN)
+        return CallableDecl("__init__", named_like_fields(params, sig, _init_fields(ctx, key)), _NONE, doc=t.init_doc)
     fields: list[tuple[str, FieldSnap, Annotation]] = []
     for f in auto_init_fields(ctx.data, key):
-        field_where = f"{key}.{f.name}"
-        fields.append((f.name, f, _annotate(ctx, field_where)(_field_ref(ctx, f, field_where), "arg")))
-    return def_text(
-        "__init__", ", ".join(param_items(auto_init_params(fields, _TAKEN), "self", _STYLE)), "None", "", _IND
-    )
+        where = f"{key}.{f.name}"
+        fields.append((f.name, f, _annotate(ctx, where)(_field_ref(ctx, f, where), "arg")))
+    return CallableDecl("__init__", auto_init_params(fields, _TAKEN), _NONE)
 
 
 def _init_fields(ctx: StubContext, key: str) -> list[tuple[str | None, TypeRef]]:

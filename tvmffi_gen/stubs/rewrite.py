@@ -28,11 +28,10 @@ from .parallel import shared
 from .pyright_types import World, stub_annotation
 from .registry_text import (
     class_members,
-    def_text,
+    function_text,
     inherited_names,
     is_keyword,
     names_below,
-    params_from_schema,
 )
 from .resolve import StubContext, public_path
 from .stubtext import (
@@ -241,9 +240,8 @@ def _add_ffi_functions(pkg: _Package, m: _Module) -> set[str]:
     for f in funcs:
         if f.name in pkg.exports[m.name] or not f.name.isidentifier() or is_keyword(f.name):
             continue
-        params, ret = params_from_schema(m.ctx, f.schema, f.doc, f.global_name, False, f"function {f.global_name}")
         doc = f.doc or f"The registry's global function ``{f.global_name}``."
-        extra.append(def_text(f.name, params, ret, doc, ""))
+        extra.append(function_text(m.ctx, f.name, f.schema, doc, f.global_name, f"function {f.global_name}"))
     if funcs:
         m.tree = m.tree.with_changes(body=[*m.tree.body, *cst.parse_module("".join(extra)).body])
         m.typed_members = True
