@@ -18,11 +18,6 @@ from editor_workspace import generated_sides
 
 pytestmark = pytest.mark.slow
 
-_JEDI_PROPERTY = Gap(
-    "jedi labels a property `property v_map` with no type; the face writes a field whose writes take a "
-    "wider type than its reads (containers, DataType, Tensor) as a property with a setter",
-    peer_passes=True,
-)
 _JEDI_HOVER_PY = Gap(
     "jedi's hover on a field shows the .py's class-body declaration (the runtime descriptor with its "
     "aliases), not the .pyi face"
@@ -30,7 +25,6 @@ _JEDI_HOVER_PY = Gap(
 _PYLSP_FIELDS = Gap("pylsp shows no type and no read-only mark for any attribute, the peer's included")
 #: What ours does not show yet, by (server, check): each an expected failure with its reason.
 KNOWN_GAPS = {
-    ("jedi", "completion: inherited and container fields"): _JEDI_PROPERTY,
     ("jedi", "hover: read-only field shows its type, read-only"): _JEDI_HOVER_PY,
     ("jedi", "hover: field shows its type and the registry's doc"): _JEDI_HOVER_PY,
     ("pylsp", "completion: fields and methods with their types"): _PYLSP_FIELDS,

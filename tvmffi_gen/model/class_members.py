@@ -146,7 +146,7 @@ def field_model(
         getter=getter,
         setter=setter,
         writable=f.writable,
-        doc=doc,
+        doc=decl.doc,
         kind=kind,
         write=write,
         offset=f.offset,

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Sequence
 
 from ..registry.facts import defaults_to_none
 from ..registry.snapshot import FieldSnap
+from ..text.layout import item_doc
 from .docparams import documented_param_names
 from .naming import RESERVED_MODULE, Scope
 from .package import CallableDecl, FieldDecl, FieldForm, Param, ParamKind
@@ -89,7 +91,20 @@ def field_decl(
         form = "property" if redeclared_below else "final"
     else:
         form = "attribute" if write.text == read.text else "setter"
+    if form == "setter" and write is not None:
+        doc = item_doc(doc, _assignment_note(read, write))
     return FieldDecl(name, read, write, doc, form)
+
+
+#: An import alias before a name (``_rt.Map``, ``_t.Any``): a doc shows the name alone.
+_ALIAS = re.compile(r"(?<![\w.])_[A-Za-z0-9_]*\.(?=[A-Za-z_])")
+
+
+def _assignment_note(read: Annotation, write: Annotation) -> str:
+    """What a field set from a wider type than it reads says of both types in its doc: a
+    property's type is shown by pyright (the getter's alone) but not by jedi-language-server,
+    which labels it ``property name`` and shows the docstring."""
+    return f"Reads as `{_ALIAS.sub('', read.text)}`; assigned from any `{_ALIAS.sub('', write.text)}`."
 
 
 def schema_sig(schema: object, context: str, warn: Callable[[str], None]) -> FunctionSig:

@@ -113,6 +113,7 @@ def field_text(decl: FieldDecl, style: Style, indent: str = "    ", override_ign
         assert decl.write is not None
         setter_ignore = "  # type: ignore[override]" if override_ignore else ""
         value = f"value: {style.spell(decl.write.text)}"
-        setter = with_doc(def_lines(f"def {decl.name}", ["self", value], "None", style, indent), "", indent)
+        setter_lines = def_lines(f"def {decl.name}", ["self", value], "None", style, indent)
+        setter = with_doc(setter_lines, "", indent)
         lines += [f"{indent}@{decl.name}.setter{setter_ignore}", setter]
     return "\n".join(lines)

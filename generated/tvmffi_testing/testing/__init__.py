@@ -70,7 +70,7 @@ class SchemaAllTypes(_rt.Object):
     """device field"""
 
     v_dtype: _bind.Field[_rt.DataType, _rt.DataType | str] = _bind.registry_field(write=True)
-    """dtype field"""
+    """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
 
     v_string: _bind.Field[str, str] = _bind.field("any", 64, write="registry")
     """string field"""
@@ -87,32 +87,41 @@ class SchemaAllTypes(_rt.Object):
     v_arr_int: _bind.Field[_rt.Array[int], _abc.Sequence[int]] = _bind.field(
         "object", 128, write="registry"
     )
-    """array<int>"""
+    """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
 
     v_arr_str: _bind.Field[_rt.Array[str], _abc.Sequence[str]] = _bind.field(
         "object", 136, write="registry"
     )
-    """array<str>"""
+    """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
 
     v_map_str_int: _bind.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _bind.field(
         "object", 144, write="registry"
     )
-    """map<str,int>"""
+    """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
 
     v_map_str_arr_int: _bind.Field[
         _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
     ] = _bind.field("object", 152, write="registry")
-    """map<str,array<int>>"""
+    """map<str,array<int>>
+
+    Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
+    """
 
     v_variant: _bind.Field[
         str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
     ] = _bind.registry_field(write=True)
-    """variant<str,array<int>,map<str,int>>"""
+    """variant<str,array<int>,map<str,int>>
+
+    Reads as `str | Array[int] | Map[str, int]`; assigned from any `str | Sequence[int] | Mapping[str, int]`.
+    """
 
     v_opt_arr_variant: _bind.Field[
         _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
     ] = _bind.registry_field(write=True)
-    """optional<array<variant<int,str>>>"""
+    """optional<array<variant<int,str>>>
+
+    Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
+    """
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -1125,10 +1134,12 @@ class TestObjectDerived(TestObjectBase):
     v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
         "object", 56, write="registry"
     )
+    """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
 
     v_array: _bind.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _bind.field(
         "object", 64, write="registry"
     )
+    """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
 
     def __init__(
         self,

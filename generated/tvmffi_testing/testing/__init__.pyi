@@ -77,7 +77,7 @@ class SchemaAllTypes(Object):
 
     @property
     def v_dtype(self) -> DataType:
-        """dtype field"""
+        """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
     @v_dtype.setter
     def v_dtype(self, value: DataType | str) -> None: ...
 
@@ -95,37 +95,46 @@ class SchemaAllTypes(Object):
 
     @property
     def v_arr_int(self) -> Array[int]:
-        """array<int>"""
+        """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
     @v_arr_int.setter
     def v_arr_int(self, value: Sequence[int]) -> None: ...
 
     @property
     def v_arr_str(self) -> Array[str]:
-        """array<str>"""
+        """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
     @v_arr_str.setter
     def v_arr_str(self, value: Sequence[str]) -> None: ...
 
     @property
     def v_map_str_int(self) -> Map[str, int]:
-        """map<str,int>"""
+        """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
     @v_map_str_int.setter
     def v_map_str_int(self, value: Mapping[str, int]) -> None: ...
 
     @property
     def v_map_str_arr_int(self) -> Map[str, Array[int]]:
-        """map<str,array<int>>"""
+        """map<str,array<int>>
+
+        Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
+        """
     @v_map_str_arr_int.setter
     def v_map_str_arr_int(self, value: Mapping[str, Sequence[int]]) -> None: ...
 
     @property
     def v_variant(self) -> str | Array[int] | Map[str, int]:
-        """variant<str,array<int>,map<str,int>>"""
+        """variant<str,array<int>,map<str,int>>
+
+        Reads as `str | Array[int] | Map[str, int]`; assigned from any `str | Sequence[int] | Mapping[str, int]`.
+        """
     @v_variant.setter
     def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None: ...
 
     @property
     def v_opt_arr_variant(self) -> Array[int | str] | None:
-        """optional<array<variant<int,str>>>"""
+        """optional<array<variant<int,str>>>
+
+        Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
+        """
     @v_opt_arr_variant.setter
     def v_opt_arr_variant(self, value: Sequence[int | str] | None) -> None: ...
 
@@ -759,12 +768,14 @@ class TestObjectDerived(TestObjectBase):
     __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
     @property
-    def v_map(self) -> Map[Any, Any]: ...  # pyright: ignore[reportExplicitAny]
+    def v_map(self) -> Map[Any, Any]:  # pyright: ignore[reportExplicitAny]
+        """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
     @v_map.setter
     def v_map(self, value: Mapping[Any, Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
 
     @property
-    def v_array(self) -> Array[Any]: ...  # pyright: ignore[reportExplicitAny]
+    def v_array(self) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
+        """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
     @v_array.setter
     def v_array(self, value: Sequence[Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
 
