@@ -299,6 +299,7 @@ def loop(n):
         t = echo(arr)  # numpy -> DLPack -> Tensor -> back
         assert isinstance(t, rt.Tensor)
         back = np.from_dlpack(t)
+        assert rt.Tensor.from_dlpack(back).shape == (256,)  # Tensor.from_dlpack's own wrapper
         j = i & 255
         assert back.shape == (256,) and back.dtype == np.float32 and back[j] == j
         if i % 4 == 0:
