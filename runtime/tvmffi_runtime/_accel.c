@@ -245,7 +245,8 @@ PyMODINIT_FUNC PyInit__accel(void) {
   ObjectBaseType.tp_new = PyBaseObject_Type.tp_new;
   SeqBaseType.tp_base = MapBaseType.tp_base = ShapeBaseType.tp_base = &ObjectBaseType;
   if (PyType_Ready(&ObjectBaseType) < 0 || PyType_Ready(&LazyFunctionType) < 0 || PyType_Ready(&FieldType) < 0 ||
-      PyType_Ready(&SeqBaseType) < 0 || PyType_Ready(&MapBaseType) < 0 || PyType_Ready(&ShapeBaseType) < 0)
+      PyType_Ready(&SeqBaseType) < 0 || PyType_Ready(&MapBaseType) < 0 || PyType_Ready(&ShapeBaseType) < 0 ||
+      PyType_Ready(&ShapeIterType) < 0)
     return NULL;
   PyObject* m = PyModule_Create(&accel_module);
   if (m == NULL) return NULL;

@@ -446,6 +446,7 @@ typedef struct {
   ObjectBase base;
   PyObject* dims;    /* tuple of the dimensions, or NULL before the first read */
   void* dims_of;     /* the handle ``dims`` was read from */
+  Py_ssize_t ndim;   /* len(dims), read by len() without touching the tuple */
 } ShapeBaseObject;
 
 /* The dimensions of ``self`` as a tuple (borrowed), or NULL with the error set. */
@@ -466,6 +467,7 @@ static PyObject* shape_dims_read(PyObject* self) {
   ShapeBaseObject* o = (ShapeBaseObject*)self;
   Py_XSETREF(o->dims, dims);
   o->dims_of = h;
+  o->ndim = PyTuple_GET_SIZE(dims);
   return dims;
 }
 
@@ -476,7 +478,9 @@ static inline PyObject* shape_dims_of(PyObject* self) {
 }
 
 static Py_ssize_t shape_length(PyObject* self) {
-  PyObject* dims = shape_dims_of(self);
+  ShapeBaseObject* o = (ShapeBaseObject*)self;
+  if (o->dims != NULL && o->base.h == o->dims_of) return o->ndim;
+  PyObject* dims = shape_dims_read(self);
   return dims == NULL ? -1 : PyTuple_GET_SIZE(dims);
 }
 
@@ -503,10 +507,45 @@ static PyObject* shape_subscript(PyObject* self, PyObject* key) {
 
 static PyObject* shape_dims(PyObject* self, PyObject* unused) { return Py_XNewRef(shape_dims_of(self)); }
 
-/* iter(shape): the dimensions tuple's own iterator */
+/* iter(shape): over the dimensions tuple. Not a GC object, unlike the tuple's own iterator
+   (what it holds is a tuple of ints, which cannot be part of a cycle), so `tuple(shape)` and
+   `for d in shape` allocate no more than they do over a tuple. */
+typedef struct {
+  PyObject_HEAD
+  PyObject* dims; /* the tuple; NULL once exhausted */
+  Py_ssize_t next;
+} ShapeIter;
+
+static void shape_iter_dealloc(PyObject* self) {
+  Py_XDECREF(((ShapeIter*)self)->dims);
+  PyObject_Free(self);
+}
+
+static PyObject* shape_iter_next(PyObject* self) {
+  ShapeIter* it = (ShapeIter*)self;
+  if (it->dims == NULL) return NULL;
+  if (it->next < PyTuple_GET_SIZE(it->dims)) return Py_NewRef(PyTuple_GET_ITEM(it->dims, it->next++));
+  Py_CLEAR(it->dims);
+  return NULL;
+}
+
+static PyTypeObject ShapeIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.ShapeIterator",
+    .tp_basicsize = sizeof(ShapeIter),
+    .tp_dealloc = shape_iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = shape_iter_next,
+};
+
 static PyObject* shape_iter(PyObject* self) {
   PyObject* dims = shape_dims_of(self);
-  return dims == NULL ? NULL : PyObject_GetIter(dims);
+  if (dims == NULL) return NULL;
+  ShapeIter* it = PyObject_New(ShapeIter, &ShapeIterType);
+  if (it == NULL) return NULL;
+  it->dims = Py_NewRef(dims);
+  it->next = 0;
+  return (PyObject*)it;
 }
 
 static void shape_base_dealloc(PyObject* self) {
