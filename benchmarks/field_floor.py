@@ -3,11 +3,11 @@ beside the reads CPython itself offers, in one process, interleaved, best of the
 
 A field lives in native memory, so a read is a data descriptor's ``__get__``: CPython 3.11's
 ``LOAD_ATTR`` specializes instance ``__dict__`` values, modules and ``__slots__`` members (a
-pointer in the Python object) but no getset or descriptor, so every C getter takes the generic
-attribute path. ``pair.__class__`` (a C getset on the same heap-type instance that returns a
-stored pointer) and ``(1).real`` (a C getset on a static type) are that path with the least
-getter work; the slot member and ``lambda: None`` are below it. Each row is timed as the
-benchmark table times it, through a lambda::
+pointer in the Python object, and ``__class__``, read as the slot ``ob_type``) but no getset or
+descriptor, so every C getter takes the generic attribute path. ``(1).real`` (a C getset on a
+static type, returning the int itself) is that path with the least getter work; the slot member,
+``pair.__class__`` and ``lambda: None`` are below it. Each row is timed as the benchmark table
+times it, through a lambda::
 
     python benchmarks/field_floor.py [--rounds 7]
 """
@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "generated"), str(ROOT / "runtime")]
 
-import tvm_ffi.testing as cy  # noqa: E402  (first: it loads libtvm_ffi.so; ours reuses it)
+from tvm_ffi.testing.testing import TestIntPair as CyIntPair  # noqa: E402  (first: it loads libtvm_ffi.so)
 
 from tvmffi_testing import testing as gen  # noqa: E402
 
@@ -37,13 +37,13 @@ class _Slotted:
 
 
 def rows() -> list[tuple[str, Callable[[], Any]]]:
-    o_pair, c_pair, slotted, one = gen.TestIntPair(1, 2), cy.TestIntPair(1, 2), _Slotted(), 1
+    o_pair, c_pair, slotted, one = gen.TestIntPair(1, 2), CyIntPair(1, 2), _Slotted(), 1
     return [
         ("ours: pair.a (C field descriptor)", lambda: o_pair.a),
         ("tvm_ffi: pair.a (Cython property)", lambda: c_pair.a),
-        ("pair.__class__ (C getset, same instance)", lambda: o_pair.__class__),
+        ("pair.__class__ (specialized, as a slot)", lambda: o_pair.__class__),
         ("(1).real (C getset, static type)", lambda: one.real),
-        ("__slots__ member (specialized)", lambda: slotted.a),
+        ("__slots__ member (specialized, a slot)", lambda: slotted.a),
         ("lambda: None", lambda: None),
     ]
 
