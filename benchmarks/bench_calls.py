@@ -39,15 +39,19 @@ def floor_main() -> None:
     """``--floor``: in a process without tvm_ffi (as in a user's program that imports only the
     generated package), ``lambda: nop()`` against the floor any binding pays, a Python call of a
     trivial C builtin through the same lambda (``abs(1)``), under the default GIL policy
-    (``always``: released on every call) and under ``auto`` (kept when no thread could want it)."""
+    (``always``: released on every call), under ``auto`` (kept when no thread could want it) and
+    with ``nop`` alone marked to keep it (``keep_gil(nop)``, the policy ``always``)."""
     import tvmffi_runtime as rt_only
     from tvmffi_testing import testing as gen_only
 
     nop = gen_only.nop
-    best = {"nop_ns": math.inf, "nop_auto_ns": math.inf, "abs_ns": math.inf}
+    best = {"nop_ns": math.inf, "nop_auto_ns": math.inf, "nop_kept_ns": math.inf, "abs_ns": math.inf}
     for _ in range(7):
         rt_only.set_release_gil("always")
         best["nop_ns"] = min(best["nop_ns"], measure(lambda: nop(), 500_000))
+        rt_only.keep_gil(nop)
+        best["nop_kept_ns"] = min(best["nop_kept_ns"], measure(lambda: nop(), 500_000))
+        rt_only.keep_gil(nop, False)
         rt_only.set_release_gil("auto")
         best["nop_auto_ns"] = min(best["nop_auto_ns"], measure(lambda: nop(), 500_000))
         best["abs_ns"] = min(best["abs_ns"], measure(lambda: abs(1), 500_000))
@@ -359,10 +363,12 @@ def _report(rows: list[dict[str, Any]], floor: dict[str, float] | None) -> None:
     if floor is not None:
         floor["ratio"] = floor["nop_ns"] / floor["abs_ns"]
         floor["ratio_auto"] = floor["nop_auto_ns"] / floor["abs_ns"]
+        floor["ratio_kept"] = floor["nop_kept_ns"] / floor["abs_ns"]
         print(
             f"without tvm_ffi in the process: lambda: abs(1) {floor['abs_ns']:.0f} ns; lambda: nop()"
             f" {floor['nop_ns']:.0f} ns ({floor['ratio']:.2f}x), with set_release_gil('auto')"
-            f" {floor['nop_auto_ns']:.0f} ns ({floor['ratio_auto']:.2f}x)"
+            f" {floor['nop_auto_ns']:.0f} ns ({floor['ratio_auto']:.2f}x), with keep_gil(nop)"
+            f" {floor['nop_kept_ns']:.0f} ns ({floor['ratio_kept']:.2f}x)"
         )
 
 

@@ -23,7 +23,7 @@ from . import _lib
 from . import _wiring as _wiring  # connects the backend and every layer's helpers
 from . import copying as copying
 from . import interop as interop
-from ._call import Function, get_global_func, set_release_gil
+from ._call import Function, get_global_func, keep_gil, set_release_gil
 from ._errors import Error, ReleasedObjectError, register_error
 from ._features import FeatureUnavailableError
 from ._graph_guard import GraphTooDeepError, ReferenceCycleError, max_graph_depth, set_max_graph_depth
@@ -66,6 +66,7 @@ __all__ = [
     "class_for_index",
     "dtype",
     "get_global_func",
+    "keep_gil",
     "load_library",
     "max_graph_depth",
     "register_error",

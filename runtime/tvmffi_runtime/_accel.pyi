@@ -40,6 +40,7 @@ class LazyFunction:
     name: str
     arity: int
     function: Any
+    release_gil: bool
     def __init__(
         self,
         name: str,

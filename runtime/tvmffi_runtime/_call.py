@@ -46,6 +46,7 @@ __all__ = [
     "global_func",
     "lacks",
     "global_handle",
+    "keep_gil",
     "set_release_gil",
     "type_attr_value",
     "type_method",
@@ -392,6 +393,29 @@ def set_release_gil(policy: ReleaseGil) -> ReleaseGil:
     backend.set_gil_auto(policy == "auto")
     _release_gil = policy
     return previous
+
+
+def keep_gil(function: Callable[..., object], keep: bool = True) -> bool:
+    """Make every call of one function of a generated package keep the GIL, whatever the policy
+    (``keep=False``: follow the policy again); returns whether its calls kept it before.
+
+    For a function you know returns at once and runs no native thread that needs Python (an
+    accessor, a small arithmetic kernel): it then skips the two GIL hand-offs ``"always"`` pays
+    per call (~35 ns). Do not use it for a function that may run long (no other Python thread
+    runs meanwhile) or that waits for a native thread calling back into Python or releasing a
+    numpy / torch tensor it was given (that thread would wait for the GIL forever).
+    ``function`` is a generated function or method (a bound method: its function); the mark is
+    on it, shared by every caller. On the pure-ctypes path calls release the GIL regardless.
+    """
+    target: object = getattr(function, "__func__", function)
+    if not isinstance(target, backend.LazyFunction):
+        raise TypeError(
+            f"keep_gil: {function!r} is not a function or method of a generated package"
+            " (a Function from get_global_func follows the policy, set_release_gil)"
+        )
+    kept = not target.release_gil
+    target.release_gil = not keep
+    return kept
 
 
 if os.environ.get("TVMFFI_RUNTIME_RELEASE_GIL") == "auto":

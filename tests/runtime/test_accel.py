@@ -243,6 +243,7 @@ out["Shape"] = {
     "iter": list(shape),
     "index": [attempt(lambda i=i: shape[i]) for i in indices],
     "in": [attempt(lambda v=v: v in shape) for v in probes],
+    "wide": [attempt(lambda i=i: rt.Shape([2**40, -3, 2**63 - 1, -(2**63)])[i]) for i in indices],
 }
 released = []
 for c in (rt.Array([1]), rt.Map({"a": 1}), rt.Shape([1]), rt.List([1]), rt.Dict({"a": 1})):
@@ -300,6 +301,10 @@ def test_both_paths_read_containers_alike() -> None:
     assert compiled["Shape"]["index"][:3] == [["int", "2"], ["int", "5"], ["int", "5"]]
     assert compiled["Shape"]["index"][13] == ["tuple", "(5, 2)"]  # [::-3]
     assert compiled["Shape"]["index"][4] == ["IndexError", "Shape index 10 out of range for length 4"]
+    wide = compiled["Shape"]["wide"]
+    assert wide[:3] == [["int", str(2**40)], ["int", str(-(2**63))], ["int", str(-(2**63))]]
+    assert wide[8] == ["int", "-3"] and wide[9][0] == "TypeError"  # True is 1; "0" is not an index
+    assert wide[11] == ["tuple", f"({2**40}, -3, {2**63 - 1}, {-(2**63)})"]
     for row in compiled["released"]:
         assert {r[0] for r in row} == {"ReleasedObjectError"}, row
     assert compiled["empty"][0] == [0, [], ["IndexError", "Array index 0 out of range for length 0"]]

@@ -174,3 +174,60 @@ def test_ctrl_c_interrupts_a_call_that_keeps_the_gil(probe: Path, testing_lib: P
         """,
     )
     assert out == ["1", "INTERRUPTED", "True"]
+
+
+# keep_gil: one generated function keeps the GIL whatever the policy; the rest follow it
+KEPT_PRELUDE = """
+from tvmffi_runtime import bind
+
+@bind.registry_function("gil.held")
+def held_def() -> int: ...
+
+@bind.registry_function("gil.sleep_ms")
+def sleep_def(ms: int) -> None: ...
+"""
+
+
+@needs_compiled
+def test_keep_gil_keeps_it_over_one_generated_function_only(probe: Path) -> None:
+    body = """
+    print(held_def(), rt.keep_gil(held_def), held_def(), held())  # held(): a Function, the policy's
+    print(rt.keep_gil(held_def, False), held_def())
+    """
+    assert _run(probe, KEPT_PRELUDE + textwrap.dedent(body), policy="always") == ["0", "False", "1", "0", "True", "0"]
+
+
+@needs_compiled
+def test_by_default_another_thread_runs_during_a_long_generated_call(probe: Path) -> None:
+    # the default policy with a Python thread spinning: it runs while the native call sleeps
+    body = """
+    ticks = 0
+    stop = threading.Event()
+    def spin():
+        global ticks
+        while not stop.is_set():
+            ticks += 1
+    t = threading.Thread(target=spin)
+    t.start()
+    before = ticks
+    sleep_def(300)
+    print(ticks > before, held_def())
+    stop.set(); t.join()
+    """
+    assert _run(probe, KEPT_PRELUDE + textwrap.dedent(body), policy="always") == ["True", "0"]
+
+
+def test_keep_gil_on_the_pure_path_changes_nothing(probe: Path) -> None:
+    body = "print(rt.keep_gil(held_def), held_def(), held_def.release_gil)"
+    assert _run(probe, KEPT_PRELUDE + textwrap.dedent(body), pure=True, policy="always") == ["False", "0", "False"]
+
+
+def test_keep_gil_refuses_what_is_not_a_generated_function_by_name() -> None:
+    import tvmffi_runtime as rt
+    from tvmffi_runtime import _backend
+
+    with pytest.raises(TypeError, match=r"keep_gil: .*is not a function or method of a generated package"):
+        rt.keep_gil(rt.get_global_func("ffi.Array"))
+    lazy = _backend.backend.LazyFunction("ffi.Array", lambda: rt.get_global_func("ffi.Array"))
+    with pytest.raises(TypeError, match=r"'ffi\.Array': release_gil must be True or False"):
+        lazy.release_gil = 1  # type: ignore[assignment]

@@ -209,6 +209,9 @@ def loop(n):
             pass
         assert len(list(m.items())) == 3 and len(list(m)) == 3 and LONG in list(m.values())
         assert len(list(d.items())) == 2 and shape[1] == 3 and tuple(shape) == (2, 3, 4) and shape[::2] == (2, 4)
+        dims = range(2**40 + i, 2**40 + i + 64)  # ~2.5 KB of tuple and ints kept by the wrapper once read
+        fresh = rt.Shape(dims)
+        assert fresh[-1] == dims[-1] and list(fresh) == list(dims) and hash(fresh) == hash(tuple(dims))
     return rounds * 10
 """,
 )
@@ -296,6 +299,7 @@ def loop(n):
         t = echo(arr)  # numpy -> DLPack -> Tensor -> back
         assert isinstance(t, rt.Tensor)
         back = np.from_dlpack(t)
+        assert rt.Tensor.from_dlpack(back).shape == (256,)  # Tensor.from_dlpack's own wrapper
         j = i & 255
         assert back.shape == (256,) and back.dtype == np.float32 and back[j] == j
         if i % 4 == 0:

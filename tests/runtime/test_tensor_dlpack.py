@@ -102,6 +102,17 @@ def test_legacy_capsules_over_many_calls(describe: rt.Function) -> None:
     assert sys.getrefcount(arr) == refs
 
 
+def test_producer_classes_interleaved_keep_their_own_ways(describe: rt.Function) -> None:
+    # the compiled path remembers the last producer class's way: a Legacy one between two
+    # Versioned ones must not make the next Versioned one asked without max_version
+    arr = np.arange(6.0).reshape(2, 3)
+    versioned, legacy = Versioned(arr), Legacy(arr)
+    for _ in range(20):
+        assert describe(versioned) == _weighted(arr) and describe(legacy) == _weighted(arr)
+        assert rt.Tensor.from_dlpack(legacy).shape == (2, 3) and rt.Tensor.from_dlpack(versioned).shape == (2, 3)
+    assert versioned.asked == [(1, 3)] * 40 and legacy.calls == 40
+
+
 @pytest.mark.parametrize("view", ["transposed", "sliced", "reversed", "fortran"])
 def test_strided_arrays_pass_with_their_strides(view: str, describe: rt.Function) -> None:
     base = np.arange(24.0).reshape(4, 6)

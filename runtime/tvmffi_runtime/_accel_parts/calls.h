@@ -174,7 +174,8 @@ static PyObject* accel_set_gil_auto(PyObject* mod, PyObject* arg) {
 /* Pack ``args`` and call; on success ``result`` holds the owned result (0), else -1 with an
    exception set. Everything made for the call is released before returning. The GIL is
    released as the policy says, or kept when ``keep_gil`` (the library's own container
-   functions, which run no Python code and wait on nothing). Bit i of ``views`` set: parameter
+   functions, which run no Python code and wait on nothing, and the functions a user marked so:
+   keep_gil in _call). Bit i of ``views`` set: parameter
    i takes a borrowed DLTensor* (its schema says so), so a DLPack producer there is lent as one
    (pack_dltensor_view) instead of becoming a Tensor; the first STACK_ARGS parameters only. */
 static int call_raw_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, FFIAny* result, int keep_gil,
@@ -252,9 +253,10 @@ done:
   return status;
 }
 
-static PyObject* call_packed_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, uint64_t views) {
+static PyObject* call_packed_views(void* fh, PyObject* const* args, Py_ssize_t n, PyObject* name, int keep_gil,
+                                   uint64_t views) {
   FFIAny result;
-  if (call_raw_views(fh, args, n, name, &result, 0, views) < 0) return NULL;
+  if (call_raw_views(fh, args, n, name, &result, keep_gil, views) < 0) return NULL;
   return owned_to_py(&result);
 }
 

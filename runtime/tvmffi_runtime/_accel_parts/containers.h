@@ -5,11 +5,12 @@
  * not a header to include anywhere else.
  *
  * Three bases of the container classes (containers.py derives Array and List from SeqBase, Map
- * and Dict from MapBase, Shape from ShapeBase; _pure/containers.py is their twin), each the
- * size of ObjectBase, so a Python class may derive from Object and from one of them. Their
- * slots are the Python protocol, so `a[i]`, `len(m)`, `k in m` and iteration go straight to C:
- *   - a sequence reads its TVMFFISeqCell (an array of Any) and a Shape its TVMFFIShapeCell in
- *     object memory; a Map's length is its MapBaseObj size;
+ * and Dict from MapBase, Shape from ShapeBase; _pure/containers.py is their twin), each
+ * ObjectBase's layout (ShapeBase extended by its dimensions), so a Python class may derive from
+ * Object and from one of them. Their slots are the Python protocol, so `a[i]`, `len(m)`,
+ * `k in m` and iteration go straight to C:
+ *   - a sequence reads its TVMFFISeqCell (an array of Any) in object memory, a Shape its
+ *     TVMFFIShapeCell once, into a tuple it keeps; a Map's length is its MapBaseObj size;
  *   - a Map's lookup, membership and iteration call the library's own functions (by the names
  *     _container_functions.MAP_FUNCTIONS gives, looked up once) with the GIL kept: they run no
  *     Python and take no lock, and hashing stays the library's. */
@@ -436,69 +437,95 @@ static PyTypeObject MapBaseType = {
 /* ---------------------------------------------------------------------------------------- */
 /* ShapeBase: Shape                                                                           */
 /* ---------------------------------------------------------------------------------------- */
-static inline ShapeCell* shape_cell(PyObject* self) {
+/* A Shape never changes, so its wrapper keeps its dimensions as a tuple of ints, made on the
+   first read: `shape[i]`, `len`, iteration and `tuple(shape)` then do a tuple's own work (as
+   tvm_ffi's Shape, a tuple subclass, does) instead of making an int per read. The tuple belongs
+   to the handle it was read from: a wrapper whose handle was moved, released or replaced reads
+   again (or raises), as the other containers do. */
+typedef struct {
+  ObjectBase base;
+  PyObject* dims;    /* tuple of the dimensions, or NULL before the first read */
+  void* dims_of;     /* the handle ``dims`` was read from */
+  Py_ssize_t ndim;   /* len(dims), read by len() without touching the tuple */
+} ShapeBaseObject;
+
+/* The dimensions of ``self`` as a tuple (borrowed), or NULL with the error set. */
+static PyObject* shape_dims_read(PyObject* self) {
   void* h = container_handle(self, TI_SHAPE, TI_SHAPE);
-  return h == NULL ? NULL : CELL_OF(h, ShapeCell);
-}
-
-static Py_ssize_t shape_length(PyObject* self) {
-  ShapeCell* cell = shape_cell(self);
-  return cell == NULL ? -1 : (Py_ssize_t)cell->size;
-}
-
-static PyObject* shape_dims_of(const ShapeCell* cell, Py_ssize_t start, Py_ssize_t step, Py_ssize_t count) {
-  PyObject* dims = PyTuple_New(count);
-  for (Py_ssize_t k = 0; dims != NULL && k < count; ++k) {
-    PyObject* d = PyLong_FromLongLong(cell->data[start + k * step]);
+  if (h == NULL) return NULL;
+  const ShapeCell* cell = CELL_OF(h, ShapeCell);
+  PyObject* dims = PyTuple_New((Py_ssize_t)cell->size);
+  for (Py_ssize_t k = 0; dims != NULL && k < (Py_ssize_t)cell->size; ++k) {
+    PyObject* d = PyLong_FromLongLong(cell->data[k]);
     if (d == NULL) {
       Py_CLEAR(dims);
       break;
     }
     PyTuple_SET_ITEM(dims, k, d);
   }
+  if (dims == NULL) return NULL;
+  ShapeBaseObject* o = (ShapeBaseObject*)self;
+  Py_XSETREF(o->dims, dims);
+  o->dims_of = h;
+  o->ndim = PyTuple_GET_SIZE(dims);
   return dims;
 }
 
+static inline PyObject* shape_dims_of(PyObject* self) {
+  ShapeBaseObject* o = (ShapeBaseObject*)self;
+  if (o->dims != NULL && o->base.h == o->dims_of) return o->dims; /* read from this handle, a Shape */
+  return shape_dims_read(self);
+}
+
+static Py_ssize_t shape_length(PyObject* self) {
+  ShapeBaseObject* o = (ShapeBaseObject*)self;
+  if (o->dims != NULL && o->base.h == o->dims_of) return o->ndim;
+  PyObject* dims = shape_dims_read(self);
+  return dims == NULL ? -1 : PyTuple_GET_SIZE(dims);
+}
+
 static PyObject* shape_subscript(PyObject* self, PyObject* key) {
-  ShapeCell* cell = shape_cell(self);
-  if (cell == NULL) return NULL;
-  if (PySlice_Check(key)) {
-    Py_ssize_t start, stop, step;
-    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
-    Py_ssize_t count = PySlice_AdjustIndices((Py_ssize_t)cell->size, &start, &stop, step);
-    return shape_dims_of(cell, start, step, count);
+  PyObject* dims = shape_dims_of(self);
+  if (dims == NULL) return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(dims);
+  if (PyLong_CheckExact(key)) { /* the common `shape[i]`: no new reference to the index */
+    Py_ssize_t i = PyLong_AsSsize_t(key);
+    if (i == -1 && PyErr_Occurred()) {
+      PyErr_Clear(); /* an int beyond Py_ssize_t: out of range, reported below */
+    } else {
+      Py_ssize_t j = i < 0 ? i + n : i;
+      if (0 <= j && j < n) return Py_NewRef(PyTuple_GET_ITEM(dims, j));
+    }
   }
+  if (PySlice_Check(key)) return PyTuple_Type.tp_as_mapping->mp_subscript(dims, key);
   PyObject* index = container_index(key);
   if (index == NULL) return NULL;
-  Py_ssize_t i = container_position(self, index, (Py_ssize_t)cell->size);
+  Py_ssize_t i = container_position(self, index, n);
   Py_DECREF(index);
-  return i < 0 ? NULL : PyLong_FromLongLong(cell->data[i]);
+  return i < 0 ? NULL : Py_NewRef(PyTuple_GET_ITEM(dims, i));
 }
 
-static PyObject* shape_dims(PyObject* self, PyObject* unused) {
-  ShapeCell* cell = shape_cell(self);
-  return cell == NULL ? NULL : shape_dims_of(cell, 0, 1, (Py_ssize_t)cell->size);
-}
+static PyObject* shape_dims(PyObject* self, PyObject* unused) { return Py_XNewRef(shape_dims_of(self)); }
 
-/* iter(shape): reads the dimensions one by one (a Shape never changes), no tuple made first */
+/* iter(shape): over the dimensions tuple. Not a GC object, unlike the tuple's own iterator
+   (what it holds is a tuple of ints, which cannot be part of a cycle), so `tuple(shape)` and
+   `for d in shape` allocate no more than they do over a tuple. */
 typedef struct {
   PyObject_HEAD
-  PyObject* shape; /* the Shape, kept alive (and so its cell); NULL once exhausted */
+  PyObject* dims; /* the tuple; NULL once exhausted */
   Py_ssize_t next;
 } ShapeIter;
 
 static void shape_iter_dealloc(PyObject* self) {
-  Py_XDECREF(((ShapeIter*)self)->shape);
+  Py_XDECREF(((ShapeIter*)self)->dims);
   PyObject_Free(self);
 }
 
 static PyObject* shape_iter_next(PyObject* self) {
   ShapeIter* it = (ShapeIter*)self;
-  if (it->shape == NULL) return NULL;
-  const ShapeCell* cell = shape_cell(it->shape);
-  if (cell == NULL) return NULL;
-  if (it->next < (Py_ssize_t)cell->size) return PyLong_FromLongLong(cell->data[it->next++]);
-  Py_CLEAR(it->shape);
+  if (it->dims == NULL) return NULL;
+  if (it->next < PyTuple_GET_SIZE(it->dims)) return Py_NewRef(PyTuple_GET_ITEM(it->dims, it->next++));
+  Py_CLEAR(it->dims);
   return NULL;
 }
 
@@ -512,12 +539,19 @@ static PyTypeObject ShapeIterType = {
 };
 
 static PyObject* shape_iter(PyObject* self) {
-  if (shape_cell(self) == NULL) return NULL;
+  PyObject* dims = shape_dims_of(self);
+  if (dims == NULL) return NULL;
   ShapeIter* it = PyObject_New(ShapeIter, &ShapeIterType);
   if (it == NULL) return NULL;
-  it->shape = Py_NewRef(self);
+  it->dims = Py_NewRef(dims);
   it->next = 0;
   return (PyObject*)it;
+}
+
+static void shape_base_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(((ShapeBaseObject*)self)->dims);
+  object_base_dealloc(self);
 }
 
 static PySequenceMethods shape_as_sequence = {.sq_length = shape_length};
@@ -527,7 +561,8 @@ static PyMethodDef shape_methods[] = {
 
 static PyTypeObject ShapeBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tvmffi_runtime._accel.ShapeBase",
-    .tp_basicsize = sizeof(ObjectBase),
+    .tp_basicsize = sizeof(ShapeBaseObject),
+    .tp_dealloc = shape_base_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* the GC flag and slots: ObjectBase's */
     .tp_doc = "The read side of Shape: length, index, slice, iteration.",
     .tp_as_sequence = &shape_as_sequence,

@@ -119,9 +119,22 @@ static PyObject* exchange_api_address(PyObject* attr) {
 /* The kind of class ``tp`` (borrowed, see dlpack_kinds), NULL with an exception set. The order
    is _convert._resolve_packer's: a tvm_ffi object (__chandle__) and the Python scalar, string,
    bytes and exception classes pack as those even when they also export DLPack. */
+static PyTypeObject* last_kind_of; /* the class dlpack_kind answered for last (a key: alive) */
+static PyObject* last_kind;         /* its kind (the dict's value: changed only by set_kind) */
+
+static int set_kind(PyTypeObject* tp, PyObject* kind) {
+  last_kind_of = NULL;
+  return PyDict_SetItem(dlpack_kinds, (PyObject*)tp, kind);
+}
+
 static PyObject* dlpack_kind(PyTypeObject* tp) {
+  if (tp == last_kind_of) return last_kind; /* a loop converting one producer class */
   if (dlpack_strings() < 0) return NULL;
   PyObject* kind = PyDict_GetItemWithError(dlpack_kinds, (PyObject*)tp);
+  if (kind != NULL) {
+    last_kind_of = tp;
+    last_kind = kind;
+  }
   if (kind != NULL || PyErr_Occurred()) return kind;
   PyObject* made = NULL;
   const int plain = PyType_IsSubtype(tp, &PyLong_Type) || PyType_IsSubtype(tp, &PyFloat_Type) ||
@@ -140,7 +153,7 @@ static PyObject* dlpack_kind(PyTypeObject* tp) {
       Py_DECREF(attr);
     }
   }
-  if (made == NULL || PyDict_SetItem(dlpack_kinds, (PyObject*)tp, made) < 0) {
+  if (made == NULL || set_kind(tp, made) < 0) {
     Py_XDECREF(made);
     return NULL;
   }
@@ -199,7 +212,7 @@ static PyObject* call_dlpack(PyObject* obj, PyObject* kind) {
   if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear(); /* a pre-1.0 producer: no max_version keyword */
     capsule = PyObject_VectorcallMethod(str_dlpack, args, nargs, NULL);
-    if (capsule != NULL && PyDict_SetItem(dlpack_kinds, (PyObject*)Py_TYPE(obj), Py_None) < 0) Py_CLEAR(capsule);
+    if (capsule != NULL && set_kind(Py_TYPE(obj), Py_None) < 0) Py_CLEAR(capsule);
   }
   return capsule;
 }
@@ -319,8 +332,12 @@ static PyObject* wrap_tensor(void* h) {
     ffi_decref(h);
     return NULL;
   }
-  if (cls == NULL || !PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType))
-    return wrap_owned(h, TI_TENSOR); /* not registered yet, or an error: its own words */
+  static PyObject* checked; /* the last class found to be an Object class (held: compared by address) */
+  if (cls == NULL || cls != checked) {
+    if (cls == NULL || !PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &ObjectBaseType))
+      return wrap_owned(h, TI_TENSOR); /* not registered yet, or an error: its own words */
+    Py_XSETREF(checked, Py_NewRef(cls));
+  }
   PyObject* o = ((PyTypeObject*)cls)->tp_alloc((PyTypeObject*)cls, 0);
   if (o == NULL) {
     ffi_decref(h);

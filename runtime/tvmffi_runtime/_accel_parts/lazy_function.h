@@ -17,6 +17,7 @@ typedef struct {
   PyObject* dict;     /* __wrapped__, __name__, __doc__...: what functools.update_wrapper sets */
   Py_ssize_t arity;   /* number of positional arguments, or -1 for any */
   uint64_t views;     /* bit i: parameter i takes a borrowed DLTensor* (call_raw_views) */
+  int keep_gil;       /* 1: calls keep the GIL whatever the policy (release_gil = False) */
   vectorcallfunc vectorcall;
 } LazyFunction;
 
@@ -106,7 +107,7 @@ static PyObject* lazy_vectorcall(PyObject* callable, PyObject* const* args, size
   if (self->arity >= 0 && n != self->arity) return lazy_wrong_arity(self, n);
   if (self->fh == NULL && lazy_resolve(self) < 0) return NULL;
   PyObject* keep = Py_NewRef(self->function); /* alive for the call, whatever happens to self */
-  PyObject* r = call_packed_views(((ObjectBase*)keep)->h, args, n, self->name, self->views);
+  PyObject* r = call_packed_views(((ObjectBase*)keep)->h, args, n, self->name, self->keep_gil, self->views);
   Py_DECREF(keep);
   return r;
 }
@@ -167,6 +168,17 @@ static PyObject* lazy_get_function(LazyFunction* self, void* closure) {
   return self->function;
 }
 
+static PyObject* lazy_get_release_gil(LazyFunction* self, void* closure) { return PyBool_FromLong(!self->keep_gil); }
+
+static int lazy_set_release_gil(LazyFunction* self, PyObject* value, void* closure) {
+  if (value == NULL || !PyBool_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "%R: release_gil must be True or False", self->name);
+    return -1;
+  }
+  self->keep_gil = value == Py_False;
+  return 0;
+}
+
 static PyObject* lazy_repr(LazyFunction* self) {
   PyObject* name = lazy_display_name(self);
   PyObject* r = PyUnicode_Compare(name, self->name) == 0
@@ -193,6 +205,8 @@ static PyMemberDef lazy_members[] = {
 
 static PyGetSetDef lazy_getset[] = {
     {"function", (getter)lazy_get_function, NULL, "the resolved Function (resolves it)", NULL},
+    {"release_gil", (getter)lazy_get_release_gil, (setter)lazy_set_release_gil,
+     "False: calls keep the GIL whatever the policy (_call.keep_gil sets it)", NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL}};
 

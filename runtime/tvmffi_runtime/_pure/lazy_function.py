@@ -26,7 +26,7 @@ class LazyFunction:
     of positional arguments (-1: any). A method when it is a class attribute, as a def is;
     pickled by its ``__qualname__``."""
 
-    __slots__ = ("name", "arity", "_resolver", "_kwbind", "_function", "_c", "__dict__")
+    __slots__ = ("name", "arity", "_resolver", "_kwbind", "_function", "_c", "_release_gil", "__dict__")
 
     def __init__(
         self, name: str, resolver: Callable[[], Any], kwbind: Callable[..., tuple[object, ...]] | None = None,
@@ -40,6 +40,19 @@ class LazyFunction:
         self._kwbind = kwbind
         self._function: Any = None
         self._c: ctypes.c_void_p | None = None
+        self._release_gil = True
+
+    @property
+    def release_gil(self) -> bool:
+        """False: calls keep the GIL whatever the policy, on the compiled path; ctypes releases
+        it on every call regardless (``_call.keep_gil`` sets it)."""
+        return self._release_gil
+
+    @release_gil.setter
+    def release_gil(self, value: bool) -> None:
+        if not isinstance(value, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"{self.name!r}: release_gil must be True or False")
+        self._release_gil = value
 
     def _resolve(self) -> ctypes.c_void_p:
         f = self._resolver()
