@@ -145,12 +145,28 @@ def have_gxx() -> bool:
     return True
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--dist loadfile`` the files are handed to the workers in the order collection
+    leaves them (``slow_files_first``), not in xdist's default order (most tests first), which
+    leaves a file of few, long tests (a wheel build, a venv) to the end, on one worker alone."""
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False
+
+
+def slow_files_first(items: list[pytest.Item]) -> None:
+    """The files holding ``slow`` tests (builds, venvs, checkers over whole packages) before the
+    others, each group in collection order: the quick files then fill the workers' last minutes."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Cases marked ``tvm_ffi_child`` run only in the child interpreters of their file's driver
-    test (tests/with_tvm_ffi.py); elsewhere they are deselected, not skipped."""
-    if os.environ.get("TVMFFI_TESTS_WITH_TVM_FFI") == "1":
-        return
-    child = [item for item in items if item.get_closest_marker("tvm_ffi_child")]
-    if child:
-        config.hook.pytest_deselected(items=child)
-        items[:] = [item for item in items if not item.get_closest_marker("tvm_ffi_child")]
+    test (tests/with_tvm_ffi.py); elsewhere they are deselected, not skipped. Then the slow files
+    go first (``slow_files_first``)."""
+    if os.environ.get("TVMFFI_TESTS_WITH_TVM_FFI") != "1":
+        child = [item for item in items if item.get_closest_marker("tvm_ffi_child")]
+        if child:
+            config.hook.pytest_deselected(items=child)
+            items[:] = [item for item in items if not item.get_closest_marker("tvm_ffi_child")]
+    slow_files_first(items)

@@ -23,7 +23,8 @@ and the build step reads it again and does not regenerate. (setuptools keeps the
 built, so its second build differs from a non-isolated one in nothing the step sees:
 test_build_integration_steps.py builds it twice without pip, for a fraction of the time.)
 
-One module fixture makes the wheels, the venvs and both builds, shared by every test here.
+One module fixture makes the venvs and both builds, shared by every test here; the repository's
+two wheels are built once per content of their sources (tests/repository_wheels.py).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import pytest
 from tvmffi_gen.verify.checkers import find_pyright
 
 from conftest import ROOT
+from repository_wheels import repository_wheels
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
 
@@ -74,24 +76,6 @@ def _checked(proc: subprocess.CompletedProcess[str], what: str) -> str:
         pytest.skip(f"the package index is not reachable ({what})")
     assert proc.returncode == 0, f"{what} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
     return proc.stdout + proc.stderr
-
-
-def _wheel_of(source: Path, dist: Path) -> None:
-    """A wheel of the distribution in ``source`` (a copy of this repository's files), into ``dist``."""
-    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)], cwd=source)
-    _checked(proc, f"building the wheel of {source.name}")
-
-
-def _repository_wheels(tmp: Path) -> Path:
-    """tvmffi-runtime's and tvmffi-gen's wheels, built from copies of the sources, in one folder."""
-    dist = tmp / "dist"
-    shutil.copytree(ROOT / "runtime", tmp / "runtime", ignore=IGNORED)
-    (tmp / "gen").mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, tmp / "gen" / name)
-    shutil.copytree(ROOT / "tvmffi_gen", tmp / "gen" / "tvmffi_gen", ignore=IGNORED)
-    _both(_wheel_of, [(tmp / "runtime", dist), (tmp / "gen", dist)])
-    return dist
 
 
 def _both(work: Callable[..., T], calls: list[tuple[object, ...]]) -> list[T]:
@@ -132,7 +116,7 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, have_gxx: bool) -> Built:
     tmp = tmp_path_factory.mktemp("build_integration")
-    dist = _repository_wheels(tmp)
+    dist = repository_wheels()["runtime"].parent
     builder = _fresh_venv(tmp / "builder-venv")
     projects = {name: tmp / "projects" / src.name for name, src in EXAMPLES.items()}
     for name, project in projects.items():

@@ -28,22 +28,14 @@ import pytest
 from tvmffi_gen.verify.checkers import find_pyright, run_mypy, run_pyright
 
 from conftest import ROOT
+from repository_wheels import repository_wheels
 
 pytestmark = pytest.mark.slow  # whole packages through a checker, builds or venvs: see tests/README.md
-
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.egg-info", "build", "_build")
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, **kwargs)
-
-
-def _build_wheel(src: Path, out: Path) -> Path:
-    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)], cwd=src)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (wheel,) = [w for w in out.glob("*.whl") if w.stat().st_mtime >= src.stat().st_mtime]
-    return wheel
 
 
 def _fresh_venv(path: Path) -> Path:
@@ -61,17 +53,10 @@ def _pip_install(python: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory) -> dict[str, Path]:
-    """Wheels of both distributions, built from copies of the source (the tree stays clean)."""
-    tmp = tmp_path_factory.mktemp("packaging")
-    runtime_src = tmp / "runtime"
-    shutil.copytree(ROOT / "runtime", runtime_src, ignore=IGNORED)
-    gen_src = tmp / "gen"
-    gen_src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, gen_src / name)
-    shutil.copytree(ROOT / "tvmffi_gen", gen_src / "tvmffi_gen", ignore=IGNORED)
-    return {"runtime": _build_wheel(runtime_src, tmp / "dist"), "gen": _build_wheel(gen_src, tmp / "dist")}
+def wheels() -> dict[str, Path]:
+    """Wheels of both distributions, built from copies of the source (the tree stays clean; one
+    build per content of the sources, shared with test_build_integration.py)."""
+    return repository_wheels()
 
 
 def _names(wheel: Path) -> set[str]:

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -180,36 +181,35 @@ CORE = [
 ]
 
 
-def _generator_dependencies() -> list[str]:
-    """What the generator needs besides the runtime and apache-tvm-ffi, as its metadata says."""
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [d for d in project["dependencies"] if not d.startswith(("tvmffi-runtime", "apache-tvm-ffi"))]
+def _host_site_packages() -> list[str]:
+    """The running interpreter's site-packages: where the generator's dependencies, pytest and
+    numpy are installed for this session."""
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
 
 
 def _old_venv() -> Path:
-    """The venv's python: apache-tvm-ffi ``OLDEST_SUPPORTED`` from the package registry, the
-    generator's dependencies, pytest and numpy, and this checkout's two packages on its path (a
-    ``.pth`` file, as an editable install has, without building the compiled path again). Made
-    once, under a lock, and again when what it needs changes; ``READY`` lists what a finished one
-    holds."""
+    """The venv's python: apache-tvm-ffi ``OLDEST_SUPPORTED`` from the package registry in its own
+    site-packages, then (a ``.pth`` file, as an editable install has) this checkout's two packages
+    and the running interpreter's site-packages, for the generator's dependencies, pytest and
+    numpy without installing them again. A ``.pth`` entry comes after the venv's own
+    site-packages, so the old ``tvm_ffi`` and its metadata shadow the running one (the test probes
+    which it loads). Made once, under a lock, and again when what it holds changes; ``READY``
+    lists what a finished one holds."""
     python = OLD_VENV / "bin" / "python"
     ready = OLD_VENV / "READY"
-    wanted = [f"apache-tvm-ffi=={OLDEST_SUPPORTED}", *_generator_dependencies(), "pytest", "numpy"]
+    wanted = [f"apache-tvm-ffi=={OLDEST_SUPPORTED}", *_host_site_packages()]
     if ready.exists() and ready.read_text().split() == wanted:
         return python
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     with _build_lock(OLD_VENV):
         if ready.exists() and ready.read_text().split() == wanted:
             return python
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(OLD_VENV)], check=True, timeout=120)
-        install = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted],
-            capture_output=True,
-            text=True,
-            timeout=600,
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--clear", "--without-pip", str(OLD_VENV)], check=True, timeout=120
         )
+        pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--disable-pip-version-check"]
+        install = subprocess.run([*pip, wanted[0]], capture_output=True, text=True, timeout=600)
         assert install.returncode == 0, install.stderr[-3000:]
         purelib = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -217,7 +217,8 @@ def _old_venv() -> Path:
             text=True,
             check=True,
         ).stdout.strip()
-        (Path(purelib) / "tvmffi_checkout.pth").write_text(f"{ROOT / 'runtime'}\n{ROOT}\n")
+        entries = [str(ROOT / "runtime"), str(ROOT), *_host_site_packages()]
+        (Path(purelib) / "tvmffi_checkout.pth").write_text("".join(f"{entry}\n" for entry in entries))
         ready.write_text(" ".join(wanted) + "\n")
     return python
 
