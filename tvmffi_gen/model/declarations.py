@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from ..registry.facts import defaults_to_none
 from ..registry.snapshot import FieldSnap
-from ..text.layout import item_doc
+from ..text.layout import fits, item_doc
 from .docparams import documented_param_names
 from .naming import RESERVED_MODULE, Scope
 from .package import CallableDecl, FieldDecl, FieldForm, Param, ParamKind
@@ -104,7 +104,13 @@ def _assignment_note(read: Annotation, write: Annotation) -> str:
     """What a field set from a wider type than it reads says of both types in its doc: a
     property's type is shown by pyright (the getter's alone) but not by jedi-language-server,
     which labels it ``property name`` and shows the docstring."""
-    return f"Reads as `{_ALIAS.sub('', read.text)}`; assigned from any `{_ALIAS.sub('', write.text)}`."
+    reads, takes = f"Reads as `{_ALIAS.sub('', read.text)}`;", f"assigned from any `{_ALIAS.sub('', write.text)}`."
+    # on two lines (one paragraph in Markdown) where a property's docstring line would not fit
+    return f"{reads} {takes}" if fits(f"{_PROPERTY_DOC_INDENT}{reads} {takes}") else f"{reads}\n{takes}"
+
+
+#: A property's docstring in a class body.
+_PROPERTY_DOC_INDENT = " " * 8
 
 
 def schema_sig(schema: object, context: str, warn: Callable[[str], None]) -> FunctionSig:

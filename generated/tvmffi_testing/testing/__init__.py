@@ -112,7 +112,8 @@ class SchemaAllTypes(_rt.Object):
     ] = _bind.registry_field(write=True)
     """variant<str,array<int>,map<str,int>>
 
-    Reads as `str | Array[int] | Map[str, int]`; assigned from any `str | Sequence[int] | Mapping[str, int]`.
+    Reads as `str | Array[int] | Map[str, int]`;
+    assigned from any `str | Sequence[int] | Mapping[str, int]`.
     """
 
     v_opt_arr_variant: _bind.Field[

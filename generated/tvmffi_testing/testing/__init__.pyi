@@ -124,7 +124,8 @@ class SchemaAllTypes(Object):
     def v_variant(self) -> str | Array[int] | Map[str, int]:
         """variant<str,array<int>,map<str,int>>
 
-        Reads as `str | Array[int] | Map[str, int]`; assigned from any `str | Sequence[int] | Mapping[str, int]`.
+        Reads as `str | Array[int] | Map[str, int]`;
+        assigned from any `str | Sequence[int] | Mapping[str, int]`.
         """
     @v_variant.setter
     def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None: ...
