@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar, cast
 
 from . import _call, _errors, _object
-from ._api_level import API_LEVEL
+from ._api_level import API_LEVEL, FIELDS_CLASS
 from ._backend import backend
 from ._call import _INITS, ffi_init
 from ._errors import no_init_in_library_error, not_constructible_error
@@ -218,7 +218,9 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
     are still where the package was generated to look (else the package is stale).
 
     The class's :func:`field` declarations are bound here: each offset is checked, then the
-    field's runtime descriptor replaces the declaration.
+    field's runtime descriptor takes the declaration's place. The declarations are read from the
+    class's nested ``_fields`` class (which is then removed) or, in packages generated before
+    it, from the class body itself.
 
     A class that is not ``constructible`` refuses construction with a TypeError naming the type
     (the runtime itself makes wrappers without calling the class)."""
@@ -231,7 +233,7 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
     registrar = _object.register_object(type_key)
 
     def decorate(cls: _ClsT) -> _ClsT:
-        declared = {a: v for a, v in vars(cls).items() if isinstance(v, UnboundField)}
+        declared = _declared_fields(cls)
         # the fields in declaration order, (attribute, registry name), for records.fields()
         cls._ffi_fields = tuple((a, f.name or a) for a, f in declared.items())  # type: ignore[attr-defined]
         if declared:
@@ -260,6 +262,22 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
 
 
 _NO_CODE = (lambda: None).__code__
+
+
+def _declared_fields(cls: type) -> dict[str, UnboundField]:
+    """The fields ``cls`` declares, by attribute in declaration order: those of its nested
+    ``FIELDS_CLASS`` (each now named for ``cls``; the nested class is removed), then any in its
+    own body."""
+    declared: dict[str, UnboundField] = {}
+    nested = vars(cls).get(FIELDS_CLASS)
+    if isinstance(nested, type):
+        for attr, value in vars(nested).items():
+            if isinstance(value, UnboundField):
+                value.__set_name__(cls, attr)
+                declared[attr] = value
+        delattr(cls, FIELDS_CLASS)
+    declared.update((a, v) for a, v in vars(cls).items() if isinstance(v, UnboundField))
+    return declared
 
 
 def _omitted_arguments_are_not_sent(init: Any) -> None:

@@ -5,7 +5,8 @@
    with its first character (a digit) gets a leading ``_``; an empty name becomes ``_``.
 2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, an alias
    generated modules import under (``_t``, ``_rt``, ``_bind``, ...), a file the package root holds
-   (``visitors``, ``_lib``), or a member the runtime base class already defines (for enums also
+   (``visitors``, ``_lib``), the class holding a class's field declarations (``_fields``), or a
+   member the runtime base class already defines (for enums also
    ``name``, ``ordinal``, ``value``) gets a trailing ``_``; a dunder name or a name
    starting with ``_ffi`` (the prefix of generated private helpers) gets a leading ``x``.
 3. Collide: within one scope, names are claimed in precedence order (module scope: subpackages,
@@ -20,6 +21,8 @@ from __future__ import annotations
 import keyword
 import re
 import unicodedata
+
+from ..registry.runtime_files import fields_class
 
 __all__ = [
     "RESERVED_ENUM",
@@ -47,7 +50,7 @@ RESERVED_ROOT = RESERVED_MODULE | {"visitors", "py"}
 RESERVED_ENUM = frozenset({"name", "ordinal", "value"})
 # Members of tvmffi_runtime.Object (and Python object machinery) a generated member must not hide.
 RESERVED_CLASS = RESERVED_MODULE | frozenset(
-    {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t"}
+    {"same_as", "type_key", "type_index", "handle", "mro", "register", "_h", "_t", fields_class()}
 )
 #: Every member name a generated class inherits from ``tvmffi_runtime.Object``: ``object``'s and
 #: the runtime's own (``__del__`` with the pure-Python backend only). Recorded here because the

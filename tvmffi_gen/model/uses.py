@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from .registration import registered_key
+from .registration import class_statements, registered_key
 
 __all__ = ["UsedClass", "UsedPackage", "UsedPackageError", "read_used_package"]
 
@@ -91,7 +91,7 @@ def _lazy_types(tree: ast.Module) -> dict[str, str]:
 
 def _members(cls: ast.ClassDef) -> frozenset[str]:
     names: set[str] = set()
-    for stmt in cls.body:
+    for stmt in class_statements(cls):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(stmt.name)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

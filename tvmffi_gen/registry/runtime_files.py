@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["api_level", "field_kinds", "platform_module"]
+__all__ = ["api_level", "field_kinds", "fields_class", "platform_module"]
 
 
 def _runtime_module(stem: str) -> ModuleType:
@@ -53,3 +53,10 @@ def api_level() -> int:
     which a generated package requires."""
     level: int = _runtime_module("_api_level").API_LEVEL
     return level
+
+
+def fields_class() -> str:
+    """``tvmffi_runtime._api_level.FIELDS_CLASS``: the name of the class nested in a generated
+    class that holds its field declarations (``register`` moves them onto the class)."""
+    name: str = _runtime_module("_api_level").FIELDS_CLASS
+    return name

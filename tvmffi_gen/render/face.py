@@ -257,10 +257,9 @@ def render_face(
             import_groups=_import_lines(names),
         )
     # a stub has no __init__ body; a field written wider than read is a property with a setter
-    rules = [
-        r for r in pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg)) if r != "reportMissingSuperCall"
-    ]
+    cyclic = modules_on_import_cycles(pkg)
+    rules = [r for r in pyright_disabled_rules(pkg, mod, cyclic, fields_in_body=True) if r != "reportMissingSuperCall"]
     if any(f.write is not None and f.getter_type != f.setter_type for c in mod.classes for f in c.fields):
         rules.append("reportPropertyTypeMismatch")
-    mypy_codes = [c for c in mypy_disabled_codes(mod) if c != "empty-body"]
+    mypy_codes = [c for c in mypy_disabled_codes(mod, fields_in_body=True) if c != "empty-body"]
     return module_header(header, mypy_codes, pyright_header(rules, line_rules=line_rules)) + body

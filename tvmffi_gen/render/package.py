@@ -27,7 +27,7 @@ from ..model.package import (
 )
 from ..model.registration import decorator_head
 from ..model.typemap import ANY_ANNOTATION
-from ..registry.runtime_files import api_level
+from ..registry.runtime_files import api_level, fields_class
 from ..text.layout import docstring_lines, filled, fit, fit_annotated_call, fit_call_with_tuple, tuple_text
 from .import_lines import ImportLine, standard_import_groups, used_imports
 from .parts import init_doc, match_args_line, module_header, q, render_params, replace_doc, result_doc
@@ -79,7 +79,7 @@ def template_environment() -> jinja2.Environment:
         "q": q,
     }
     # jinja2 types its globals by its default ones: the helpers are just more of them
-    cast(Any, env.globals).update(helpers)
+    cast(Any, env.globals).update(helpers, fields_class=fields_class())
     return env
 
 
@@ -105,10 +105,12 @@ def _stub(prefix: str, items: list[str], ret: str, indent: str) -> list[str]:
     return fit(f"{prefix}(", items, f") -> {ret}: ...", indent, inner_line=True)
 
 
-def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
-    """A field read from memory: a class attribute holding its runtime descriptor (the type key
-    comes from the class's ``register``, the name from the attribute), laid out the way black
-    would (arguments, then annotation parameters, broken out as lines overflow)."""
+def _field_lines(f: FieldModel) -> list[str]:
+    """A field read from memory: an attribute of the class's nested fields class holding its
+    runtime descriptor (``register`` moves it onto the class, whose type key it takes; the name
+    comes from the attribute), laid out the way black would (arguments, then annotation
+    parameters, broken out as lines overflow). No base class declares it there, so it overrides
+    nothing."""
     if f.write is None:
         # Final: assigning it reads as a read-only error in both checkers ("cannot assign to
         # final attribute"), not as a type mismatch
@@ -123,9 +125,7 @@ def _field_lines(cls: ClassModel, f: FieldModel) -> list[str]:
         args = [q(f.kind), str(f.offset)] + ([f"write={q(f.write)}"] if f.write is not None else [])
     if f.reg_name != f.name:
         args.append(f"name={q(f.reg_name)}")
-    # mypy reports an incompatible redefinition on the first line of the statement
-    ignore = "  # type: ignore[assignment, override, misc]" if f.override_ignore else ""
-    return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "    ", ignore)
+    return fit_annotated_call(f.name, (f"{ann_name}[", ann_args, f"]{ann_tail}"), call, args, "        ")
 
 
 def _replace_signature(pkg: PackageModel, cls: ClassModel) -> list[str]:
@@ -266,8 +266,9 @@ def render_module(env: jinja2.Environment, pkg: PackageModel, mod: ModuleModel) 
             result_doc=result_doc,
             import_groups=standard_import_groups(module_aliases(mod, bool(typing_only))),
         )
-    rules = pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg))
-    return module_header(pkg.header(), mypy_disabled_codes(mod), pyright_header(rules, line_rules=line_rules)) + body
+    rules = pyright_disabled_rules(pkg, mod, modules_on_import_cycles(pkg), fields_in_body=False)
+    mypy_codes = mypy_disabled_codes(mod, fields_in_body=False)
+    return module_header(pkg.header(), mypy_codes, pyright_header(rules, line_rules=line_rules)) + body
 
 
 def module_aliases(mod: ModuleModel, typing_block: bool) -> set[str]:

@@ -31,8 +31,10 @@ __all__ = [
 ]
 
 
-def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
-    """The mypy error codes a generated module turns off, for its first-line comment."""
+def mypy_disabled_codes(mod: ModuleModel, *, fields_in_body: bool) -> list[str]:
+    """The mypy error codes a generated module turns off, for its first-line comment;
+    ``fields_in_body``: its classes declare their fields in their bodies (the face), where a
+    field can override a base class's (the ``.py`` declares them in a nested class)."""
     codes: list[str] = []
     # a native function's def is a stub (docstring and ...) that its decorator replaces: mypy
     # reports such bodies as empty outside stub files
@@ -42,7 +44,7 @@ def mypy_disabled_codes(mod: ModuleModel) -> list[str]:
     # and accepts some overrides our check cannot prove compatible: the ignores we emit may be
     # unused, which --strict would otherwise report
     if (
-        any(f.override_ignore for c in mod.classes for f in c.fields)
+        (fields_in_body and any(f.override_ignore for c in mod.classes for f in c.fields))
         or any(m.override_ignore for c in mod.classes for m in c.methods)
         or any(c.replace.override_ignore for c in mod.classes if c.replace)
     ):
@@ -203,14 +205,18 @@ def modules_on_import_cycles(pkg: PackageModel) -> set[tuple[str, ...]]:
     return {ns for ns in graph if ns in reach[ns]}
 
 
-def pyright_disabled_rules(pkg: PackageModel, mod: ModuleModel, cyclic: set[tuple[str, ...]]) -> list[str]:
-    """The keys of ``PYRIGHT_RULES_OFF`` that apply to ``mod``, in that table's order."""
+def pyright_disabled_rules(
+    pkg: PackageModel, mod: ModuleModel, cyclic: set[tuple[str, ...]], *, fields_in_body: bool
+) -> list[str]:
+    """The keys of ``PYRIGHT_RULES_OFF`` that apply to ``mod``, in that table's order;
+    ``fields_in_body`` as for :func:`mypy_disabled_codes`."""
     methods = [m for c in mod.classes for m in c.methods]
     rules = {
         "reportImplicitOverride": any(_overrides(pkg, c) for c in mod.classes),
         "reportIncompatibleMethodOverride": any(m.override_ignore for m in methods)
         or any(c.replace.override_ignore for c in mod.classes if c.replace),
-        "reportIncompatibleVariableOverride": any(f.override_ignore for c in mod.classes for f in c.fields),
+        "reportIncompatibleVariableOverride": fields_in_body
+        and any(f.override_ignore for c in mod.classes for f in c.fields),
         "reportImportCycles": mod.namespace in cyclic,
         "reportMissingSuperCall": bool(mod.classes),
         "reportPropertyTypeMismatch": False,  # the .py declares descriptors; its face, properties

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..model.registration import registered_key
+from ..model.registration import class_statements, registered_key
 
 __all__ = [
     "ApiChange",
@@ -82,7 +82,7 @@ def _derived(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _class_api(cls: ast.ClassDef, qual: str) -> dict[str, str]:
     out = {qual: "type"}
-    for stmt in cls.body:
+    for stmt in class_statements(cls):
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             if not stmt.target.id.startswith("_"):
                 out[f"{qual}.{stmt.target.id}"] = f"field {_field_type(stmt.annotation)}"

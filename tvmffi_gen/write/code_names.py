@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 
+from ..registry.runtime_files import fields_class
+
 __all__ = ["bound_names", "listed_names", "module_names", "star_imported", "target_names", "used_names"]
 
 
@@ -26,11 +28,14 @@ def target_names(target: ast.expr) -> list[str]:
 def bound_names(body: list[ast.stmt]) -> list[str]:
     """Names statements bind in their scope: defs, classes, assignment and annotation targets,
     imports, also inside ``if``/``try``/``with``/``for`` blocks (augmented assignments extend a
-    name rather than bind it, and ``from __future__`` binds nothing)."""
+    name rather than bind it, and ``from __future__`` binds nothing). A generated class's
+    nested fields class binds its fields too: ``register`` puts them on the class."""
     names: list[str] = []
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(stmt.name)
+            if isinstance(stmt, ast.ClassDef) and stmt.name == fields_class():
+                names += bound_names(stmt.body)
         elif isinstance(stmt, ast.Assign):
             names += [n for t in stmt.targets for n in target_names(t)]
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

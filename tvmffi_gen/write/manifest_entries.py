@@ -3,7 +3,8 @@ of its code.
 
 A key names a statement of a module or class body the way the user would find it again
 (``def NAME @DECORATORS``, ``class NAME``, ``assign NAME``, ``docstring``; a class member is
-``ClassName::key``). A fingerprint (``key<TAB>fingerprint`` in the manifest) hashes the member's
+``ClassName::key``, a member of a class nested in it ``ClassName.Nested::key``, as a generated
+class's field declarations are). A fingerprint (``key<TAB>fingerprint`` in the manifest) hashes the member's
 *code*: its syntax tree and its comments' text, so a formatter (ruff format, black) changing layout,
 quotes, trailing commas or parentheses is not an edit. Keys are read with ``ast`` (fast, for every
 generated file) and, for files the user edited, from libcst nodes to the same result.
@@ -123,9 +124,19 @@ def member_keys(text: str, tree: ast.Module | None = None) -> list[str]:
     members = list(zip(_ast_keys(tree.body), tree.body, strict=True))
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
-            members += [(f"{stmt.name}::{k}", n) for k, n in zip(_ast_keys(stmt.body), stmt.body, strict=True)]
+            members += _class_members(stmt.name, stmt)
     _canonical(tree)  # only once every key is read: it rewrites strings the keys may show
     return [_entry(k, n, lines) for k, n in members]
+
+
+def _class_members(scope: str, cls: ast.ClassDef) -> list[tuple[str, ast.stmt]]:
+    """The keyed members of class ``cls`` (``scope``: its dotted name in the module), those of
+    the classes nested in it too."""
+    members = [(f"{scope}::{k}", n) for k, n in zip(_ast_keys(cls.body), cls.body, strict=True)]
+    for stmt in cls.body:
+        if isinstance(stmt, ast.ClassDef):
+            members += _class_members(f"{scope}.{stmt.name}", stmt)
+    return members
 
 
 def _entry(key: str, node: ast.stmt, lines: list[str]) -> str:

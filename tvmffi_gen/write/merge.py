@@ -145,6 +145,9 @@ class _Merge:
                 self.user_all, self.user_all_node = listed_names(_parsed(node)), node
                 if self.user_all is not None:
                     continue  # the generator's, recomputed (``with_user_all``)
+            if scope and key.startswith("class ") and prefix + key in self.generated:
+                self._nested_class(scope, key, node, out, out_keys)
+                continue  # a generated class nested in a generated one: merged member by member
             if prefix + key in self.generated and not self._edited(where, prefix, key, node, out, out_keys):
                 _keep_layout(key, node, out, out_keys)
                 continue  # the generator's own member: the new version replaces it (or it was kept)
@@ -176,6 +179,32 @@ class _Merge:
             self.kept += 1
             self.kept_code.append((where, key, node))
         return out
+
+    def _nested_class(
+        self, scope: str, key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]
+    ) -> None:
+        """Merge the user's copy ``node`` of a generated class nested in class ``scope`` (a
+        class's field declarations) into its new version in ``out``, as a top-level class is."""
+        import libcst as cst
+
+        assert isinstance(node, cst.ClassDef)
+        inner = f"{scope}.{node.name.value}"
+        new = out[out_keys.index(key)] if key in out_keys else None
+        if not isinstance(new, cst.ClassDef):
+            self.edits_in_gone_class(inner, _body(node))
+            return
+        out[out_keys.index(key)] = self.merge_class(inner, node, new)
+
+    def merge_class(self, scope: str, user_cls: cst.ClassDef, new_cls: cst.ClassDef) -> cst.ClassDef:
+        """The new generated class ``new_cls`` (``scope``: its dotted name) with the user's
+        members of ``user_cls`` kept, and the user's header where it is the same code."""
+        import libcst as cst
+
+        body = self.members(scope, _body(user_cls), _body(new_cls))
+        assert isinstance(new_cls.body, cst.IndentedBlock)
+        keep = _same_class_header(user_cls, new_cls) and isinstance(user_cls.body, cst.IndentedBlock)
+        header = user_cls if keep else new_cls
+        return header.with_changes(body=header.body.with_changes(body=body))
 
     def _edited(
         self, where: str, prefix: str, key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]
@@ -211,7 +240,12 @@ class _Merge:
         """Generated members the user edited in class ``name``, whose type left the library: an
         edit refused (the default), listed as replaced (``overwrite``: they go with the class), or
         a problem (``keep``: a member cannot stay in a class that is gone)."""
+        import libcst as cst
+
         for node, key in zip(user_body, statement_keys(user_body), strict=True):
+            if isinstance(node, cst.ClassDef) and f"{name}::{key}" in self.generated:
+                self.edits_in_gone_class(f"{name}.{node.name.value}", _body(node))
+                continue
             recorded = self.generated.get(f"{name}::{key}")
             if not recorded or fingerprint_matches(node, recorded):
                 continue
@@ -374,13 +408,8 @@ def merge_source(
                 )
             merge.edits_in_gone_class(name, user_body)
             continue
-        new_cls = new_classes[name]
-        body = merge.members(name, _body(user_cls), _body(new_cls))
-        assert isinstance(new_cls.body, cst.IndentedBlock)
         # the user's header (layout, a comment after the colon) when it is the same code
-        keep = _same_class_header(user_cls, new_cls) and isinstance(user_cls.body, cst.IndentedBlock)
-        header = user_cls if keep else new_cls
-        merged_classes[name] = header.with_changes(body=header.body.with_changes(body=body))
+        merged_classes[name] = merge.merge_class(name, user_cls, new_classes[name])
 
     module_body = [merged_classes.get(s.name.value, s) if isinstance(s, cst.ClassDef) else s for s in new_mod.body]
     body = merge.with_user_all(merge.members("", list(user_mod.body), module_body))
