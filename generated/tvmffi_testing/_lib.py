@@ -16,7 +16,7 @@ import tvmffi_runtime as _rt
 from tvmffi_runtime import bind as _bind
 
 #: The tvmffi_runtime API level this package is generated for (``tvmffi_runtime.bind.API_LEVEL``).
-API_LEVEL = 5
+API_LEVEL = 6
 if _bind.API_LEVEL < API_LEVEL:
     raise ImportError(
         f"tvmffi_testing was generated for tvmffi-runtime API level {API_LEVEL}, but the installed"

@@ -57,72 +57,74 @@ class SchemaAllTypes(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
-    """bool field"""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
+        """bool field"""
 
-    v_int: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
-    """int field"""
+        v_int: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        """int field"""
 
-    v_float: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
-    """float field"""
+        v_float: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
+        """float field"""
 
-    v_device: _bind.Field[_rt.Device, _rt.Device] = _bind.registry_field(write=True)
-    """device field"""
+        v_device: _bind.Field[_rt.Device, _rt.Device] = _bind.registry_field(write=True)
+        """device field"""
 
-    v_dtype: _bind.Field[_rt.DataType, _rt.DataType | str] = _bind.registry_field(write=True)
-    """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
+        v_dtype: _bind.Field[_rt.DataType, _rt.DataType | str] = _bind.registry_field(write=True)
+        """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
 
-    v_string: _bind.Field[str, str] = _bind.field("any", 64, write="registry")
-    """string field"""
+        v_string: _bind.Field[str, str] = _bind.field("any", 64, write="registry")
+        """string field"""
 
-    v_bytes: _bind.Field[bytes, bytes] = _bind.field("any", 80, write="registry")
-    """bytes field"""
+        v_bytes: _bind.Field[bytes, bytes] = _bind.field("any", 80, write="registry")
+        """bytes field"""
 
-    v_opt_int: _bind.Field[int | None, int | None] = _bind.registry_field(write=True)
-    """optional int"""
+        v_opt_int: _bind.Field[int | None, int | None] = _bind.registry_field(write=True)
+        """optional int"""
 
-    v_opt_str: _bind.Field[str | None, str | None] = _bind.registry_field(write=True)
-    """optional str"""
+        v_opt_str: _bind.Field[str | None, str | None] = _bind.registry_field(write=True)
+        """optional str"""
 
-    v_arr_int: _bind.Field[_rt.Array[int], _abc.Sequence[int]] = _bind.field(
-        "object", 128, write="registry"
-    )
-    """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
+        v_arr_int: _bind.Field[_rt.Array[int], _abc.Sequence[int]] = _bind.field(
+            "object", 128, write="registry"
+        )
+        """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
 
-    v_arr_str: _bind.Field[_rt.Array[str], _abc.Sequence[str]] = _bind.field(
-        "object", 136, write="registry"
-    )
-    """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
+        v_arr_str: _bind.Field[_rt.Array[str], _abc.Sequence[str]] = _bind.field(
+            "object", 136, write="registry"
+        )
+        """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
 
-    v_map_str_int: _bind.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _bind.field(
-        "object", 144, write="registry"
-    )
-    """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
+        v_map_str_int: _bind.Field[_rt.Map[str, int], _abc.Mapping[str, int]] = _bind.field(
+            "object", 144, write="registry"
+        )
+        """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
 
-    v_map_str_arr_int: _bind.Field[
-        _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
-    ] = _bind.field("object", 152, write="registry")
-    """map<str,array<int>>
+        v_map_str_arr_int: _bind.Field[
+            _rt.Map[str, _rt.Array[int]], _abc.Mapping[str, _abc.Sequence[int]]
+        ] = _bind.field("object", 152, write="registry")
+        """map<str,array<int>>
 
-    Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
-    """
+        Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
+        """
 
-    v_variant: _bind.Field[
-        str | _rt.Array[int] | _rt.Map[str, int], str | _abc.Sequence[int] | _abc.Mapping[str, int]
-    ] = _bind.registry_field(write=True)
-    """variant<str,array<int>,map<str,int>>
+        v_variant: _bind.Field[
+            str | _rt.Array[int] | _rt.Map[str, int],
+            str | _abc.Sequence[int] | _abc.Mapping[str, int],
+        ] = _bind.registry_field(write=True)
+        """variant<str,array<int>,map<str,int>>
 
-    Reads as `str | Array[int] | Map[str, int]`;
-    assigned from any `str | Sequence[int] | Mapping[str, int]`.
-    """
+        Reads as `str | Array[int] | Map[str, int]`;
+        assigned from any `str | Sequence[int] | Mapping[str, int]`.
+        """
 
-    v_opt_arr_variant: _bind.Field[
-        _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
-    ] = _bind.registry_field(write=True)
-    """optional<array<variant<int,str>>>
+        v_opt_arr_variant: _bind.Field[
+            _rt.Array[int | str] | None, _abc.Sequence[int | str] | None
+        ] = _bind.registry_field(write=True)
+        """optional<array<variant<int,str>>>
 
-    Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
-    """
+        Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
+        """
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -191,14 +193,15 @@ class TestCompare(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Read-only."""
+        name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
+        """Read-only."""
 
-    ignored_field: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
-    """Read-only."""
+        ignored_field: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
+        """Read-only."""
 
     def __init__(
         self,
@@ -229,11 +232,12 @@ class TestCustomCompare(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Read-only."""
+        label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
+        """Read-only."""
 
     def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
         _bind.construct(self, "testing.TestCustomCompare", (key, label))
@@ -252,11 +256,12 @@ class TestCustomHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Read-only."""
+        label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
+        """Read-only."""
 
     def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
         _bind.construct(self, "testing.TestCustomHash", (key, label))
@@ -276,13 +281,14 @@ class TestCxxAutoInit(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("a", "d")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    b: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        b: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
-    c: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
+        c: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
-    d: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
+        d: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
 
     def __init__(
         self,
@@ -314,11 +320,12 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
-    z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
+        z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
     def __init__(self) -> None:
         _bind.construct_auto(self, "testing.TestCxxAutoInitAllInitOff", ())
@@ -344,15 +351,16 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("p_required", "p_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    p_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        p_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
-    k_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
+        k_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
-    k_default: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
+        k_default: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
 
-    hidden: _bind.Field[int, int] = _bind.field("i64", 56, write="in_place")
+        hidden: _bind.Field[int, int] = _bind.field("i64", 56, write="in_place")
 
     def __init__(
         self,
@@ -396,9 +404,10 @@ class TestCxxAutoInitParent(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    parent_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        parent_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
     def __init__(
         self,
@@ -434,9 +443,10 @@ class TestCxxAutoInitSimple(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("x", "y")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
     def __init__(self, x: _t.SupportsIndex, y: _t.SupportsIndex) -> None:
         _bind.construct_auto(self, "testing.TestCxxAutoInitSimple", (("x", x), ("y", y)))
@@ -456,9 +466,10 @@ class TestCxxClassBase(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    v_i32: _bind.Field[int, int] = _bind.field("i32", 32, write="registry")
+        v_i32: _bind.Field[int, int] = _bind.field("i32", 32, write="registry")
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         _bind.construct_auto(
@@ -485,9 +496,10 @@ class TestCxxClassHiddenField(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    v_i32: _bind.Field[int, int] = _bind.field("i32", 40, write="registry")
+        v_i32: _bind.Field[int, int] = _bind.field("i32", 40, write="registry")
 
     def __init__(self, v_i64: _t.SupportsIndex, v_i32: _t.SupportsIndex) -> None:
         _bind.construct_auto(
@@ -519,7 +531,8 @@ class TestCxxClassPolymorphic(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
     def __init__(self, v_i64: _t.SupportsIndex) -> None:
         _bind.construct_auto(self, "testing.TestCxxClassPolymorphic", (("v_i64", v_i64),))
@@ -539,13 +552,14 @@ class TestCxxEnumHolder(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("priority", "opcode")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
-        "object", 24, write="registry"
-    )
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
+            "object", 24, write="registry"
+        )
 
-    opcode: _bind.Field[TestCxxStrEnum, TestCxxStrEnum] = _bind.field(
-        "object", 32, write="registry"
-    )
+        opcode: _bind.Field[TestCxxStrEnum, TestCxxStrEnum] = _bind.field(
+            "object", 32, write="registry"
+        )
 
     def __init__(self, priority: TestCxxIntEnum, opcode: TestCxxStrEnum) -> None:
         _bind.construct_auto(
@@ -577,11 +591,12 @@ class TestCxxInitSubset(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("required_field",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    optional_field: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        optional_field: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
-    note: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
+        note: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
 
     def __init__(self, required_field: _t.SupportsIndex) -> None:
         _bind.construct_auto(
@@ -612,13 +627,14 @@ class TestCxxKwOnly(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
-    z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
+        z: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
-    w: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
+        w: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
 
     def __init__(
         self,
@@ -660,9 +676,10 @@ class TestCxxNoAutoInit(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
-    y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
+        y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -683,9 +700,10 @@ class TestDeepCopyEdges(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_any", "v_obj")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
 
-    v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
+        v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
 
     def __init__(self, v_any: _t.Any, v_obj: _rt.Object) -> None:  # pyright: ignore[reportAny]
         _bind.construct_auto(
@@ -716,11 +734,12 @@ class TestEqWithoutHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Read-only."""
+        label: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
+        """Read-only."""
 
     def __init__(self, key: _t.SupportsIndex, label: str, /) -> None:
         _bind.construct(self, "testing.TestEqWithoutHash", (key, label))
@@ -757,14 +776,15 @@ class TestHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
-    """Read-only."""
+        name: _t.Final[_bind.ReadOnlyField[str]] = _bind.field("any", 32)
+        """Read-only."""
 
-    hash_ignored: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
-    """Read-only."""
+        hash_ignored: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 48)
+        """Read-only."""
 
     def __init__(
         self,
@@ -795,11 +815,12 @@ class TestIntPair(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Field `a`. Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Field `a`. Read-only."""
 
-    b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Field `b`. Read-only."""
+        b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
+        """Field `b`. Read-only."""
 
     def __init__(self, a: _t.SupportsIndex, b: _t.SupportsIndex, /) -> None:
         _bind.construct(self, "testing.TestIntPair", (a, b))
@@ -823,8 +844,9 @@ class TestNonCopyable(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
     def __init__(self, value: _t.SupportsIndex, /) -> None:
         _bind.construct(self, "testing.TestNonCopyable", (value,))
@@ -844,13 +866,14 @@ class TestObjectBase(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
-    """i64 field"""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
+        """i64 field"""
 
-    v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)
-    """Read-only."""
+        v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)
+        """Read-only."""
 
-    v_str: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
+        v_str: _bind.Field[str, str] = _bind.field("any", 40, write="registry")
 
     def __init__(
         self,
@@ -894,13 +917,14 @@ class TestObjectPtrHolder(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("value", "optional_value")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
-        "object", 24, write="registry"
-    )
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
+            "object", 24, write="registry"
+        )
 
-    optional_value: _bind.Field[TestObjectBase | None, TestObjectBase | None] = _bind.field(
-        "object", 32, write="registry"
-    )
+        optional_value: _bind.Field[TestObjectBase | None, TestObjectBase | None] = _bind.field(
+            "object", 32, write="registry"
+        )
 
     def __init__(
         self,
@@ -935,8 +959,9 @@ class TestUnregisteredBaseObject(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
     def __init__(self, v1: _t.SupportsIndex, /) -> None:
         """Constructor of TestUnregisteredBaseObject"""
@@ -961,8 +986,9 @@ class TestVisitHook(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
+        """Read-only."""
 
     def __init__(self, _never: _t.NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -983,14 +1009,15 @@ class TestVisitRegions(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("simple", "pattern", "ordinary")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+        """Read-only."""
 
-    pattern: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Read-only."""
+        pattern: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
+        """Read-only."""
 
-    ordinary: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
-    """Read-only."""
+        ordinary: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
+        """Read-only."""
 
     def __init__(
         self,
@@ -1029,9 +1056,10 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "child_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
-    child_kw_only: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
+        child_kw_only: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
 
     def __init__(
         self,
@@ -1074,9 +1102,10 @@ class TestCxxClassDerived(TestCxxClassBase):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
 
-    v_f32: _bind.Field[float, float] = _bind.field("f32", 48, write="registry")
+        v_f32: _bind.Field[float, float] = _bind.field("f32", 48, write="registry")
 
     def __init__(
         self,
@@ -1132,15 +1161,16 @@ class TestObjectDerived(TestObjectBase):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
-        "object", 56, write="registry"
-    )
-    """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
+            "object", 56, write="registry"
+        )
+        """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
 
-    v_array: _bind.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _bind.field(
-        "object", 64, write="registry"
-    )
-    """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
+        v_array: _bind.Field[_rt.Array[_t.Any], _abc.Sequence[_t.Any]] = _bind.field(
+            "object", 64, write="registry"
+        )
+        """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
 
     def __init__(
         self,
@@ -1184,8 +1214,9 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
     __slots__: tuple[str, ...] = ()
 
-    v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
-    """Read-only."""
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
+        """Read-only."""
 
     def __init__(self, v1: _t.SupportsIndex, v2: _t.SupportsIndex, /) -> None:
         """Constructor of TestUnregisteredObject"""
@@ -1211,9 +1242,10 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
 
-    v_bool: _bind.Field[bool, bool] = _bind.field("bool", 72, write="in_place")
+        v_bool: _bind.Field[bool, bool] = _bind.field("bool", 72, write="in_place")
 
     def __init__(
         self,
