@@ -18,15 +18,9 @@ from editor_workspace import generated_sides
 
 pytestmark = pytest.mark.slow
 
-_JEDI_HOVER_PY = Gap(
-    "jedi's hover on a field shows the .py's class-body declaration (the runtime descriptor with its "
-    "aliases), not the .pyi face"
-)
 _PYLSP_FIELDS = Gap("pylsp shows no type and no read-only mark for any attribute, the peer's included")
 #: What ours does not show yet, by (server, check): each an expected failure with its reason.
 KNOWN_GAPS = {
-    ("jedi", "hover: read-only field shows its type, read-only"): _JEDI_HOVER_PY,
-    ("jedi", "hover: field shows its type and the registry's doc"): _JEDI_HOVER_PY,
     ("pylsp", "completion: fields and methods with their types"): _PYLSP_FIELDS,
     ("pylsp", "completion: read-only field shown read-only"): _PYLSP_FIELDS,
     ("pylsp", "completion: inherited and container fields"): _PYLSP_FIELDS,

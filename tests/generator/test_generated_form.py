@@ -1,4 +1,5 @@
-"""The generated form's runtime support (``tvmffi_runtime.bind``): fields bound by ``register``,
+"""The generated form's runtime support (``tvmffi_runtime.bind``): fields bound by ``register``
+(declared in a class's nested ``_fields`` class, or in its body as older packages have them),
 registry fields, the API level check, dispatch bases, and parameter names from documentation.
 
 Cases that register classes run in a child process (registering a type key replaces its class
@@ -8,9 +9,11 @@ for the whole process), on the compiled path and on pure ctypes.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -21,8 +24,8 @@ from conftest import ROOT
 GENERATED = ROOT / "generated"
 
 
-def _run(code: str, pure: bool) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(GENERATED), str(ROOT / "runtime")])}
+def _run(code: str, pure: bool, path: Path = GENERATED) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), str(ROOT / "runtime")])}
     env.pop("TVMFFI_RUNTIME_PURE", None)
     if pure:
         env["TVMFFI_RUNTIME_PURE"] = "1"
@@ -39,7 +42,7 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     proc = _run(
         """
         from tvmffi_runtime import bind
-        bind.API_LEVEL = 4  # a runtime from before the generated form the package uses
+        bind.API_LEVEL = 5  # a runtime from before the generated form the package uses
         try:
             import tvmffi_testing
         except ImportError as exc:
@@ -51,9 +54,9 @@ def test_package_refuses_an_older_runtime_naming_what_to_upgrade(pure: bool) -> 
     )
     assert proc.returncode == 0, proc.stderr
     message = proc.stdout.strip()
-    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 5"), message
+    assert message.startswith("tvmffi_testing was generated for tvmffi-runtime API level 6"), message
     assert (
-        "supports level 4" in message
+        "supports level 5" in message
         and "install the tvmffi-runtime distribution of the tvmffi-gen that generated it" in message
     )
 
@@ -103,6 +106,117 @@ def test_fields_are_bound_by_register_and_checked_against_the_library(pure: bool
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "OK"
+
+
+@PATHS
+def test_register_moves_the_nested_field_declarations_onto_the_class(pure: bool) -> None:
+    proc = _run(
+        """
+        import typing as _t
+        import tvmffi_runtime as _rt
+        from tvmffi_runtime import bind as _bind
+        import tvmffi_testing.testing as T
+
+        # the generated class's nested _fields class is gone; its fields are on the class
+        assert "_fields" not in vars(T.TestIntPair) and not hasattr(T.TestIntPair, "_fields")
+        assert T.TestIntPair._ffi_fields == (("a", "a"), ("b", "b")), T.TestIntPair._ffi_fields
+        assert T.TestIntPair.__dict__["a"].qualname == "testing.TestIntPair.a"
+        derived = T.TestObjectDerived(v_map={}, v_array=[])
+        assert (derived.v_i64, derived.v_f64) == (10, 10.0), (derived.v_i64, derived.v_f64)
+        derived.v_i64 = 5
+        assert derived.v_i64 == 5
+        try:
+            derived.v_f64 = 1.0
+        except AttributeError as exc:
+            assert str(exc) == "field testing.TestObjectBase.v_f64 is read-only", exc
+        else:
+            raise SystemExit("a read-only field was written")
+
+        # nested declarations are checked against the library like those in a class body
+        try:
+            @_bind.register("testing.TestIntPair")
+            class Stale(_rt.Object):
+                __slots__ = ()
+
+                class _fields:
+                    a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
+                    b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
+        except ImportError as exc:
+            assert "field testing.TestIntPair.b moved (offset 32, generated for 40)" in str(exc), exc
+        else:
+            raise SystemExit("a moved field was accepted")
+
+        # an unbound nested declaration is named by the class that declares it
+        @_bind.register("testing.TestIntPair")
+        class Renamed(_rt.Object):
+            __slots__ = ()
+
+            class _fields:
+                first: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24, name="a")
+                second: _t.Final[_bind.ReadOnlyField[int]] = _bind.registry_field(name="b")
+        assert Renamed._ffi_fields == (("first", "a"), ("second", "b")), Renamed._ffi_fields
+        assert Renamed.__dict__["second"].qualname == "testing.TestIntPair.b"
+        assert "_fields" not in vars(Renamed)
+        print("OK")
+        """,
+        pure,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "OK"
+
+
+def _fields_in_the_class_body(text: str) -> str:
+    """A generated module as packages before the nested fields class had it: each class's field
+    declarations (and their docstrings) in the class body itself."""
+    out: list[str] = []
+    nested = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("    class _fields:"):
+            nested = True
+            continue
+        if nested and line.strip() and not line.startswith("        "):
+            nested = False
+        out.append(line[4:] if nested and line.strip() else line)
+    return "".join(out)
+
+
+@PATHS
+def test_a_package_with_fields_in_the_class_body_still_works(pure: bool, tmp_path: Path) -> None:
+    """Packages generated before the nested fields class (API level 5) declare fields in the
+    class body: this runtime binds those too."""
+    package = tmp_path / "tvmffi_testing"
+    shutil.copytree(GENERATED / "tvmffi_testing", package)
+    module = package / "testing" / "__init__.py"
+    old = _fields_in_the_class_body(module.read_text())
+    assert (
+        "class _fields" not in old
+        and '\n    v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)\n' in old
+    )
+    module.write_text(old)
+    lib = package / "_lib.py"
+    lib.write_text(lib.read_text().replace("\nAPI_LEVEL = 6\n", "\nAPI_LEVEL = 5\n"))
+    proc = _run(
+        """
+        import tvmffi_testing, tvmffi_testing.testing as T
+        from tvmffi_runtime import bind as _bind
+
+        print(tvmffi_testing.__file__)
+        assert tvmffi_testing._lib.API_LEVEL == 5
+        assert not isinstance(T.TestIntPair.__dict__["a"], _bind.UnboundField)
+        assert T.TestIntPair._ffi_fields == (("a", "a"), ("b", "b")), T.TestIntPair._ffi_fields
+        derived = T.TestObjectDerived(v_map={}, v_array=[])
+        derived.v_i64 = 5
+        assert (derived.v_i64, derived.v_f64, T.TestIntPair(3, 4).b) == (5, 10.0, 4)
+        obj = T.SchemaAllTypes.make_with(1, 2.0, "s")
+        obj.v_opt_int = 7
+        assert obj.v_opt_int == 7
+        print("OK")
+        """,
+        pure,
+        path=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == [str(package / "__init__.py"), "OK"], proc.stdout
 
 
 @PATHS

@@ -392,3 +392,54 @@ def test_edits_to_generated_members_are_refused_kept_or_replaced_by_choice(
     assert "replaced your edits to the generated def 'manhattan' in class Point" in err, err
     assert "Doubled by me" not in module.read_text()
     assert main([str(v1), "-o", str(out), "--check", "-q"]) == 0
+
+
+#: A generated class whose fields ``register`` moves from its nested fields class (version 1),
+#: and the library's next version, which adds the field ``b``.
+NESTED1 = '''import typing as _t
+
+
+class Pair:
+    """Pair doc."""
+
+    class _fields:  # the field descriptors; `register` puts each on the class under its name
+        a: int = 1
+        """The a field."""
+
+    def total(self) -> int:
+        return 0
+'''
+NESTED2 = NESTED1.replace('        """The a field."""\n', '        """The a field."""\n\n        b: int = 2\n')
+
+
+def test_members_of_the_nested_fields_class_are_keyed_and_merged() -> None:
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import MergeConflict, merge_source
+
+    keys = member_keys(NESTED1)
+    assert [k.split("\t")[0] for k in keys if k.startswith("Pair._fields::")] == [
+        "Pair._fields::assign a",
+        "Pair._fields::docstring of assign a",
+    ]
+    # an edit to a field declaration is an edit to a generated member: refused, named
+    edited = NESTED1.replace("a: int = 1", "a: int = 7")
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", edited, keys, NESTED2)
+    assert info.value.edits == [
+        "you edited the generated assignment 'a' in class Pair._fields (the library did not change it)"
+    ], info.value.edits
+    kept = merge_source("x.py", edited, keys, NESTED2, edit_policy="keep").text
+    assert "a: int = 7" in kept and "b: int = 2" in kept, kept
+    # the user's own member in the nested class stays there, after its neighbour
+    added = NESTED1.replace('        """The a field."""\n', '        """The a field."""\n\n        mine = 3\n')
+    merged = merge_source("x.py", added, keys, NESTED2)
+    assert merged.kept == 1 and '"""The a field."""\n\n        mine = 3\n\n        b: int = 2\n' in merged.text, (
+        merged.text
+    )
+    # a member of the class binding a field's name meets the field's declaration
+    clash = NESTED1.replace("    def total", "    def b(self) -> int:\n        return 1\n\n    def total")
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", clash, keys, NESTED2)
+    assert info.value.problems == [
+        "your def 'b' in class Pair binds 'b' (assignment 'b'), which the generator now writes there; rename yours"
+    ], info.value.problems

@@ -182,7 +182,7 @@ class _Face:
 
     def field_text(self, f: FieldModel) -> str:
         """A field as its value, with its docstring (``render.declarations.field_text``)."""
-        return field_text(f.decl, self.style, "    ", f.override_ignore)
+        return field_text(f.decl, self.style, "    ", f.override_ignore, setter_doc=True)
 
     def entry_line(self, cls: ClassModel, name: str) -> str:
         return f"    {name}: {self.t(_CLASS_VAR)}[{cls.name}]"

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..registry.runtime_files import fields_class
 from .api_changes import NameUse, names_used
 from .code_names import bound_names, listed_names, star_imported, used_names
 from .manifest_entries import (
@@ -134,10 +135,7 @@ class _Merge:
         out = list(new)
         new_keys = statement_keys(new)
         out_keys = list(new_keys)
-        new_names: dict[str, str] = {}
-        for node, key in zip(new, new_keys, strict=True):
-            for name in _bound_names(node):
-                new_names.setdefault(name, key)
+        new_names = _names_bound_by(new, new_keys)
         user_keys = statement_keys(user)
         for i, node in enumerate(user):
             key = user_keys[i]
@@ -302,6 +300,21 @@ class _Merge:
         assert isinstance(fresh, cst.SimpleStatementLine)
         replaced = stmt.with_changes(body=fresh.body)
         return [*module_body[:index], replaced, *module_body[index + 1 :]]
+
+
+def _names_bound_by(body: Sequence[cst.CSTNode], keys: list[str]) -> dict[str, str]:
+    """Each name the generated ``body`` binds -> the key of the member binding it; a field of a
+    nested fields class (which ``register`` puts on the class) by its own member's key."""
+    import libcst as cst
+
+    out: dict[str, str] = {}
+    for node, key in zip(body, keys, strict=True):
+        if isinstance(node, cst.ClassDef) and node.name.value == fields_class():
+            inner = _body(node)
+            out.update((n, k) for n, k in _names_bound_by(inner, statement_keys(inner)).items() if n not in out)
+        for name in _bound_names(node):
+            out.setdefault(name, key)
+    return out
 
 
 def _keep_layout(key: str, node: cst.CSTNode, out: list[cst.CSTNode], out_keys: list[str]) -> None:

@@ -79,7 +79,8 @@ class SchemaAllTypes(Object):
     def v_dtype(self) -> DataType:
         """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
     @v_dtype.setter
-    def v_dtype(self, value: DataType | str) -> None: ...
+    def v_dtype(self, value: DataType | str) -> None:
+        """dtype field. Reads as `DataType`; assigned from any `DataType | str`."""
 
     v_string: str
     """string field"""
@@ -97,19 +98,22 @@ class SchemaAllTypes(Object):
     def v_arr_int(self) -> Array[int]:
         """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
     @v_arr_int.setter
-    def v_arr_int(self, value: Sequence[int]) -> None: ...
+    def v_arr_int(self, value: Sequence[int]) -> None:
+        """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""
 
     @property
     def v_arr_str(self) -> Array[str]:
         """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
     @v_arr_str.setter
-    def v_arr_str(self, value: Sequence[str]) -> None: ...
+    def v_arr_str(self, value: Sequence[str]) -> None:
+        """array<str>. Reads as `Array[str]`; assigned from any `Sequence[str]`."""
 
     @property
     def v_map_str_int(self) -> Map[str, int]:
         """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
     @v_map_str_int.setter
-    def v_map_str_int(self, value: Mapping[str, int]) -> None: ...
+    def v_map_str_int(self, value: Mapping[str, int]) -> None:
+        """map<str,int>. Reads as `Map[str, int]`; assigned from any `Mapping[str, int]`."""
 
     @property
     def v_map_str_arr_int(self) -> Map[str, Array[int]]:
@@ -118,7 +122,11 @@ class SchemaAllTypes(Object):
         Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
         """
     @v_map_str_arr_int.setter
-    def v_map_str_arr_int(self, value: Mapping[str, Sequence[int]]) -> None: ...
+    def v_map_str_arr_int(self, value: Mapping[str, Sequence[int]]) -> None:
+        """map<str,array<int>>
+
+        Reads as `Map[str, Array[int]]`; assigned from any `Mapping[str, Sequence[int]]`.
+        """
 
     @property
     def v_variant(self) -> str | Array[int] | Map[str, int]:
@@ -128,7 +136,12 @@ class SchemaAllTypes(Object):
         assigned from any `str | Sequence[int] | Mapping[str, int]`.
         """
     @v_variant.setter
-    def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None: ...
+    def v_variant(self, value: str | Sequence[int] | Mapping[str, int]) -> None:
+        """variant<str,array<int>,map<str,int>>
+
+        Reads as `str | Array[int] | Map[str, int]`;
+        assigned from any `str | Sequence[int] | Mapping[str, int]`.
+        """
 
     @property
     def v_opt_arr_variant(self) -> Array[int | str] | None:
@@ -137,7 +150,11 @@ class SchemaAllTypes(Object):
         Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
         """
     @v_opt_arr_variant.setter
-    def v_opt_arr_variant(self, value: Sequence[int | str] | None) -> None: ...
+    def v_opt_arr_variant(self, value: Sequence[int | str] | None) -> None:
+        """optional<array<variant<int,str>>>
+
+        Reads as `Array[int | str] | None`; assigned from any `Sequence[int | str] | None`.
+        """
 
     def __init__(self, _never: NoReturn, /) -> None:
         """Not constructible from Python: the type registers no `__ffi_init__`."""
@@ -772,13 +789,15 @@ class TestObjectDerived(TestObjectBase):
     def v_map(self) -> Map[Any, Any]:  # pyright: ignore[reportExplicitAny]
         """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
     @v_map.setter
-    def v_map(self, value: Mapping[Any, Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
+    def v_map(self, value: Mapping[Any, Any]) -> None:  # pyright: ignore[reportExplicitAny]
+        """Reads as `Map[Any, Any]`; assigned from any `Mapping[Any, Any]`."""
 
     @property
     def v_array(self) -> Array[Any]:  # pyright: ignore[reportExplicitAny]
         """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
     @v_array.setter
-    def v_array(self, value: Sequence[Any]) -> None: ...  # pyright: ignore[reportExplicitAny]
+    def v_array(self, value: Sequence[Any]) -> None:  # pyright: ignore[reportExplicitAny]
+        """Reads as `Array[Any]`; assigned from any `Sequence[Any]`."""
 
     def __init__(
         self,
