@@ -19,4 +19,6 @@ API_LEVEL = 6
 #: The class nested in a generated class that holds its field declarations: ``register`` moves
 #: each onto the class under its name. Kept out of the class body's own names so that an editor
 #: resolving a field (jedi's hover) finds the ``.pyi`` face's ``name: T``, not the descriptor.
-FIELDS_CLASS = "_fields"
+#: A private name (``_Class__fields`` at run time): each class's is its own, so a subclass's does
+#: not override its base's for a type checker.
+FIELDS_CLASS = "__fields"

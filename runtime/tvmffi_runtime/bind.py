@@ -219,7 +219,7 @@ def register(type_key: str, constructible: bool = True) -> Callable[[_ClsT], _Cl
 
     The class's :func:`field` declarations are bound here: each offset is checked, then the
     field's runtime descriptor takes the declaration's place. The declarations are read from the
-    class's nested ``_fields`` class (which is then removed) or, in packages generated before
+    class's nested ``__fields`` class (which is then removed) or, in packages generated before
     it, from the class body itself.
 
     A class that is not ``constructible`` refuses construction with a TypeError naming the type
@@ -269,13 +269,15 @@ def _declared_fields(cls: type) -> dict[str, UnboundField]:
     ``FIELDS_CLASS`` (each now named for ``cls``; the nested class is removed), then any in its
     own body."""
     declared: dict[str, UnboundField] = {}
-    nested = vars(cls).get(FIELDS_CLASS)
+    stem = cls.__name__.lstrip("_")
+    mangled = f"_{stem}{FIELDS_CLASS}" if stem else FIELDS_CLASS  # as Python names it in the body
+    nested = vars(cls).get(mangled)
     if isinstance(nested, type):
         for attr, value in vars(nested).items():
             if isinstance(value, UnboundField):
                 value.__set_name__(cls, attr)
                 declared[attr] = value
-        delattr(cls, FIELDS_CLASS)
+        delattr(cls, mangled)
     declared.update((a, v) for a, v in vars(cls).items() if isinstance(v, UnboundField))
     return declared
 

@@ -1,5 +1,5 @@
 """The generated form's runtime support (``tvmffi_runtime.bind``): fields bound by ``register``
-(declared in a class's nested ``_fields`` class, or in its body as older packages have them),
+(declared in a class's nested ``__fields`` class, or in its body as older packages have them),
 registry fields, the API level check, dispatch bases, and parameter names from documentation.
 
 Cases that register classes run in a child process (registering a type key replaces its class
@@ -117,8 +117,8 @@ def test_register_moves_the_nested_field_declarations_onto_the_class(pure: bool)
         from tvmffi_runtime import bind as _bind
         import tvmffi_testing.testing as T
 
-        # the generated class's nested _fields class is gone; its fields are on the class
-        assert "_fields" not in vars(T.TestIntPair) and not hasattr(T.TestIntPair, "_fields")
+        # the generated class's nested __fields class is gone; its fields are on the class
+        assert not [a for a in dir(T.TestIntPair) if a.endswith("__fields")], dir(T.TestIntPair)
         assert T.TestIntPair._ffi_fields == (("a", "a"), ("b", "b")), T.TestIntPair._ffi_fields
         assert T.TestIntPair.__dict__["a"].qualname == "testing.TestIntPair.a"
         derived = T.TestObjectDerived(v_map={}, v_array=[])
@@ -138,7 +138,7 @@ def test_register_moves_the_nested_field_declarations_onto_the_class(pure: bool)
             class Stale(_rt.Object):
                 __slots__ = ()
 
-                class _fields:
+                class __fields:
                     a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
                     b: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 40)
         except ImportError as exc:
@@ -151,12 +151,12 @@ def test_register_moves_the_nested_field_declarations_onto_the_class(pure: bool)
         class Renamed(_rt.Object):
             __slots__ = ()
 
-            class _fields:
+            class __fields:
                 first: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24, name="a")
                 second: _t.Final[_bind.ReadOnlyField[int]] = _bind.registry_field(name="b")
         assert Renamed._ffi_fields == (("first", "a"), ("second", "b")), Renamed._ffi_fields
         assert Renamed.__dict__["second"].qualname == "testing.TestIntPair.b"
-        assert "_fields" not in vars(Renamed)
+        assert "_Renamed__fields" not in vars(Renamed), vars(Renamed)
         print("OK")
         """,
         pure,
@@ -171,7 +171,7 @@ def _fields_in_the_class_body(text: str) -> str:
     out: list[str] = []
     nested = False
     for line in text.splitlines(keepends=True):
-        if line.startswith("    class _fields:"):
+        if line.startswith("    class __fields:"):
             nested = True
             continue
         if nested and line.strip() and not line.startswith("        "):
@@ -189,7 +189,7 @@ def test_a_package_with_fields_in_the_class_body_still_works(pure: bool, tmp_pat
     module = package / "testing" / "__init__.py"
     old = _fields_in_the_class_body(module.read_text())
     assert (
-        "class _fields" not in old
+        "class __fields" not in old
         and '\n    v_f64: _t.Final[_bind.ReadOnlyField[float]] = _bind.field("f64", 32)\n' in old
     )
     module.write_text(old)

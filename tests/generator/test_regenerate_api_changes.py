@@ -176,15 +176,15 @@ def test_stale_uses_of_a_field_another_class_still_has() -> None:
 
 
 def test_fields_of_the_nested_fields_class_are_the_class_api() -> None:
-    """A field declared in the class's nested ``_fields`` class is a member of the class, as one
+    """A field declared in the class's nested ``__fields`` class is a member of the class, as one
     declared in its body (packages generated before the nested class) is."""
     body = (
         '@_bind.register("geom.Circle")\nclass Circle(_rt.Object):\n'
         "    radius: _bind.Field[float, float] = _bind.field('f64', 24)\n"
         "    def area(self) -> float: ...\n"
     )
-    nested = body.replace("    radius:", "    class _fields:\n        radius:")
-    assert "class _fields:\n        radius:" in nested
+    nested = body.replace("    radius:", "    class __fields:\n        radius:")
+    assert "class __fields:\n        radius:" in nested
     expected = {
         "geom.Circle": "type",
         "geom.Circle.radius": "field float",

@@ -402,7 +402,7 @@ NESTED1 = '''import typing as _t
 class Pair:
     """Pair doc."""
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         a: int = 1
         """The a field."""
 
@@ -417,16 +417,16 @@ def test_members_of_the_nested_fields_class_are_keyed_and_merged() -> None:
     from tvmffi_gen.write.merge import MergeConflict, merge_source
 
     keys = member_keys(NESTED1)
-    assert [k.split("\t")[0] for k in keys if k.startswith("Pair._fields::")] == [
-        "Pair._fields::assign a",
-        "Pair._fields::docstring of assign a",
+    assert [k.split("\t")[0] for k in keys if k.startswith("Pair.__fields::")] == [
+        "Pair.__fields::assign a",
+        "Pair.__fields::docstring of assign a",
     ]
     # an edit to a field declaration is an edit to a generated member: refused, named
     edited = NESTED1.replace("a: int = 1", "a: int = 7")
     with pytest.raises(MergeConflict) as info:
         merge_source("x.py", edited, keys, NESTED2)
     assert info.value.edits == [
-        "you edited the generated assignment 'a' in class Pair._fields (the library did not change it)"
+        "you edited the generated assignment 'a' in class Pair.__fields (the library did not change it)"
     ], info.value.edits
     kept = merge_source("x.py", edited, keys, NESTED2, edit_policy="keep").text
     assert "a: int = 7" in kept and "b: int = 2" in kept, kept

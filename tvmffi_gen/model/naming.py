@@ -5,7 +5,7 @@
    with its first character (a digit) gets a leading ``_``; an empty name becomes ``_``.
 2. Reserve: a name that is a keyword, a soft keyword, a builtin our annotations use, an alias
    generated modules import under (``_t``, ``_rt``, ``_bind``, ...), a file the package root holds
-   (``visitors``, ``_lib``), the class holding a class's field declarations (``_fields``), or a
+   (``visitors``, ``_lib``), the class holding a class's field declarations (``__fields``), or a
    member the runtime base class already defines (for enums also
    ``name``, ``ordinal``, ``value``) gets a trailing ``_``; a dunder name or a name
    starting with ``_ffi`` (the prefix of generated private helpers) gets a leading ``x``.

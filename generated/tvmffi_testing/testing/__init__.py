@@ -57,7 +57,7 @@ class SchemaAllTypes(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_bool: _bind.Field[bool, bool] = _bind.field("bool", 24, write="in_place")
         """bool field"""
 
@@ -193,7 +193,7 @@ class TestCompare(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -232,7 +232,7 @@ class TestCustomCompare(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -256,7 +256,7 @@ class TestCustomHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -281,7 +281,7 @@ class TestCxxAutoInit(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("a", "d")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         a: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         b: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -320,7 +320,7 @@ class TestCxxAutoInitAllInitOff(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -351,7 +351,7 @@ class TestCxxAutoInitKwOnlyDefaults(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("p_required", "p_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         p_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         p_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -404,7 +404,7 @@ class TestCxxAutoInitParent(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         parent_required: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         parent_default: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -443,7 +443,7 @@ class TestCxxAutoInitSimple(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("x", "y")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -466,7 +466,7 @@ class TestCxxClassBase(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         v_i32: _bind.Field[int, int] = _bind.field("i32", 32, write="registry")
@@ -496,7 +496,7 @@ class TestCxxClassHiddenField(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         v_i32: _bind.Field[int, int] = _bind.field("i32", 40, write="registry")
@@ -531,7 +531,7 @@ class TestCxxClassPolymorphic(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
     def __init__(self, v_i64: _t.SupportsIndex) -> None:
@@ -552,7 +552,7 @@ class TestCxxEnumHolder(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("priority", "opcode")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         priority: _bind.Field[TestCxxIntEnum, TestCxxIntEnum] = _bind.field(
             "object", 24, write="registry"
         )
@@ -591,7 +591,7 @@ class TestCxxInitSubset(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("required_field",)  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         required_field: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         optional_field: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -627,7 +627,7 @@ class TestCxxKwOnly(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -676,7 +676,7 @@ class TestCxxNoAutoInit(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         x: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
 
         y: _bind.Field[int, int] = _bind.field("i64", 32, write="in_place")
@@ -700,7 +700,7 @@ class TestDeepCopyEdges(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_any", "v_obj")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_any: _bind.Field[_t.Any, _t.Any] = _bind.field("any", 24, write="registry")
 
         v_obj: _bind.Field[_rt.Object, _rt.Object] = _bind.field("object", 40, write="registry")
@@ -734,7 +734,7 @@ class TestEqWithoutHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -776,7 +776,7 @@ class TestHash(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         key: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -815,7 +815,7 @@ class TestIntPair(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         a: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Field `a`. Read-only."""
 
@@ -844,7 +844,7 @@ class TestNonCopyable(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         value: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -866,7 +866,7 @@ class TestObjectBase(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_i64: _bind.Field[int, int] = _bind.field("i64", 24, write="in_place")
         """i64 field"""
 
@@ -917,7 +917,7 @@ class TestObjectPtrHolder(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("value", "optional_value")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         value: _bind.Field[TestObjectBase, TestObjectBase] = _bind.field(
             "object", 24, write="registry"
         )
@@ -959,7 +959,7 @@ class TestUnregisteredBaseObject(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v1: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -986,7 +986,7 @@ class TestVisitHook(_rt.Object):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         child: _t.Final[_bind.ReadOnlyField[_rt.Object]] = _bind.field("object", 24)
         """Read-only."""
 
@@ -1009,7 +1009,7 @@ class TestVisitRegions(_rt.Object):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("simple", "pattern", "ordinary")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         simple: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 24)
         """Read-only."""
 
@@ -1056,7 +1056,7 @@ class TestCxxAutoInitChild(TestCxxAutoInitParent):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("parent_required", "child_required", "parent_default")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         child_required: _bind.Field[int, int] = _bind.field("i64", 40, write="in_place")
 
         child_kw_only: _bind.Field[int, int] = _bind.field("i64", 48, write="in_place")
@@ -1102,7 +1102,7 @@ class TestCxxClassDerived(TestCxxClassBase):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_f32")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_f64: _bind.Field[float, float] = _bind.field("f64", 40, write="in_place")
 
         v_f32: _bind.Field[float, float] = _bind.field("f32", 48, write="registry")
@@ -1161,7 +1161,7 @@ class TestObjectDerived(TestObjectBase):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_map", "v_array", "v_i64", "v_f64", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_map: _bind.Field[_rt.Map[_t.Any, _t.Any], _abc.Mapping[_t.Any, _t.Any]] = _bind.field(
             "object", 56, write="registry"
         )
@@ -1214,7 +1214,7 @@ class TestUnregisteredObject(TestUnregisteredBaseObject):
 
     __slots__: tuple[str, ...] = ()
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v2: _t.Final[_bind.ReadOnlyField[int]] = _bind.field("i64", 32)
         """Read-only."""
 
@@ -1242,7 +1242,7 @@ class TestCxxClassDerivedDerived(TestCxxClassDerived):
     __slots__: tuple[str, ...] = ()
     __match_args__ = ("v_i64", "v_i32", "v_f64", "v_bool", "v_f32", "v_str")  # pyright: ignore[reportUnannotatedClassAttribute]
 
-    class _fields:  # the field descriptors; `register` puts each on the class under its name
+    class __fields:  # pyright: ignore[reportUnusedClass] -- `register` moves these onto the class
         v_str: _bind.Field[str, str] = _bind.field("any", 56, write="registry")
 
         v_bool: _bind.Field[bool, bool] = _bind.field("bool", 72, write="in_place")
