@@ -443,3 +443,24 @@ def test_members_of_the_nested_fields_class_are_keyed_and_merged() -> None:
     assert info.value.problems == [
         "your def 'b' in class Pair binds 'b' (assignment 'b'), which the generator now writes there; rename yours"
     ], info.value.problems
+
+
+def test_user_code_in_the_nested_fields_class_of_a_dropped_type_is_reported() -> None:
+    from tvmffi_gen.write.manifest_entries import member_keys
+    from tvmffi_gen.write.merge import MergeConflict, merge_source
+
+    keys = member_keys(NESTED1)
+    without_pair = "import typing as _t\n"
+    added = NESTED1.replace('        """The a field."""\n', '        """The a field."""\n\n        mine = 3\n')
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", added, keys, without_pair)
+    assert info.value.problems == [
+        "class Pair is no longer generated (its type left the library) but holds your code (assign mine);"
+        " move it elsewhere"
+    ], info.value.problems
+    edited = NESTED1.replace("a: int = 1", "a: int = 7")
+    with pytest.raises(MergeConflict) as info:
+        merge_source("x.py", edited, keys, without_pair)
+    assert info.value.edits == [
+        "you edited the generated assignment 'a' in class Pair.__fields (the library no longer has it)"
+    ], info.value.edits

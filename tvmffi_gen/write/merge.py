@@ -302,6 +302,20 @@ class _Merge:
         return [*module_body[:index], replaced, *module_body[index + 1 :]]
 
 
+def _user_members(scope: str, body: Sequence[cst.CSTNode], generated: dict[str, str]) -> list[cst.CSTNode]:
+    """The members of class ``scope``'s ``body`` the generator did not write, those in the
+    generated classes nested in it too."""
+    import libcst as cst
+
+    out: list[cst.CSTNode] = []
+    for node, key in zip(body, statement_keys(body), strict=True):
+        if f"{scope}::{key}" not in generated:
+            out.append(node)
+        elif isinstance(node, cst.ClassDef):
+            out += _user_members(f"{scope}.{node.name.value}", _body(node), generated)
+    return out
+
+
 def _names_bound_by(body: Sequence[cst.CSTNode], keys: list[str]) -> dict[str, str]:
     """Each name the generated ``body`` binds -> the key of the member binding it; a field of a
     nested fields class (which ``register`` puts on the class) by its own member's key."""
@@ -407,11 +421,7 @@ def merge_source(
         if f"class {name}" not in merge.generated:
             continue  # the user's own class: kept whole at module level below
         user_body = _body(user_cls)
-        user_members = [
-            m
-            for m, k in zip(user_body, statement_keys(user_body), strict=True)
-            if f"{name}::{k}" not in merge.generated
-        ]
+        user_members = _user_members(name, user_body, merge.generated)
         if name not in new_classes:
             if user_members:
                 merge.problems.append(
