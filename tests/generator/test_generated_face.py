@@ -57,7 +57,9 @@ def test_fields_are_their_values_and_signatures_name_plain_types() -> None:
     # one type read and written: an attribute; a wider type written: a property and its setter
     assert "    v_int: int\n" in every
     assert "    @property\n    def v_arr_int(self) -> Array[int]:" in every
-    assert "    def v_arr_int(self, value: Sequence[int]) -> None: ..." in every
+    # the setter repeats the doc: jedi documents a property by its last definition
+    doc = '        """array<int>. Reads as `Array[int]`; assigned from any `Sequence[int]`."""\n'
+    assert f"    @v_arr_int.setter\n    def v_arr_int(self, value: Sequence[int]) -> None:\n{doc}" in every
     derived = text[text.index("class TestObjectDerived(") :]
     assert "v_map: Mapping[Any, Any]," in derived[: derived.index("\nclass ")]
 
