@@ -9,6 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from tvmffi_gen.model.registration import class_statements
 from tvmffi_gen.render.import_lines import STANDARD_IMPORTS
 from tvmffi_gen.verify.checkers import run_mypy
 from tvmffi_gen.write.writer import apply_plan, plan_output
@@ -19,9 +20,10 @@ STANDARD_ALIASES = {alias for group in STANDARD_IMPORTS for alias in group}
 
 def declared_fields(node: ast.ClassDef) -> dict[str, str]:
     """Registry name -> how it is given ("attribute" or "name=") of the class's field declarations
-    (``x: ... = _bind.field(...)`` / ``_bind.registry_field(...)``)."""
+    (``x: ... = _bind.field(...)`` / ``_bind.registry_field(...)``, in its nested ``__fields``
+    class)."""
     out: dict[str, str] = {}
-    for stmt in node.body:
+    for stmt in class_statements(node):
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
             continue
         call = stmt.value
