@@ -266,17 +266,20 @@ _NO_CODE = (lambda: None).__code__
 
 def _declared_fields(cls: type) -> dict[str, UnboundField]:
     """The fields ``cls`` declares, by attribute in declaration order: those of its nested
-    ``FIELDS_CLASS`` (each now named for ``cls``; the nested class is removed), then any in its
-    own body."""
+    ``FIELDS_CLASS`` (each now named for ``cls``, its annotation now ``cls``'s; the nested class
+    is removed), then any in its own body."""
     declared: dict[str, UnboundField] = {}
     stem = cls.__name__.lstrip("_")
     mangled = f"_{stem}{FIELDS_CLASS}" if stem else FIELDS_CLASS  # as Python names it in the body
     nested = vars(cls).get(mangled)
     if isinstance(nested, type):
+        annotations: dict[str, Any] = getattr(nested, "__annotations__", {})
         for attr, value in vars(nested).items():
             if isinstance(value, UnboundField):
                 value.__set_name__(cls, attr)
                 declared[attr] = value
+                if attr in annotations:  # what records.fields() and get_type_hints() read
+                    cls.__annotations__[attr] = annotations[attr]
         delattr(cls, mangled)
     declared.update((a, v) for a, v in vars(cls).items() if isinstance(v, UnboundField))
     return declared

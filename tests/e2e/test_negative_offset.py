@@ -89,7 +89,7 @@ def test_the_registry_gives_negative_offsets(negoff_lib: Path) -> None:
 def test_generator_writes_the_negative_offsets(negpkg: Path) -> None:
     text = (negpkg / "negoff" / "__init__.py").read_text()
     # the field declares its layout and (negative) offset; register checks that offset at import
-    assert re.search(r'\n    counter: \S.* = _bind\.field\("i64", -\d+', text), text
+    assert re.search(r'\n        counter: \S.* = _bind\.field\("i64", -\d+', text), text
 
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
@@ -105,7 +105,7 @@ def test_stale_negative_offset_refuses_import(negpkg: Path, tmp_path: Path, pure
     subprocess.run(["cp", "-r", str(negpkg), str(stale)], check=True)
     module = stale / "negoff" / "__init__.py"
     text = module.read_text()
-    match = re.search(r'(\n    counter: \S.* = _bind\.field\("i64", )(-\d+)', text)
+    match = re.search(r'(\n        counter: \S.* = _bind\.field\("i64", )(-\d+)', text)
     assert match is not None, text
     value = int(match.group(2))
     module.write_text(text.replace(match.group(0), f"{match.group(1)}{value - 8}"))

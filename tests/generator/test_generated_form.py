@@ -121,6 +121,9 @@ def test_register_moves_the_nested_field_declarations_onto_the_class(pure: bool)
         assert not [a for a in dir(T.TestIntPair) if a.endswith("__fields")], dir(T.TestIntPair)
         assert T.TestIntPair._ffi_fields == (("a", "a"), ("b", "b")), T.TestIntPair._ffi_fields
         assert T.TestIntPair.__dict__["a"].qualname == "testing.TestIntPair.a"
+        # and so are their annotations (records.fields() reads the types there)
+        assert T.TestIntPair.__annotations__["a"] == "_t.Final[_bind.ReadOnlyField[int]]"
+        assert [(f.name, f.type) for f in _rt.fields(T.TestIntPair)] == [("a", int), ("b", int)]
         derived = T.TestObjectDerived(v_map={}, v_array=[])
         assert (derived.v_i64, derived.v_f64) == (10, 10.0), (derived.v_i64, derived.v_f64)
         derived.v_i64 = 5
