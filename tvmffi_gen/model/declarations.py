@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Sequence
 
 from ..registry.facts import defaults_to_none
@@ -26,7 +25,17 @@ from .docparams import documented_param_names
 from .naming import RESERVED_MODULE, Scope
 from .package import CallableDecl, FieldDecl, FieldForm, Param, ParamKind
 from .signatures import unnamed
-from .typemap import ANY, ANY_ANNOTATION, Annotation, FunctionSig, Position, SchemaError, TypeRef, function_sig
+from .typemap import (
+    ANY,
+    ANY_ANNOTATION,
+    Annotation,
+    FunctionSig,
+    Position,
+    SchemaError,
+    TypeRef,
+    function_sig,
+    without_aliases,
+)
 
 __all__ = [
     "NATIVE_DEFAULT",
@@ -96,15 +105,11 @@ def field_decl(
     return FieldDecl(name, read, write, doc, form)
 
 
-#: An import alias before a name (``_rt.Map``, ``_t.Any``): a doc shows the name alone.
-_ALIAS = re.compile(r"(?<![\w.])_[A-Za-z0-9_]*\.(?=[A-Za-z_])")
-
-
 def _assignment_note(read: Annotation, write: Annotation) -> str:
     """What a field set from a wider type than it reads says of both types in its doc: a
     property's type is shown by pyright (the getter's alone) but not by jedi-language-server,
     which labels it ``property name`` and shows the docstring."""
-    reads, takes = f"Reads as `{_ALIAS.sub('', read.text)}`;", f"assigned from any `{_ALIAS.sub('', write.text)}`."
+    reads, takes = f"Reads as `{without_aliases(read.text)}`;", f"assigned from any `{without_aliases(write.text)}`."
     # on two lines (one paragraph in Markdown) where a property's docstring line would not fit
     return f"{reads} {takes}" if fits(f"{_PROPERTY_DOC_INDENT}{reads} {takes}") else f"{reads}\n{takes}"
 

@@ -10,6 +10,7 @@ runtime's own classes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -26,6 +27,7 @@ __all__ = [
     "standard",
     "compose",
     "runtime_class",
+    "without_aliases",
 ]
 
 #: "arg": a function's, method's or constructor's own parameter (what one call packs); "param":
@@ -152,6 +154,17 @@ class Annotation:
     def or_none(self) -> Annotation:
         """``T | None``."""
         return Annotation(f"{self.text} | None", self.aliases)
+
+
+#: A generated module's private import alias before a name (``_rt.``, ``_abc.``, ``_t.``,
+#: ``_ffi_ns_ir.``).
+_ALIAS = re.compile(r"\b_\w+\.")
+
+
+def without_aliases(code: str) -> str:
+    """``code`` (an annotation, a parameter list) as a reader is shown it in prose: each name
+    without the private import alias the generated module spells it through."""
+    return _ALIAS.sub("", code)
 
 
 def standard(alias: str, name: str) -> Annotation:

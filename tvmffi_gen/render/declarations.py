@@ -36,6 +36,10 @@ class Style:
     #: a def too long for a line laid out over lines, and a one-line docstring too long for one
     #: with its closing quotes below (else both on one line)
     wrap: bool = True
+    #: a property's setter repeats the docstring: jedi documents a property by its last
+    #: definition, the setter, where no ``.py`` beside the stub binds the name (a generated
+    #: package's face)
+    setter_doc: bool = False
 
 
 def param_items(params: list[Param], first: str | None, style: Style) -> list[str]:
@@ -95,13 +99,9 @@ def with_doc(lines: list[str], doc: str, indent: str, style: Style | None = None
     return "\n".join([*lines[:-1], f"{code} ...{sep}{comment}"])
 
 
-def field_text(
-    decl: FieldDecl, style: Style, indent: str = "    ", override_ignore: bool = False, setter_doc: bool = False
-) -> str:
+def field_text(decl: FieldDecl, style: Style, indent: str = "    ", override_ignore: bool = False) -> str:
     """A field as its form says (``FieldForm``), with its docstring; ``override_ignore``: it
-    overrides an inherited member incompatibly (a ``# type: ignore`` on what mypy reports);
-    ``setter_doc``: a property's setter repeats the docstring (jedi documents a property by its
-    last definition, the setter, when no ``.py`` beside the stub binds the name)."""
+    overrides an inherited member incompatibly (a ``# type: ignore`` on what mypy reports)."""
     read = style.spell(decl.read.text)
     doc = doc_lines(decl.doc, indent, style) if decl.doc.strip() else []
     if decl.form in ("final", "attribute"):
@@ -118,6 +118,6 @@ def field_text(
         setter_ignore = "  # type: ignore[override]" if override_ignore else ""
         value = f"value: {style.spell(decl.write.text)}"
         setter_lines = def_lines(f"def {decl.name}", ["self", value], "None", style, indent)
-        setter = with_doc(setter_lines, decl.doc if setter_doc else "", indent + "    ", style)
+        setter = with_doc(setter_lines, decl.doc if style.setter_doc else "", indent + "    ", style)
         lines += [f"{indent}@{decl.name}.setter{setter_ignore}", setter]
     return "\n".join(lines)

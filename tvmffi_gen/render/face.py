@@ -167,7 +167,7 @@ class _Face:
 
     def __init__(self, names: FaceNames) -> None:
         self.names = names
-        self.style: Style = Style(final=names.text(_FINAL), spell=names.text, mark=_any_ignored)
+        self.style: Style = Style(final=names.text(_FINAL), spell=names.text, mark=_any_ignored, setter_doc=True)
 
     def t(self, text: str) -> str:
         """An annotation's text in the face's names."""
@@ -182,7 +182,7 @@ class _Face:
 
     def field_text(self, f: FieldModel) -> str:
         """A field as its value, with its docstring (``render.declarations.field_text``)."""
-        return field_text(f.decl, self.style, "    ", f.override_ignore, setter_doc=True)
+        return field_text(f.decl, self.style, "    ", f.override_ignore)
 
     def entry_line(self, cls: ClassModel, name: str) -> str:
         return f"    {name}: {self.t(_CLASS_VAR)}[{cls.name}]"

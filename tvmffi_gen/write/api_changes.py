@@ -14,11 +14,11 @@ the removals such code still names (``removals_to_record``), so every later run 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..model.registration import class_statements, registered_key
+from ..model.typemap import without_aliases
 
 __all__ = [
     "ApiChange",
@@ -45,13 +45,9 @@ def _module_path(rel: str) -> str:
     return ".".join(parts)
 
 
-#: The generated modules' private import aliases (``_rt.``, ``_abc.``, ``_t.``): left out when shown.
-_ALIAS = re.compile(r"\b_\w+\.")
-
-
 def _code(node: ast.AST) -> str:
     """An annotation or parameter list as a user reads it: code, without the private aliases."""
-    return _ALIAS.sub("", ast.unparse(node))
+    return without_aliases(ast.unparse(node))
 
 
 def _signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
